@@ -1,0 +1,169 @@
+/**
+ * Who we are, as written into a lock's owner record, and whether a recorded holder still lives.
+ */
+import * as crypto from 'crypto';
+import * as fs from 'fs';
+import * as os from 'os';
+import type { Holder } from './types';
+
+declare const __VERSION__: string | undefined;
+const TOOL = `devserver-staging/${typeof __VERSION__ === 'string' ? __VERSION__ : 'dev'}`;
+
+function readProc(file: string): string | undefined {
+  try {
+    return fs.readFileSync(file, 'utf8').trim();
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * From /proc/<pid>/stat: the state (field 3) and the start time in clock ticks since boot
+ * (field 22), which tells a pid from its reuse. Undefined off Linux or when the pid is gone.
+ */
+function procStat(pid: number): { state: string; start: string } | undefined {
+  const stat = readProc(`/proc/${pid}/stat`);
+  if (stat === undefined) return undefined;
+  // The command name (field 2) may contain spaces and parentheses; fields after it follow the last ')'.
+  const rest = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return rest.length > 19 ? { state: rest[0]!, start: rest[19]! } : undefined;
+}
+
+export function processStartOf(pid: number): string | undefined {
+  return procStat(pid)?.start;
+}
+
+interface Machine {
+  hostname: string;
+  bootId?: string;
+  pidNamespace?: string;
+}
+
+let machine: Machine | undefined;
+
+/** This machine's identity, read once per process. */
+export function thisMachine(): Machine {
+  machine ??= {
+    hostname: os.hostname(),
+    ...optional('bootId', readProc('/proc/sys/kernel/random/boot_id')),
+    ...optional('pidNamespace', readLink('/proc/self/ns/pid')),
+  };
+  return machine;
+}
+
+function readLink(p: string): string | undefined {
+  try {
+    return fs.readlinkSync(p);
+  } catch {
+    return undefined;
+  }
+}
+
+function optional<K extends string>(key: K, value: string | undefined): { [P in K]?: string } {
+  return (value === undefined ? {} : { [key]: value }) as { [P in K]?: string };
+}
+
+function currentUser(): string {
+  try {
+    return os.userInfo().username;
+  } catch {
+    return process.env.USER ?? String(process.getuid?.() ?? 'unknown');
+  }
+}
+
+export interface HolderOptions {
+  clientId?: string;
+  purpose?: string;
+  staleMs: number;
+  refreshMs: number;
+  acquiredAtMs: number;
+}
+
+/** The owner record this process writes when it takes a lock. */
+export function makeHolder(o: HolderOptions): Holder {
+  const m = thisMachine();
+  const holder: Holder = {
+    pid: process.pid,
+    hostname: m.hostname,
+    user: currentUser(),
+    clientId: o.clientId ?? process.env.DEVSERVER_STAGING_CLIENT_ID ?? `${m.hostname}:${process.pid}`,
+    acquiredAt: new Date(o.acquiredAtMs).toISOString(),
+    token: crypto.randomBytes(12).toString('hex'),
+    staleMs: o.staleMs,
+    refreshMs: o.refreshMs,
+    tool: TOOL,
+  };
+  if (o.purpose !== undefined && o.purpose !== '') holder.purpose = o.purpose;
+  if (m.bootId !== undefined) holder.bootId = m.bootId;
+  if (m.pidNamespace !== undefined) holder.pidNamespace = m.pidNamespace;
+  const start = processStartOf(process.pid);
+  if (start !== undefined) holder.processStart = start;
+  return holder;
+}
+
+/** Parses an owner record, tolerating records from other tools; undefined when unusable. */
+export function parseHolder(text: string): Holder | undefined {
+  let raw: unknown;
+  try {
+    raw = JSON.parse(text);
+  } catch {
+    return undefined;
+  }
+  if (typeof raw !== 'object' || raw === null) return undefined;
+  const r = raw as Record<string, unknown>;
+  if (typeof r.pid !== 'number' || typeof r.hostname !== 'string') return undefined;
+  const str = (k: string): string | undefined => (typeof r[k] === 'string' ? (r[k] as string) : undefined);
+  const num = (k: string): number | undefined => (typeof r[k] === 'number' && Number.isFinite(r[k]) ? (r[k] as number) : undefined);
+  const h: Holder = {
+    pid: r.pid,
+    hostname: r.hostname,
+    user: str('user') ?? 'unknown',
+    clientId: str('clientId') ?? `${r.hostname}:${r.pid}`,
+    acquiredAt: str('acquiredAt') ?? '',
+    token: str('token') ?? '',
+    staleMs: num('staleMs') ?? 0,
+    refreshMs: num('refreshMs') ?? 0,
+  };
+  for (const k of ['purpose', 'bootId', 'pidNamespace', 'processStart', 'tool'] as const) {
+    const v = str(k);
+    if (v !== undefined) h[k] = v;
+  }
+  return h;
+}
+
+/**
+ * Whether a holder is a process on this machine (same hostname, boot and pid namespace), so that
+ * its pid can be checked. A holder on another machine can only be judged by its heartbeat.
+ */
+export function isOnThisMachine(h: Pick<Holder, 'hostname' | 'bootId' | 'pidNamespace'>): boolean {
+  const m = thisMachine();
+  if (h.hostname !== m.hostname) return false;
+  if (h.pidNamespace !== undefined && m.pidNamespace !== undefined && h.pidNamespace !== m.pidNamespace) return false;
+  return true;
+}
+
+/**
+ * For a holder on this machine: is its process still running? A different boot id means the
+ * machine restarted since; a different start time means the pid was reused.
+ */
+export function isHolderAlive(h: Pick<Holder, 'pid' | 'bootId' | 'processStart'>): boolean {
+  const m = thisMachine();
+  if (h.bootId !== undefined && m.bootId !== undefined && h.bootId !== m.bootId) return false;
+  if (!isPidAlive(h.pid)) return false;
+  const stat = procStat(h.pid);
+  // A zombie has exited; only its parent has not collected it yet.
+  if (stat?.state === 'Z' || stat?.state === 'X') return false;
+  if (h.processStart !== undefined && stat !== undefined && stat.start !== h.processStart) return false;
+  return true;
+}
+
+export function isPidAlive(pid: number): boolean {
+  if (!Number.isInteger(pid) || pid <= 0) return false;
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    // EPERM: it exists but belongs to someone else.
+    return (err as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}

@@ -1,0 +1,72 @@
+/**
+ * Reading lock states without taking anything: one area (`inspect`) or the children of one
+ * directory (`list`), cheaply enough for a tree view to call on every change.
+ */
+import * as fs from 'fs';
+import * as path from 'path';
+import { fsClockSkew } from './clock';
+import { StagingError, asStagingError, errnoCode } from './errors';
+import { judgeLock, lockPathOf } from './judge';
+import { LOCK_NAME, clampTiming, isProtocolName } from './protocol';
+import { isInside, resolveArea, resolveStaticDir } from './tags';
+import type { ListEntry, LockInfo, Timing } from './types';
+
+/** The lock state of one staging area. */
+export async function inspect(staticDir: string, tag: string, options: Partial<Timing> = {}): Promise<LockInfo> {
+  const area = await resolveArea(staticDir, tag);
+  const skew = await fsClockSkew(area.realStaticDir);
+  return (await judgeLock(area, clampTiming(options), Date.now() + skew)).info;
+}
+
+/**
+ * The subdirectories of `<staticDir>/<subpath>` (the static directory itself by default) with
+ * their lock states, sorted by name. One directory read and one lstat per entry, plus a read of
+ * the holder record for locked entries. Lock artefacts, the audit log and trash are left out.
+ */
+export async function list(staticDir: string, subpath = '', options: Partial<Timing> = {}): Promise<ListEntry[]> {
+  const timing = clampTiming(options);
+  const { staticDir: root, realStaticDir } = await resolveStaticDir(staticDir);
+  let dir = root;
+  let prefix = '';
+  if (subpath !== '' && subpath !== '.' && subpath !== '/') {
+    const area = await resolveArea(root, subpath);
+    if (!area.exists) throw new StagingError('ENOENT', `There is no directory ${area.dir} in the static directory.`, { path: area.dir });
+    dir = area.dir;
+    prefix = `${area.tag}/`;
+  }
+  const [entries, skew] = await Promise.all([
+    fs.promises.readdir(dir, { withFileTypes: true }).catch((err: unknown) => {
+      if (errnoCode(err) === 'ENOENT') throw new StagingError('EBADSTATICDIR', `The directory ${dir} does not exist.`, { path: dir });
+      throw asStagingError(err, 'list', dir);
+    }),
+    fsClockSkew(realStaticDir),
+  ]);
+  const nowFs = Date.now() + skew;
+  const candidates = entries.filter((e) => (e.isDirectory() || e.isSymbolicLink()) && !isProtocolName(e.name));
+  const results = await Promise.all(
+    candidates.map(async (e): Promise<ListEntry | undefined> => {
+      const child = path.join(dir, e.name);
+      if (e.isSymbolicLink()) {
+        // A link is listed only when it leads to a directory inside the static directory.
+        const real = await fs.promises.realpath(child).catch(() => undefined);
+        if (real === undefined || !isInside(realStaticDir, real)) return undefined;
+        if (!(await fs.promises.stat(real).then((s) => s.isDirectory(), () => false))) return undefined;
+      }
+      let st: fs.Stats | null;
+      try {
+        st = await fs.promises.lstat(path.join(child, LOCK_NAME));
+      } catch (err) {
+        if (errnoCode(err) !== 'ENOENT' && errnoCode(err) !== 'ENOTDIR') throw asStagingError(err, 'read the lock', lockPathOf(child));
+        st = null;
+      }
+      const area = { staticDir: root, tag: prefix + e.name, dir: child };
+      if (st === null) {
+        // Free: no need to look further.
+        return { name: e.name, staticDir: root, tag: area.tag, dir: child, lockPath: lockPathOf(child), exists: true, state: 'free' };
+      }
+      const { info } = await judgeLock(area, timing, nowFs, st);
+      return { name: e.name, ...info };
+    }),
+  );
+  return results.filter((r): r is ListEntry => r !== undefined).sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+}

@@ -1,0 +1,133 @@
+/**
+ * Reading a lock and deciding its state: free, held, stale or legacy.
+ */
+import * as fs from 'fs';
+import * as path from 'path';
+import { asStagingError, errnoCode } from './errors';
+import { isHolderAlive, isOnThisMachine, parseHolder } from './holder';
+import { LOCK_NAME, OWNER_FILE } from './protocol';
+import type { Area } from './tags';
+import type { LegacyHolder, LockInfo, Timing } from './types';
+
+/** What identifies one lock instance, so a takeover removes the lock it judged and no later one. */
+export interface LockIdentity {
+  ino: number;
+  mtimeMs: number;
+  token?: string;
+  isDirectory: boolean;
+}
+
+export interface Judged {
+  info: LockInfo;
+  /** Absent when the lock is free. */
+  identity?: LockIdentity;
+}
+
+export function lockPathOf(dir: string): string {
+  return path.join(dir, LOCK_NAME);
+}
+
+function baseInfo(area: Pick<Area, 'staticDir' | 'tag' | 'dir'>, exists: boolean): LockInfo {
+  return { staticDir: area.staticDir, tag: area.tag, dir: area.dir, lockPath: lockPathOf(area.dir), exists, state: 'free' };
+}
+
+/**
+ * Reads the lock of one area and judges it. `nowFsMs` is the current time by the filesystem's
+ * clock. `st` may be passed when the caller already has the lock's lstat (list does).
+ */
+export async function judgeLock(
+  area: Pick<Area, 'staticDir' | 'tag' | 'dir'>,
+  timing: Timing,
+  nowFsMs: number,
+  st?: fs.Stats | null,
+): Promise<Judged> {
+  const lockPath = lockPathOf(area.dir);
+  if (st === undefined) {
+    try {
+      st = await fs.promises.lstat(lockPath);
+    } catch (err) {
+      const code = errnoCode(err);
+      if (code === 'ENOENT') st = null;
+      else if (code === 'ENOTDIR') return { info: baseInfo(area, false) };
+      else throw asStagingError(err, 'read the lock', lockPath);
+    }
+  }
+  if (st === null) {
+    const exists = await fs.promises.stat(area.dir).then(
+      (s) => s.isDirectory(),
+      () => false,
+    );
+    return { info: baseInfo(area, exists) };
+  }
+  const info = baseInfo(area, true);
+  const heartbeatAgeMs = Math.max(0, nowFsMs - st.mtimeMs);
+  info.heartbeatAgeMs = heartbeatAgeMs;
+  const identity: LockIdentity = { ino: st.ino, mtimeMs: st.mtimeMs, isDirectory: st.isDirectory() };
+
+  if (!st.isDirectory()) {
+    // The Python devserver's lockfile.FileLock: a hard link to a unique file. Never ours to judge stale.
+    info.state = 'legacy';
+    info.ageMs = heartbeatAgeMs;
+    info.legacy = await readLegacyHolder(area.dir, st);
+    return { info, identity };
+  }
+
+  const holder = await fs.promises.readFile(path.join(lockPath, OWNER_FILE), 'utf8').then(parseHolder, () => undefined);
+  if (holder !== undefined) {
+    info.holder = holder;
+    if (holder.token !== '') identity.token = holder.token;
+    const acquired = Date.parse(holder.acquiredAt);
+    if (Number.isFinite(acquired)) info.ageMs = Math.max(0, nowFsMs - acquired);
+  }
+  // Honour the holder's own threshold when it is longer: it refreshes on its schedule, not ours.
+  const threshold = Math.max(timing.staleMs, holder?.staleMs ?? 0);
+  if (holder !== undefined && isOnThisMachine(holder)) {
+    const alive = isHolderAlive(holder);
+    info.holderAlive = alive;
+    if (!alive) {
+      info.state = 'stale';
+      info.staleReason = `its holder (pid ${holder.pid} on ${holder.hostname}) is no longer running`;
+      return { info, identity };
+    }
+  }
+  if (heartbeatAgeMs > threshold) {
+    info.state = 'stale';
+    info.staleReason = `no heartbeat for ${Math.round(heartbeatAgeMs / 1000)} s (stale after ${Math.round(threshold / 1000)} s)`;
+  } else {
+    info.state = 'held';
+  }
+  return { info, identity };
+}
+
+/**
+ * Python's LinkLockFile names its unique file `<hostname>-<threadhex>.<pid><hash>` and hard-links
+ * the lock to it; the hash may be negative, which is the only case where the pid can be split off.
+ */
+export function parseLegacyName(name: string): Omit<LegacyHolder, 'uniqueFile'> | undefined {
+  const m = /^(.*?)(?:-[0-9a-f]+)?\.(\d+)(-?\d+)?$/.exec(name);
+  if (m === null || m[1] === undefined || m[1] === '') return undefined;
+  const digits = `${m[2]}${m[3] ?? ''}`;
+  const split = /^(\d+)-\d+$/.exec(digits);
+  const out: Omit<LegacyHolder, 'uniqueFile'> = { hostname: m[1], pidAndHash: digits };
+  if (split !== null) out.pid = Number(split[1]);
+  return out;
+}
+
+async function readLegacyHolder(dir: string, lockStat: fs.Stats): Promise<LegacyHolder> {
+  let names: string[] = [];
+  try {
+    names = await fs.promises.readdir(dir);
+  } catch {
+    /* unreadable: report what we can */
+  }
+  for (const name of names) {
+    if (name === LOCK_NAME) continue;
+    const parsed = parseLegacyName(name);
+    if (parsed === undefined) continue;
+    const st = await fs.promises.lstat(path.join(dir, name)).catch(() => undefined);
+    if (st !== undefined && st.ino === lockStat.ino && st.dev === lockStat.dev) {
+      return { ...parsed, uniqueFile: name };
+    }
+  }
+  return { hostname: 'unknown', pidAndHash: '' };
+}

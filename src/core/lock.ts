@@ -1,0 +1,310 @@
+/**
+ * Taking and releasing a staging area's lock: the devserver's AcquireLock/ReleaseLock, with a
+ * named holder, a heartbeat, stale takeover by exactly one process, and the protected work told
+ * (through an AbortSignal) when the lock is lost.
+ */
+import { EventEmitter } from 'events';
+import * as path from 'path';
+import * as lockfile from 'proper-lockfile';
+import { fsClockSkew } from './clock';
+import { StagingError, asStagingError, errnoCode } from './errors';
+import { makeHolder } from './holder';
+import { judgeLock, lockPathOf } from './judge';
+import { makeLockFs, type LockFsState } from './lockfs';
+import { LOCK_TARGET, clampTiming } from './protocol';
+import { destroyArea, findHeldInside } from './remove';
+import { claimInstance, dropClaim, removeInstance } from './takeover';
+import { ensureAreaDir, removeCreated, resolveArea, type Area } from './tags';
+import type { Holder, LockInfo, Timing } from './types';
+
+export interface AcquireOptions extends Partial<Timing> {
+  /** The area must not exist yet; it is created by this call (the devserver's default). Default true. */
+  createOnce?: boolean;
+  /** How long to keep trying while someone else holds the lock, in ms. Default 0: fail at once. */
+  waitMs?: number;
+  /** What the lock is for, shown to others. */
+  purpose?: string;
+  /** Identifies this process or editor window to others. */
+  clientId?: string;
+  /** Aborts a wait for the lock. */
+  signal?: AbortSignal;
+}
+
+export interface ReleaseOptions {
+  /** Remove the staging area too (the devserver's failed-staging path, so a later run can retry). */
+  destroy?: boolean;
+}
+
+export interface LeaseEvents {
+  lost: [reason: StagingError];
+  released: [];
+}
+
+/** Locks this process holds, by lock path: lets `release(staticDir, tag)` find them, as ReleaseLock did. */
+const held = new Map<string, Lease>();
+
+/** A held lock. Its `signal` aborts, with an ECOMPROMISED reason, if the lock is lost. */
+export class Lease extends EventEmitter<LeaseEvents> {
+  readonly staticDir: string;
+  readonly tag: string;
+  readonly dir: string;
+  readonly lockPath: string;
+  readonly holder: Holder;
+  /** Whether this acquisition created the area directory. */
+  readonly created: boolean;
+  readonly timing: Timing;
+  private readonly controller = new AbortController();
+  private status: 'held' | 'released' | 'lost' = 'held';
+  private lostReason?: StagingError;
+  /** Set by `attach` once proper-lockfile has granted the lock. */
+  private unlock?: () => Promise<void>;
+
+  /** @internal */
+  constructor(area: Area, holder: Holder, created: boolean, timing: Timing, private readonly fsState: LockFsState) {
+    super();
+    this.staticDir = area.staticDir;
+    this.tag = area.tag;
+    this.dir = area.dir;
+    this.lockPath = lockPathOf(area.dir);
+    this.holder = holder;
+    this.created = created;
+    this.timing = timing;
+  }
+
+  get signal(): AbortSignal {
+    return this.controller.signal;
+  }
+
+  /** 'held' until released or lost. */
+  get state(): 'held' | 'released' | 'lost' {
+    return this.status;
+  }
+
+  /** @internal */
+  attach(unlock: () => Promise<void>): void {
+    this.unlock = unlock;
+    held.set(this.lockPath, this);
+  }
+
+  /**
+   * @internal Called from proper-lockfile's timer: must never throw, or it would take the whole
+   * process (an editor's extension host) down with it.
+   */
+  lose(cause: unknown): void {
+    if (this.status !== 'held') return;
+    this.status = 'lost';
+    if (held.get(this.lockPath) === this) held.delete(this.lockPath);
+    const detail = cause instanceof Error ? cause.message : String(cause);
+    const reason = new StagingError('ECOMPROMISED', `Lost the lock on ${this.dir}: ${detail}. Work done under it may be incomplete.`, {
+      path: this.lockPath,
+      cause,
+    });
+    this.lostReason = reason;
+    try {
+      this.controller.abort(reason);
+    } catch {
+      /* a listener threw; nothing to do about it here */
+    }
+    try {
+      this.emit('lost', reason);
+    } catch {
+      /* same */
+    }
+  }
+
+  /** Releases the lock; with `destroy`, removes the staging area too (atomically, see remove.ts). */
+  async release(options: ReleaseOptions = {}): Promise<void> {
+    if (this.status === 'lost') throw this.lostReason!;
+    if (this.status === 'released' || this.unlock === undefined) {
+      throw new StagingError('ENOTHELD', `The lock on ${this.dir} was already released.`, { path: this.lockPath });
+    }
+    let refused: StagingError | undefined;
+    if (options.destroy === true) {
+      const nested = await findHeldInside(this.dir, this.timing);
+      if (nested === undefined) {
+        // proper-lockfile removes the lock through our rmdir: make that removal move the whole area away.
+        this.fsState.removeHook = () => destroyArea(this.staticDir, this.dir);
+      } else {
+        refused = new StagingError('ELOCKED', `Did not destroy ${this.dir}: ${nested.dir} inside it is locked by ${describeHolder(nested)}. The lock was released.`, {
+          path: nested.lockPath,
+          lock: nested,
+        });
+      }
+    }
+    this.status = 'released';
+    if (held.get(this.lockPath) === this) held.delete(this.lockPath);
+    try {
+      await this.unlock();
+    } catch (err) {
+      throw asStagingError(err, options.destroy === true ? 'destroy' : 'release the lock on', this.dir);
+    } finally {
+      try {
+        this.emit('released');
+      } catch {
+        /* never let a listener break release */
+      }
+    }
+    if (refused !== undefined) throw refused;
+  }
+}
+
+export function describeHolder(info: Pick<LockInfo, 'state' | 'holder' | 'legacy'>): string {
+  if (info.holder !== undefined) {
+    const h = info.holder;
+    return `${h.user}@${h.hostname} (pid ${h.pid}${h.purpose !== undefined ? `, ${h.purpose}` : ''})`;
+  }
+  if (info.legacy !== undefined) {
+    return `the Python devserver on ${info.legacy.hostname}${info.legacy.pid !== undefined ? ` (pid ${info.legacy.pid})` : ''}`;
+  }
+  return 'another process (no holder record)';
+}
+
+function lockedError(info: LockInfo): StagingError {
+  const what = info.state === 'legacy' ? 'a legacy devserver lock' : 'a lock';
+  const hint =
+    info.state === 'legacy'
+      ? ' Legacy locks are never taken over automatically: force-release it if its holder is gone.'
+      : ' Wait for it to be released (--wait), or force-release it if its holder is gone.';
+  return new StagingError('ELOCKED', `${info.dir} is held: ${what} by ${describeHolder(info)}.${hint}`, { path: info.lockPath, lock: info });
+}
+
+function sleep(ms: number, signal?: AbortSignal): Promise<void> {
+  return new Promise((resolve, reject) => {
+    if (signal?.aborted === true) return reject(signal.reason);
+    const onAbort = (): void => {
+      clearTimeout(t);
+      reject(signal!.reason);
+    };
+    const t = setTimeout(() => {
+      signal?.removeEventListener('abort', onAbort);
+      resolve();
+    }, ms);
+    signal?.addEventListener('abort', onAbort, { once: true });
+  });
+}
+
+/**
+ * Takes the lock of `<staticDir>/<tag>`. With `createOnce` (the default) the area must not exist
+ * and is created; if the lock then cannot be taken, the directories this call created are removed
+ * again, and an area that existed before is left exactly as it was.
+ */
+export async function acquire(staticDir: string, tag: string, options: AcquireOptions = {}): Promise<Lease> {
+  const timing = clampTiming(options);
+  const createOnce = options.createOnce ?? true;
+  const waitMs = Math.max(0, options.waitMs ?? 0);
+  const area = await resolveArea(staticDir, tag);
+  const created = await ensureAreaDir(area, createOnce);
+  try {
+    const deadline = Date.now() + waitMs;
+    for (let attempt = 0; ; attempt++) {
+      if (options.signal?.aborted === true) throw cancelled(area, options.signal);
+      const outcome = await tryAcquire(area, timing, options, created.length > 0);
+      if (outcome instanceof Lease) return outcome;
+      if (outcome === 'retry') continue; // the lock vanished or we took a stale one over: try again at once
+      if (Date.now() >= deadline) throw lockedError(outcome);
+      // Back off with jitter so waiters do not stampede a released lock together.
+      const delay = Math.min(1_000, 25 * 2 ** Math.min(attempt, 6)) * (0.5 + Math.random());
+      await sleep(Math.min(delay, Math.max(0, deadline - Date.now())), options.signal).catch(() => {
+        throw cancelled(area, options.signal!);
+      });
+    }
+  } catch (err) {
+    await removeCreated(created);
+    throw err;
+  }
+}
+
+function cancelled(area: Area, signal: AbortSignal): StagingError {
+  return new StagingError('ECANCELED', `Stopped waiting for the lock on ${area.dir}.`, { path: lockPathOf(area.dir), cause: signal.reason });
+}
+
+/** One attempt: the lease, 'retry', or the judged lock that stands in the way. */
+async function tryAcquire(area: Area, timing: Timing, options: AcquireOptions, created: boolean): Promise<Lease | 'retry' | LockInfo> {
+  const skewMs = await fsClockSkew(area.realStaticDir);
+  const holder = makeHolder({
+    staleMs: timing.staleMs,
+    refreshMs: timing.refreshMs,
+    acquiredAtMs: Date.now() + skewMs,
+    ...(options.clientId !== undefined ? { clientId: options.clientId } : {}),
+    ...(options.purpose !== undefined ? { purpose: options.purpose } : {}),
+  });
+  const lockPath = lockPathOf(area.dir);
+  const state: LockFsState = { lockPath, ownerJson: `${JSON.stringify(holder, null, 2)}\n`, skewMs, created: false };
+  const lease = new Lease(area, holder, created, timing, state);
+  try {
+    const release = await lockfile.lock(path.join(area.dir, LOCK_TARGET), {
+      lockfilePath: lockPath,
+      realpath: false,
+      stale: timing.staleMs,
+      update: timing.refreshMs,
+      retries: 0,
+      fs: makeLockFs(state) as unknown as typeof import('fs'),
+      onCompromised: (err) => lease.lose(err),
+    });
+    lease.attach(release);
+    return lease;
+  } catch (err) {
+    if (errnoCode(err) !== 'EEXIST') throw asStagingError(err, 'take the lock', lockPath);
+  }
+  // The lock exists: judge it ourselves.
+  const nowFs = Date.now() + skewMs;
+  const { info, identity } = await judgeLock(area, timing, nowFs);
+  if (info.state === 'free') return 'retry';
+  if (info.state !== 'stale' || identity === undefined) return info;
+  const claim = await claimInstance(area.dir, identity, timing.staleMs, nowFs);
+  if (claim === undefined) return info; // another contender is taking it over
+  try {
+    // A heartbeat since we judged it means its holder lives: then the lock is not ours to take.
+    const requireSameMtime = info.holderAlive !== false;
+    return (await removeInstance(lockPath, identity, requireSameMtime)) ? 'retry' : info;
+  } finally {
+    await dropClaim(claim);
+  }
+}
+
+/**
+ * Runs `fn` while holding the lock (OpenStack's `synchronized`). `fn` receives the lease's signal,
+ * which aborts if the lock is lost. If `fn` fails and this call created the area, the area is
+ * destroyed so a later run can retry (the devserver's failed-staging path); an area that existed
+ * before is kept. If the lock was lost, this rejects with ECOMPROMISED even when `fn` succeeded.
+ */
+export async function withLock<T>(
+  staticDir: string,
+  tag: string,
+  fn: (signal: AbortSignal, lease: Lease) => Promise<T> | T,
+  options: AcquireOptions & { destroyOnError?: boolean } = {},
+): Promise<T> {
+  const lease = await acquire(staticDir, tag, options);
+  let result: T;
+  try {
+    result = await fn(lease.signal, lease);
+  } catch (err) {
+    if (lease.state === 'held') {
+      await lease.release({ destroy: options.destroyOnError ?? lease.created }).catch(() => undefined);
+    }
+    throw err;
+  }
+  if (lease.state === 'lost') throw lease.signal.reason as StagingError;
+  await lease.release();
+  return result;
+}
+
+/**
+ * Releases a lock this process holds, by tag (the devserver's ReleaseLock). ENOTHELD when this
+ * process does not hold it: only the holder may release.
+ */
+export async function release(staticDir: string, tag: string, options: ReleaseOptions = {}): Promise<void> {
+  const area = await resolveArea(staticDir, tag);
+  const lease = held.get(lockPathOf(area.dir));
+  if (lease === undefined) {
+    throw new StagingError('ENOTHELD', `This process does not hold the lock on ${area.dir}; only its holder can release it (or force-release it).`, {
+      path: lockPathOf(area.dir),
+    });
+  }
+  await lease.release(options);
+}
+
+/** The leases this process holds. */
+export function heldLeases(): Lease[] {
+  return [...held.values()];
+}

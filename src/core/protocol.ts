@@ -1,0 +1,35 @@
+/**
+ * The on-disk protocol: names every party sharing a static directory must agree on.
+ * The README's "On-disk protocol" section describes the same thing for other tools.
+ */
+import type { Timing } from './types';
+
+/** The lock target inside each staging area, as the Chromium OS devserver named it. */
+export const LOCK_TARGET = 'devserver';
+/** proper-lockfile's lock directory for that target (the Python devserver's lock file has the same name). */
+export const LOCK_NAME = 'devserver.lock';
+/** The holder record inside the lock directory. */
+export const OWNER_FILE = 'owner.json';
+/** Siblings of the lock used while taking over or removing it. */
+export const CLAIM_PREFIX = `${LOCK_NAME}.claim.`;
+export const LOCK_TRASH_PREFIX = `${LOCK_NAME}.trash.`;
+/** Our bookkeeping directory at the top of the static directory: audit log, clock probe, trash. */
+export const META_DIR = '.devserver-staging';
+export const AUDIT_LOG = 'audit.log';
+export const TRASH_DIR = 'trash';
+export const CLOCK_PROBE = 'clock';
+
+export const DEFAULT_TIMING: Timing = Object.freeze({ staleMs: 10_000, refreshMs: 2_500 });
+
+/** proper-lockfile refuses a stale threshold under 2 s and a refresh outside [1 s, stale/2]. */
+export function clampTiming(t: Partial<Timing> = {}): Timing {
+  const staleMs = Math.max(2_000, Math.round(t.staleMs ?? DEFAULT_TIMING.staleMs));
+  const wantedRefresh = t.refreshMs ?? Math.min(DEFAULT_TIMING.refreshMs, staleMs / 4);
+  const refreshMs = Math.max(1_000, Math.min(Math.round(wantedRefresh), Math.floor(staleMs / 2)));
+  return { staleMs, refreshMs };
+}
+
+/** Whether a directory entry is one of ours rather than a staging area or artifact. */
+export function isProtocolName(name: string): boolean {
+  return name === LOCK_TARGET || name === LOCK_NAME || name.startsWith(`${LOCK_NAME}.`) || name.startsWith(META_DIR);
+}

@@ -1,0 +1,184 @@
+/**
+ * Tags name staging areas: `<staticDir>/<tag>`. Everything the core touches goes through
+ * `resolveArea`, which keeps the area inside the static directory.
+ */
+import * as fs from 'fs';
+import * as path from 'path';
+import { StagingError, asStagingError, errnoCode } from './errors';
+import { LOCK_NAME, LOCK_TARGET, META_DIR } from './protocol';
+
+export interface Area {
+  /** The static directory as given, made absolute. */
+  staticDir: string;
+  /** The static directory with symlinks resolved. */
+  realStaticDir: string;
+  /** Normalised tag: segments joined with '/'. */
+  tag: string;
+  segments: string[];
+  /** `<staticDir>/<tag>` */
+  dir: string;
+  /** Whether the area directory exists (at the time of resolving). */
+  exists: boolean;
+}
+
+const MAX_SEGMENT_BYTES = 255;
+const MAX_TAG_BYTES = 1024;
+
+function badTag(tag: unknown, why: string): StagingError {
+  const shown = typeof tag === 'string' ? JSON.stringify(tag.length > 120 ? `${tag.slice(0, 120)}…` : tag) : String(tag);
+  return new StagingError('EBADTAG', `Invalid tag ${shown}: ${why}.`);
+}
+
+/**
+ * Checks a tag's syntax and returns its segments. Pure: touches no file.
+ * A tag is a relative path of one or more segments separated by '/', with no empty, '.' or '..'
+ * segment, no control characters, and no segment that collides with the lock protocol's names.
+ */
+export function parseTag(tag: unknown): string[] {
+  if (typeof tag !== 'string') throw badTag(tag, 'a tag must be a string');
+  if (tag.length === 0) throw badTag(tag, 'it is empty; name a subdirectory of the static directory, such as "eve-release/R120-15662.0.0"');
+  // eslint-disable-next-line no-control-regex
+  if (/[\u0000-\u001f\u007f]/.test(tag)) throw badTag(tag, 'it contains a NUL or control character');
+  if (tag.startsWith('/') || path.isAbsolute(tag)) throw badTag(tag, 'it is an absolute path; give a path relative to the static directory');
+  if (Buffer.byteLength(tag) > MAX_TAG_BYTES) throw badTag(tag, `it is longer than ${MAX_TAG_BYTES} bytes`);
+  // A single trailing slash is harmless ("board/build/" from shell completion); anything else empty is not.
+  const segments = (tag.endsWith('/') ? tag.slice(0, -1) : tag).split('/');
+  for (const seg of segments) {
+    if (seg === '') throw badTag(tag, 'it has an empty path segment ("//")');
+    if (seg === '.' || seg === '..') throw badTag(tag, `it has a "${seg}" segment; tags must stay inside the static directory`);
+    if (Buffer.byteLength(seg) > MAX_SEGMENT_BYTES) throw badTag(tag, `a segment is longer than ${MAX_SEGMENT_BYTES} bytes`);
+    if (seg === LOCK_TARGET || seg === LOCK_NAME || seg.startsWith(`${LOCK_NAME}.`) || seg.startsWith(META_DIR)) {
+      throw badTag(tag, `"${seg}" is reserved by the lock protocol`);
+    }
+  }
+  return segments;
+}
+
+/** True when `child` lies strictly inside `parent`; compares path segments, never string prefixes. */
+export function isInside(parent: string, child: string): boolean {
+  const rel = path.relative(parent, child);
+  return rel !== '' && rel !== '..' && !rel.startsWith(`..${path.sep}`) && !path.isAbsolute(rel);
+}
+
+const realStaticCache = new Map<string, string>();
+
+/** Resolves and checks the static directory; the answer is cached because it is asked on every call. */
+export async function resolveStaticDir(staticDir: unknown): Promise<{ staticDir: string; realStaticDir: string }> {
+  if (typeof staticDir !== 'string' || staticDir.length === 0) {
+    throw new StagingError('EBADSTATICDIR', 'No static directory given: pass --static-dir DIR or set DEVSERVER_STATIC_DIR.');
+  }
+  if (staticDir.includes('\0')) throw new StagingError('EBADSTATICDIR', 'The static directory path contains a NUL character.');
+  const abs = path.resolve(staticDir);
+  const cached = realStaticCache.get(abs);
+  if (cached !== undefined) return { staticDir: abs, realStaticDir: cached };
+  let real: string;
+  try {
+    real = await fs.promises.realpath(abs);
+    const st = await fs.promises.stat(real);
+    if (!st.isDirectory()) throw new StagingError('EBADSTATICDIR', `The static directory ${abs} is not a directory.`, { path: abs });
+  } catch (err) {
+    if (err instanceof StagingError) throw err;
+    if (errnoCode(err) === 'ENOENT') {
+      throw new StagingError('EBADSTATICDIR', `The static directory ${abs} does not exist; create it or point to another one.`, { path: abs });
+    }
+    throw asStagingError(err, 'open the static directory', abs);
+  }
+  realStaticCache.set(abs, real);
+  return { staticDir: abs, realStaticDir: real };
+}
+
+/**
+ * Resolves a tag to its staging area and proves it stays inside the static directory: every
+ * existing segment that is a symlink must resolve inside it, and nothing along the way may be a
+ * file. Segments that do not exist yet are fine; `ensureAreaDir` creates them.
+ */
+export async function resolveArea(staticDirIn: unknown, tag: unknown): Promise<Area> {
+  const segments = parseTag(tag);
+  const { staticDir, realStaticDir } = await resolveStaticDir(staticDirIn);
+  const normalized = segments.join('/');
+  let current = staticDir;
+  let exists = true;
+  for (let i = 0; i < segments.length; i++) {
+    current = path.join(current, segments[i]!);
+    let st: fs.Stats;
+    try {
+      st = await fs.promises.lstat(current);
+    } catch (err) {
+      const code = errnoCode(err);
+      if (code === 'ENOENT') {
+        exists = false;
+        break;
+      }
+      if (code === 'ENOTDIR') throw badTag(normalized, `${path.dirname(current)} is not a directory`);
+      throw asStagingError(err, 'inspect', current);
+    }
+    if (st.isSymbolicLink()) {
+      let target: string;
+      try {
+        target = await fs.promises.realpath(current);
+      } catch {
+        throw badTag(normalized, `${current} is a symbolic link that leads nowhere`);
+      }
+      if (!isInside(realStaticDir, target)) {
+        throw badTag(normalized, `${current} is a symbolic link that leads outside the static directory (to ${target})`);
+      }
+      st = await fs.promises.stat(current);
+    }
+    if (!st.isDirectory()) {
+      throw badTag(normalized, `${current} exists and is not a directory`);
+    }
+  }
+  return { staticDir, realStaticDir, tag: normalized, segments, dir: path.join(staticDir, ...segments), exists };
+}
+
+/**
+ * Creates the area's missing directories one level at a time, checking after each that what now
+ * stands there is a real directory inside the static directory. Returns the directories this call
+ * created, deepest last, so a failed acquisition can remove exactly those.
+ * With `exclusive`, the area itself must not exist yet (create-once).
+ */
+export async function ensureAreaDir(area: Area, exclusive: boolean): Promise<string[]> {
+  const created: string[] = [];
+  let current = area.staticDir;
+  try {
+    for (let i = 0; i < area.segments.length; i++) {
+      current = path.join(current, area.segments[i]!);
+      const last = i === area.segments.length - 1;
+      try {
+        await fs.promises.mkdir(current);
+        created.push(current);
+      } catch (err) {
+        if (errnoCode(err) !== 'EEXIST') throw asStagingError(err, 'create', current);
+        if (last && exclusive) {
+          throw new StagingError('EEXIST', `The staging area ${current} already exists; choose another tag, or add to it without create-once.`, {
+            path: current,
+          });
+        }
+      }
+      // Re-check what stands there now: a symlink swapped in must not lead us outside.
+      const real = await fs.promises.realpath(current).catch((err: unknown) => {
+        throw asStagingError(err, 'resolve', current);
+      });
+      if (!isInside(area.realStaticDir, real)) {
+        throw badTag(area.tag, `${current} leads outside the static directory (to ${real})`);
+      }
+      const st = await fs.promises.stat(current);
+      if (!st.isDirectory()) throw badTag(area.tag, `${current} exists and is not a directory`);
+    }
+  } catch (err) {
+    await removeCreated(created);
+    throw err;
+  }
+  return created;
+}
+
+/** Removes directories `ensureAreaDir` created, deepest first, only while they are empty. */
+export async function removeCreated(created: readonly string[]): Promise<void> {
+  for (let i = created.length - 1; i >= 0; i--) {
+    try {
+      await fs.promises.rmdir(created[i]!);
+    } catch {
+      return; // not empty any more: someone else is using it, leave it and its parents alone
+    }
+  }
+}

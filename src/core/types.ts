@@ -1,0 +1,77 @@
+/** The lock states a staging area can be in. */
+export type LockState = 'free' | 'held' | 'stale' | 'legacy';
+
+/**
+ * Who holds a lock. Written by the holder as `devserver.lock/owner.json` when it takes the lock;
+ * any process can read it while the lock is held. Fields other than `pid` and `hostname` may be
+ * missing in locks taken by other tools.
+ */
+export interface Holder {
+  pid: number;
+  hostname: string;
+  user: string;
+  /** Identifies the holding process or editor window; defaults to `<hostname>:<pid>`. */
+  clientId: string;
+  purpose?: string;
+  /** ISO 8601, in the holder's clock corrected to the filesystem's. */
+  acquiredAt: string;
+  /** Random per lock instance: tells a lock from a later one in the same place. */
+  token: string;
+  /** The holder's stale threshold and refresh interval, so judges can honour the larger. */
+  staleMs: number;
+  refreshMs: number;
+  /** Kernel boot id, pid namespace and process start time: decide "same machine" and "same process". */
+  bootId?: string;
+  pidNamespace?: string;
+  processStart?: string;
+  /** The tool and version that wrote this record. */
+  tool?: string;
+}
+
+/** What the Python devserver's `lockfile.FileLock` reveals about its holder. */
+export interface LegacyHolder {
+  hostname: string;
+  /** The pid, where it can be told apart from the hash that follows it in the file name. */
+  pid?: number;
+  /** The digits of pid and hash as they appear in the file name. */
+  pidAndHash: string;
+  /** The unique file the lock is a hard link to, relative to the area. */
+  uniqueFile?: string;
+}
+
+export interface LockInfo {
+  staticDir: string;
+  tag: string;
+  /** `<staticDir>/<tag>` */
+  dir: string;
+  /** `<dir>/devserver.lock` */
+  lockPath: string;
+  /** Whether the staging area directory exists. */
+  exists: boolean;
+  state: LockState;
+  /** Present for `held` and `stale` locks taken by this tool (absent for a bare or half-written lock). */
+  holder?: Holder;
+  /** Present for `legacy` locks. */
+  legacy?: LegacyHolder;
+  /** Milliseconds since the holder's last heartbeat (the lock's mtime), by the filesystem's clock. */
+  heartbeatAgeMs?: number;
+  /** Milliseconds since the lock was taken, where known. */
+  ageMs?: number;
+  /** Why a lock is `stale`. */
+  staleReason?: string;
+  /** Whether the holder's process is alive: known only for holders on this machine. */
+  holderAlive?: boolean;
+}
+
+export interface ListEntry extends LockInfo {
+  /** The entry's name within the listed directory. */
+  name: string;
+}
+
+/** Timing of the lock protocol. Everyone sharing a static directory should use the same values. */
+export interface Timing {
+  /** A lock whose heartbeat is older than this is stale. */
+  staleMs: number;
+  /** How often a holder refreshes its lock's heartbeat. */
+  refreshMs: number;
+}
