@@ -1,1 +1,190 @@
-console.log("cli")
+/**
+ * devserver-stage: the command line on the lock core, for scripts, CI jobs and other processes.
+ * Exit codes: 0 success; 2 usage or bad tag; 3 held by another; 1 anything else.
+ * `lock` exits with its command's exit code.
+ */
+import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
+import { runLocked } from './cli/lockCommand';
+import { formatList, formatStatus } from './cli/format';
+import { StagingError, isStagingError } from './core/errors';
+import { inspect, list } from './core/inspect';
+import { describeHolder } from './core/lock';
+import { DEFAULT_TIMING } from './core/protocol';
+import { destroy, forceRelease } from './core/remove';
+import type { Timing } from './core/types';
+
+declare const __VERSION__: string | undefined;
+
+export const EXIT = { ok: 0, error: 1, usage: 2, locked: 3 } as const;
+
+interface GlobalOptions {
+  staticDir?: string;
+  json?: boolean;
+  stale?: number;
+  refresh?: number;
+}
+
+function seconds(value: string): number {
+  const n = Number(value);
+  if (!Number.isFinite(n) || n < 0) throw new InvalidArgumentError('expected a number of seconds, such as 30 or 0.5');
+  return n;
+}
+
+function exitCodeOf(err: unknown): number {
+  if (isStagingError(err)) {
+    if (err.code === 'EBADTAG' || err.code === 'EBADSTATICDIR') return EXIT.usage;
+    if (err.code === 'ELOCKED') return EXIT.locked;
+  }
+  return EXIT.error;
+}
+
+function buildProgram(): Command {
+  const program = new Command('devserver-stage');
+  program
+    .description('Lock, inspect and clean up staging areas of a devserver static directory.\nEvery command takes the same locks as the Devserver Staging extension and the core library.')
+    .version(typeof __VERSION__ === 'string' ? __VERSION__ : 'dev')
+    .addOption(new Option('-d, --static-dir <dir>', 'the static directory').env('DEVSERVER_STATIC_DIR'))
+    .option('--json', 'print machine-readable JSON (errors as JSON on stderr)')
+    .option('--stale <seconds>', `a lock without heartbeat for this long is stale (default ${DEFAULT_TIMING.staleMs / 1000})`, seconds)
+    .option('--refresh <seconds>', `how often a held lock's heartbeat is refreshed (default ${DEFAULT_TIMING.refreshMs / 1000})`, seconds)
+    .showHelpAfterError('(run with --help for usage)')
+    .exitOverride()
+    .configureOutput({ outputError: (text, write) => write(text) })
+    .addHelpText(
+      'after',
+      `
+Exit codes: 0 success; 2 usage error or bad tag; 3 held by another (holder on stderr); 1 other errors.
+'lock' exits with the exit code of its command.
+
+Examples:
+  devserver-stage -d /srv/static list eve-release
+  devserver-stage -d /srv/static lock --create-once eve-release/R120-15662.0.0 -- ./stage.sh
+  DEVSERVER_STATIC_DIR=/srv/static devserver-stage --json status eve-release/R120-15662.0.0`,
+    );
+
+  const globals = (): GlobalOptions & { staticDir: string } => {
+    const g = program.opts<GlobalOptions>();
+    if (g.staticDir === undefined || g.staticDir === '') {
+      throw new StagingError('EBADSTATICDIR', 'No static directory given: pass --static-dir DIR or set DEVSERVER_STATIC_DIR.');
+    }
+    return { ...g, staticDir: g.staticDir };
+  };
+  const timing = (g: GlobalOptions): Partial<Timing> => ({
+    ...(g.stale !== undefined ? { staleMs: g.stale * 1000 } : {}),
+    ...(g.refresh !== undefined ? { refreshMs: g.refresh * 1000 } : {}),
+  });
+  const print = (g: GlobalOptions, json: unknown, text: string): void => {
+    process.stdout.write(g.json === true ? `${JSON.stringify(json, null, 2)}\n` : text);
+  };
+
+  program
+    .command('list')
+    .description('list the subdirectories of the static directory (or of SUBPATH in it) with their lock states')
+    .argument('[subpath]', 'a directory inside the static directory, such as a board', '')
+    .action(async (subpath: string) => {
+      const g = globals();
+      const entries = await list(g.staticDir, subpath, timing(g));
+      print(g, entries, formatList(entries));
+    });
+
+  program
+    .command('status')
+    .description('show the lock state of one staging area: free, held, stale or legacy, with its holder')
+    .argument('<tag>', 'the staging area, relative to the static directory')
+    .action(async (tag: string) => {
+      const g = globals();
+      const info = await inspect(g.staticDir, tag, timing(g));
+      print(g, info, formatStatus(info));
+    });
+
+  program
+    .command('lock')
+    .description('run COMMAND while holding the lock of TAG, and exit with its exit code (like flock(1)).\nIf the lock is lost while it runs, COMMAND is stopped (SIGTERM, then SIGKILL after 5 s).\nCOMMAND sees DEVSERVER_STAGING_DIR (the area) and DEVSERVER_STAGING_TAG.')
+    .argument('<tag>', 'the staging area, relative to the static directory; created if missing')
+    .argument('<command...>', 'the command to run, after --')
+    .option('--create-once', 'the area must not exist yet (a new build); fail if it does')
+    .option('--wait <seconds>', 'wait up to this long for a lock held by another', seconds, 0)
+    .option('--purpose <text>', 'what the lock is for, shown to others')
+    .option('--destroy-on-failure', 'if COMMAND fails and this run created the area, remove it so a later run can retry')
+    .usage('[options] <tag> -- <command> [args...]')
+    .action(async (tag: string, command: string[], o: { createOnce?: boolean; wait: number; purpose?: string; destroyOnFailure?: boolean }) => {
+      const g = globals();
+      const code = await runLocked(
+        g.staticDir,
+        tag,
+        command,
+        {
+          ...timing(g),
+          createOnce: o.createOnce === true,
+          waitMs: o.wait * 1000,
+          ...(o.purpose !== undefined ? { purpose: o.purpose } : { purpose: command.join(' ').slice(0, 200) }),
+          destroyOnFailure: o.destroyOnFailure === true,
+        },
+        (m) => process.stderr.write(`devserver-stage: ${m}\n`),
+      );
+      process.exitCode = code;
+    });
+
+  program
+    .command('force-release')
+    .description("remove another holder's lock on TAG (ours or the Python devserver's) and record it in the audit log\n(<static-dir>/.devserver-staging/audit.log). A holder still running learns it lost the lock.")
+    .argument('<tag>', 'the staging area, relative to the static directory')
+    .action(async (tag: string) => {
+      const g = globals();
+      const previous = await forceRelease(g.staticDir, tag, timing(g));
+      print(g, { released: true, previous }, `Released ${previous.lockPath}, held by ${describeHolder(previous)} (was ${previous.state}).\n`);
+    });
+
+  program
+    .command('destroy')
+    .description('remove the staging area TAG and everything in it, atomically (it vanishes at once).\nRefused while someone else holds it, unless --force.')
+    .argument('<tag>', 'the staging area, relative to the static directory')
+    .option('-f, --force', "force-release another holder's lock first (recorded in the audit log)")
+    .action(async (tag: string, o: { force?: boolean }) => {
+      const g = globals();
+      await destroy(g.staticDir, tag, { ...timing(g), force: o.force === true });
+      print(g, { destroyed: true, tag }, `Destroyed ${tag}.\n`);
+    });
+
+  return program;
+}
+
+function reportError(err: unknown, json: boolean): void {
+  if (json) {
+    const e = err as Partial<StagingError> & { message?: string };
+    const body: Record<string, unknown> = { code: e.code ?? 'EIO', message: e.message ?? String(err) };
+    if (e.path !== undefined) body.path = e.path;
+    if (e.lock !== undefined) body.lock = e.lock;
+    process.stderr.write(`${JSON.stringify({ error: body })}\n`);
+  } else {
+    const message = err instanceof Error ? err.message : String(err);
+    process.stderr.write(`devserver-stage: ${message}\n`);
+  }
+}
+
+export async function main(argv: readonly string[]): Promise<number> {
+  const program = buildProgram();
+  try {
+    await program.parseAsync(argv as string[], { from: 'user' });
+    return typeof process.exitCode === 'number' ? process.exitCode : EXIT.ok;
+  } catch (err) {
+    if (err instanceof CommanderError) {
+      // Help and version end up here too, with exit code 0; commander has already printed them.
+      return err.exitCode === 0 ? EXIT.ok : EXIT.usage;
+    }
+    reportError(err, program.opts<GlobalOptions>().json === true);
+    return exitCodeOf(err);
+  }
+}
+
+if (require.main === module) {
+  main(process.argv.slice(2)).then(
+    (code) => {
+      process.exitCode = code;
+    },
+    (err: unknown) => {
+      process.stderr.write(`devserver-stage: unexpected error: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
+      process.exitCode = EXIT.error;
+    },
+  );
+}

@@ -1,0 +1,41 @@
+/**
+ * A lock holder in its own process, steered over IPC by a test.
+ * argv[2]: JSON { staticDir, tag, ...AcquireOptions }.
+ * Sends { type: 'acquired', pid, token } or { type: 'error', code, message };
+ * later { type: 'lost', code, message, atMs } if the lock is lost.
+ * Accepts 'release' and 'release-destroy'; replies { type: 'released' } and exits.
+ */
+import { acquire, type AcquireOptions } from '../../src/core/lock';
+
+interface Args extends AcquireOptions {
+  staticDir: string;
+  tag: string;
+}
+
+const send = (m: unknown): void => {
+  process.send?.(m);
+};
+
+async function main(): Promise<void> {
+  const { staticDir, tag, ...options } = JSON.parse(process.argv[2] ?? '{}') as Args;
+  let lease;
+  try {
+    lease = await acquire(staticDir, tag, options);
+  } catch (err) {
+    const e = err as { code?: string; message?: string };
+    send({ type: 'error', code: e.code, message: e.message });
+    process.disconnect?.();
+    return;
+  }
+  lease.on('lost', (reason) => send({ type: 'lost', code: reason.code, message: reason.message, atMs: Date.now() }));
+  send({ type: 'acquired', pid: process.pid, token: lease.holder.token });
+  process.on('message', (m) => {
+    if (m !== 'release' && m !== 'release-destroy') return;
+    lease.release({ destroy: m === 'release-destroy' }).then(
+      () => send({ type: 'released' }),
+      (err: { code?: string; message?: string }) => send({ type: 'release-error', code: err.code, message: err.message }),
+    ).finally(() => process.disconnect?.());
+  });
+}
+
+void main();
