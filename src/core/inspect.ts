@@ -11,6 +11,9 @@ import { LOCK_NAME, clampTiming, isProtocolName } from './protocol';
 import { isInside, resolveArea, resolveStaticDir } from './tags';
 import type { ListEntry, LockInfo, Timing } from './types';
 
+/** Build versions sort as people read them: R9 before R10. */
+const naturalOrder = new Intl.Collator('en', { numeric: true, sensitivity: 'variant' });
+
 /** The lock state of one staging area. */
 export async function inspect(staticDir: string, tag: string, options: Partial<Timing> = {}): Promise<LockInfo> {
   const area = await resolveArea(staticDir, tag);
@@ -20,7 +23,7 @@ export async function inspect(staticDir: string, tag: string, options: Partial<T
 
 /**
  * The subdirectories of `<staticDir>/<subpath>` (the static directory itself by default) with
- * their lock states, sorted by name. One directory read and one lstat per entry, plus a read of
+ * their lock states, in natural order (R9 before R10). One directory read and one lstat per entry, plus a read of
  * the holder record for locked entries. Lock artefacts, the audit log and trash are left out.
  */
 export async function list(staticDir: string, subpath = '', options: Partial<Timing> = {}): Promise<ListEntry[]> {
@@ -68,5 +71,5 @@ export async function list(staticDir: string, subpath = '', options: Partial<Tim
       return { name: e.name, ...info };
     }),
   );
-  return results.filter((r): r is ListEntry => r !== undefined).sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+  return results.filter((r): r is ListEntry => r !== undefined).sort((a, b) => naturalOrder.compare(a.name, b.name));
 }
