@@ -38,6 +38,8 @@ export function run(command: string, args: readonly string[], options: SpawnOpti
     child.stderr!.on('data', (d: Buffer) => (stderr += d.toString()));
     child.once('error', reject);
     child.once('close', (code, signal) => resolve({ code, signal, stdout, stderr }));
+    // A child that exits without reading its input makes this write fail with EPIPE: not our concern.
+    child.stdin!.on('error', () => undefined);
     child.stdin!.end(options.input ?? '');
   });
 }
@@ -52,23 +54,76 @@ export function startWorker(name: string, args: readonly string[] = [], options:
   return spawn(process.execPath, [path.join(WORKERS, `${name}.js`), ...args], { stdio: ['ignore', 'pipe', 'pipe', 'ipc'], ...options });
 }
 
-/** Resolves with the first IPC message from `child` that satisfies `pred`. */
-export function nextMessage<T = unknown>(child: ChildProcess, pred: (m: T) => boolean = () => true, timeoutMs = 30_000): Promise<T> {
+/** An IPC message from a worker. */
+export interface Msg {
+  type: string;
+  [key: string]: unknown;
+}
+
+const children = new Set<ChildProcess>();
+const stderrs = new Map<ChildProcess, string>();
+
+/** Registers a child so `killAll` kills it after the test and its stderr can be shown on failure. */
+export function track(child: ChildProcess): ChildProcess {
+  children.add(child);
+  stderrs.set(child, '');
+  child.stderr?.on('data', (d: Buffer) => stderrs.set(child, (stderrs.get(child) ?? '') + d.toString()));
+  child.stdout?.resume();
+  return child;
+}
+
+/** All a tracked child has written to stderr so far. */
+export function stderrOf(child: ChildProcess): string {
+  return stderrs.get(child) ?? '';
+}
+
+export function exited(child: ChildProcess): boolean {
+  return child.exitCode !== null || child.signalCode !== null;
+}
+
+export function exitOf(child: ChildProcess): Promise<{ code: number | null; signal: NodeJS.Signals | null }> {
+  if (exited(child)) return Promise.resolve({ code: child.exitCode, signal: child.signalCode });
+  return new Promise((resolve) => child.once('exit', (code, signal) => resolve({ code, signal })));
+}
+
+/** Kills every tracked child still running, waits for them to exit, and forgets them all. */
+export async function killAll(): Promise<void> {
+  const alive = [...children].filter((c) => !exited(c));
+  for (const c of alive) c.kill('SIGKILL');
+  await Promise.all(alive.map(exitOf));
+  children.clear();
+  stderrs.clear();
+}
+
+/** The first message from `child` matching `pred`; rejects if the child exits first or on timeout. */
+export function expectMessage<T extends Msg = Msg>(child: ChildProcess, pred: (m: T) => boolean, timeoutMs: number, what: string): Promise<T> {
   return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => {
+    const done = (): void => {
+      clearTimeout(timer);
       child.off('message', onMessage);
-      reject(new Error(`no matching message from pid ${child.pid} within ${timeoutMs} ms`));
-    }, timeoutMs);
+      child.off('exit', onExit);
+    };
     const onMessage = (m: unknown): void => {
-      if (pred(m as T)) {
-        clearTimeout(timer);
-        child.off('message', onMessage);
+      if (typeof m === 'object' && m !== null && pred(m as T)) {
+        done();
         resolve(m as T);
       }
     };
+    const onExit = (code: number | null, signal: NodeJS.Signals | null): void => {
+      done();
+      reject(new Error(`pid ${child.pid} exited (code ${code}, signal ${signal}) before ${what}; stderr:\n${stderrOf(child)}`));
+    };
+    const timer = setTimeout(() => {
+      done();
+      reject(new Error(`no ${what} from pid ${child.pid} within ${timeoutMs} ms; stderr:\n${stderrOf(child)}`));
+    }, timeoutMs);
     child.on('message', onMessage);
+    child.on('exit', onExit);
+    if (exited(child)) onExit(child.exitCode, child.signalCode);
   });
 }
+
+export const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
 /** Polls `check` until it returns a value other than undefined, or fails after `timeoutMs`. */
 export async function waitFor<T>(check: () => T | undefined | Promise<T | undefined>, timeoutMs: number, what: string, intervalMs = 20): Promise<T> {
@@ -77,7 +132,7 @@ export async function waitFor<T>(check: () => T | undefined | Promise<T | undefi
     const v = await check();
     if (v !== undefined) return v;
     if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, intervalMs));
+    await sleep(intervalMs);
   }
 }
 

@@ -56,9 +56,13 @@ async function measure(realStaticDir: string): Promise<number> {
     await fh.write(String(before));
     await fh.sync().catch(() => undefined);
     mtimeMs = (await fh.stat()).mtimeMs;
-  } finally {
-    await fh.close();
+  } catch (err) {
+    // A write that failed (a full disk) must not leave the probe behind.
+    await fh.close().catch(() => undefined);
+    await fs.promises.unlink(probe).catch(() => undefined);
+    throw err;
   }
+  await fh.close();
   const after = Date.now();
   await fs.promises.unlink(probe).catch(() => undefined);
   const raw = mtimeMs - (before + after) / 2;

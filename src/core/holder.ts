@@ -63,13 +63,24 @@ function optional<K extends string>(key: K, value: string | undefined): { [P in 
   return (value === undefined ? {} : { [key]: value }) as { [P in K]?: string };
 }
 
+/** The user name, looked up again only if the uid changes: the lookup reads the password database. */
+let userCache: { uid: number | undefined; name: string } | undefined;
+
 function currentUser(): string {
+  const uid = process.getuid?.();
+  if (userCache !== undefined && userCache.uid === uid) return userCache.name;
+  let name: string;
   try {
-    return os.userInfo().username;
+    name = os.userInfo().username;
   } catch {
-    return process.env.USER ?? String(process.getuid?.() ?? 'unknown');
+    name = process.env.USER ?? String(uid ?? 'unknown');
   }
+  userCache = { uid, name };
+  return name;
 }
+
+/** This process's start time never changes: read /proc once, not on every lock. */
+let ownStart: { value: string | undefined } | undefined;
 
 export interface HolderOptions {
   clientId?: string;
@@ -96,8 +107,8 @@ export function makeHolder(o: HolderOptions): Holder {
   if (o.purpose !== undefined && o.purpose !== '') holder.purpose = o.purpose;
   if (m.bootId !== undefined) holder.bootId = m.bootId;
   if (m.pidNamespace !== undefined) holder.pidNamespace = m.pidNamespace;
-  const start = processStartOf(process.pid);
-  if (start !== undefined) holder.processStart = start;
+  ownStart ??= { value: processStartOf(process.pid) };
+  if (ownStart.value !== undefined) holder.processStart = ownStart.value;
   return holder;
 }
 

@@ -6,6 +6,7 @@ import * as fs from 'fs';
 import * as path from 'path';
 import { fsClockSkew } from './clock';
 import { StagingError, asStagingError, errnoCode } from './errors';
+import { asyncIo } from './io';
 import { judgeLock, lockPathOf } from './judge';
 import { LOCK_NAME, clampTiming, isProtocolName } from './protocol';
 import { isInside, resolveArea, resolveStaticDir } from './tags';
@@ -57,10 +58,10 @@ export async function list(staticDir: string, subpath = '', options: Partial<Tim
       }
       let st: fs.Stats | null;
       try {
-        st = await fs.promises.lstat(path.join(child, LOCK_NAME));
+        // Asynchronous even on local filesystems: a listing of thousands must not hold the event loop.
+        st = await asyncIo.lstatOrNull(path.join(child, LOCK_NAME));
       } catch (err) {
-        if (errnoCode(err) !== 'ENOENT' && errnoCode(err) !== 'ENOTDIR') throw asStagingError(err, 'read the lock', lockPathOf(child));
-        st = null;
+        throw asStagingError(err, 'read the lock', lockPathOf(child));
       }
       const area = { staticDir: root, tag: prefix + e.name, dir: child };
       if (st === null) {

@@ -1,6 +1,7 @@
 /**
  * Reading a lock and deciding its state: free, held, stale or legacy.
  */
+import * as crypto from 'crypto';
 import * as fs from 'fs';
 import * as path from 'path';
 import { asStagingError, errnoCode } from './errors';
@@ -34,14 +35,18 @@ function baseInfo(area: Pick<Area, 'staticDir' | 'tag' | 'dir'>, exists: boolean
 /**
  * Reads the lock of one area and judges it. `nowFsMs` is the current time by the filesystem's
  * clock. `st` may be passed when the caller already has the lock's lstat (list does).
+ * `recheck`: before calling a lock stale for its heartbeat, look again past a network client's
+ * attribute cache (see `lstatAnew`).
  */
 export async function judgeLock(
   area: Pick<Area, 'staticDir' | 'tag' | 'dir'>,
   timing: Timing,
   nowFsMs: number,
   st?: fs.Stats | null,
+  recheck = true,
 ): Promise<Judged> {
   const lockPath = lockPathOf(area.dir);
+  const lookedAt = Date.now();
   if (st === undefined) {
     try {
       st = await fs.promises.lstat(lockPath);
@@ -91,12 +96,49 @@ export async function judgeLock(
     }
   }
   if (heartbeatAgeMs > threshold) {
+    const fresh = recheck ? await lstatAnew(area.dir, lockPath, lookedAt) : undefined;
+    if (fresh !== undefined && (fresh === null || fresh.ino !== st.ino || fresh.mtimeMs !== st.mtimeMs)) {
+      return judgeLock(area, timing, nowFsMs + (Date.now() - lookedAt), fresh, false);
+    }
     info.state = 'stale';
     info.staleReason = `no heartbeat for ${Math.round(heartbeatAgeMs / 1000)} s (stale after ${Math.round(threshold / 1000)} s)`;
   } else {
     info.state = 'held';
   }
   return { info, identity };
+}
+
+/** statfs types of filesystems whose clients cache attributes: FUSE (sshfs), NFS, SMB/CIFS. */
+const CACHING_FS = new Set([0x65735546, 0x6969, 0x517b, 0xfe534d42, 0xff534d42]);
+/** FUSE keeps attributes for 1 s by default; a little more to be past it. */
+const ATTR_CACHE_MS = 1_100;
+
+/**
+ * The lock's lstat once more, as the server has it, on filesystems whose clients cache attributes:
+ * sshfs keeps each path's attributes and each directory's entries for 20 s by default, so
+ * a heartbeat made through another client can look older than the stale threshold while its
+ * holder lives. Making and removing an entry in the area drops what the client cached of the
+ * area; once the kernel's own attribute cache (filled by the first look, at `since`) has run out,
+ * reading the area fetches every entry with its attributes, and lstat gets those.
+ * Undefined where there is nothing to refresh or the area cannot be written: the first look stands.
+ */
+async function lstatAnew(dir: string, lockPath: string, since: number): Promise<fs.Stats | null | undefined> {
+  const type = await fs.promises.statfs(dir).then(
+    (s) => s.type,
+    () => undefined,
+  );
+  if (type === undefined || !CACHING_FS.has(type)) return undefined;
+  const probe = path.join(dir, `${LOCK_NAME}.probe.${process.pid}.${crypto.randomBytes(4).toString('hex')}`);
+  try {
+    await fs.promises.mkdir(probe);
+  } catch {
+    return undefined;
+  }
+  await fs.promises.rmdir(probe).catch(() => undefined);
+  const wait = since + ATTR_CACHE_MS - Date.now();
+  if (wait > 0) await new Promise((r) => setTimeout(r, wait));
+  await fs.promises.readdir(dir).catch(() => undefined);
+  return fs.promises.lstat(lockPath).catch((err: unknown) => (errnoCode(err) === 'ENOENT' ? null : undefined));
 }
 
 /**

@@ -4,13 +4,15 @@
  * (through an AbortSignal) when the lock is lost.
  */
 import { EventEmitter } from 'events';
+import * as fs from 'fs';
 import * as path from 'path';
 import * as lockfile from 'proper-lockfile';
 import { fsClockSkew } from './clock';
 import { StagingError, asStagingError, errnoCode } from './errors';
 import { makeHolder } from './holder';
+import { ioFor } from './io';
 import { judgeLock, lockPathOf } from './judge';
-import { makeLockFs, type LockFsState } from './lockfs';
+import { makeLockFs, rememberPrecision, type LockFsState } from './lockfs';
 import { LOCK_TARGET, clampTiming } from './protocol';
 import { destroyArea, findHeldInside } from './remove';
 import { claimInstance, dropClaim, removeInstance } from './takeover';
@@ -118,10 +120,23 @@ export class Lease extends EventEmitter<LeaseEvents> {
     if (this.status === 'released' || this.unlock === undefined) {
       throw new StagingError('ENOTHELD', `The lock on ${this.dir} was already released.`, { path: this.lockPath });
     }
+    // proper-lockfile keeps one entry per path and its unlock acts on whatever entry is there now.
+    // If our lock was taken away and this process took the place again (or took and released it),
+    // that entry is not ours: unlocking would stop the other lease's heartbeat.
+    if (held.get(this.lockPath) !== this) {
+      this.lose(new Error('it was removed or replaced by another'));
+      throw this.lostReason!;
+    }
     let refused: StagingError | undefined;
     if (options.destroy === true) {
       const nested = await findHeldInside(this.dir, this.timing);
-      if (nested === undefined) {
+      // Destroying through a link would move the link away and leave the area, and our lock in it.
+      const isLink = await fs.promises.lstat(this.dir).then((st) => st.isSymbolicLink(), () => false);
+      if (isLink) {
+        refused = new StagingError('EBADTAG', `Did not destroy ${this.dir}: it is a symbolic link; destroy the area it points to instead. The lock was released.`, {
+          path: this.dir,
+        });
+      } else if (nested === undefined) {
         // proper-lockfile removes the lock through our rmdir: make that removal move the whole area away.
         this.fsState.removeHook = () => destroyArea(this.staticDir, this.dir);
       } else {
@@ -136,13 +151,18 @@ export class Lease extends EventEmitter<LeaseEvents> {
     try {
       await this.unlock();
     } catch (err) {
-      throw asStagingError(err, options.destroy === true ? 'destroy' : 'release the lock on', this.dir);
-    } finally {
-      try {
-        this.emit('released');
-      } catch {
-        /* never let a listener break release */
+      if (errnoCode(err) === 'ECOMPROMISED') {
+        // Lost since the last heartbeat: the holder hears it as if the heartbeat had found it.
+        this.status = 'held';
+        this.lose(err);
+        throw this.lostReason!;
       }
+      throw asStagingError(err, options.destroy === true ? 'destroy' : 'release the lock on', this.dir);
+    }
+    try {
+      this.emit('released');
+    } catch {
+      /* never let a listener break release */
     }
     if (refused !== undefined) throw refused;
   }
@@ -201,6 +221,13 @@ export async function acquire(staticDir: string, tag: string, options: AcquireOp
       const outcome = await tryAcquire(area, timing, options, created.length > 0);
       if (outcome instanceof Lease) return outcome;
       if (outcome === 'retry') continue; // the lock vanished or we took a stale one over: try again at once
+      if (outcome === 'vanished') {
+        if (createOnce || attempt > 10) {
+          throw new StagingError('ENOENT', `The staging area ${area.dir} was removed by another process while this one was locking it.`, { path: area.dir });
+        }
+        created.push(...(await ensureAreaDir(area, false)));
+        continue;
+      }
       if (Date.now() >= deadline) throw lockedError(outcome);
       // Back off with jitter so waiters do not stampede a released lock together.
       const delay = Math.min(1_000, 25 * 2 ** Math.min(attempt, 6)) * (0.5 + Math.random());
@@ -209,7 +236,7 @@ export async function acquire(staticDir: string, tag: string, options: AcquireOp
       });
     }
   } catch (err) {
-    await removeCreated(created);
+    await removeCreated(created, area.io);
     throw err;
   }
 }
@@ -218,8 +245,8 @@ function cancelled(area: Area, signal: AbortSignal): StagingError {
   return new StagingError('ECANCELED', `Stopped waiting for the lock on ${area.dir}.`, { path: lockPathOf(area.dir), cause: signal.reason });
 }
 
-/** One attempt: the lease, 'retry', or the judged lock that stands in the way. */
-async function tryAcquire(area: Area, timing: Timing, options: AcquireOptions, created: boolean): Promise<Lease | 'retry' | LockInfo> {
+/** One attempt: the lease, 'retry', 'vanished' (the area is gone), or the judged lock that stands in the way. */
+async function tryAcquire(area: Area, timing: Timing, options: AcquireOptions, created: boolean): Promise<Lease | 'retry' | 'vanished' | LockInfo> {
   const skewMs = await fsClockSkew(area.realStaticDir);
   const holder = makeHolder({
     staleMs: timing.staleMs,
@@ -229,8 +256,11 @@ async function tryAcquire(area: Area, timing: Timing, options: AcquireOptions, c
     ...(options.purpose !== undefined ? { purpose: options.purpose } : {}),
   });
   const lockPath = lockPathOf(area.dir);
-  const state: LockFsState = { lockPath, ownerJson: `${JSON.stringify(holder, null, 2)}\n`, skewMs, created: false };
+  // The area may be on another filesystem than the static directory (a mount inside it).
+  const io = area.dev === undefined ? area.io : await ioFor(area.dir, area.dev);
+  const state: LockFsState = { io, lockPath, ownerJson: `${JSON.stringify(holder, null, 2)}\n`, skewMs, created: false, dev: area.dev };
   const lease = new Lease(area, holder, created, timing, state);
+  const lockFs = makeLockFs(state);
   try {
     const release = await lockfile.lock(path.join(area.dir, LOCK_TARGET), {
       lockfilePath: lockPath,
@@ -238,12 +268,16 @@ async function tryAcquire(area: Area, timing: Timing, options: AcquireOptions, c
       stale: timing.staleMs,
       update: timing.refreshMs,
       retries: 0,
-      fs: makeLockFs(state) as unknown as typeof import('fs'),
+      fs: lockFs as unknown as typeof import('fs'),
       onCompromised: (err) => lease.lose(err),
     });
+    rememberPrecision(lockFs, state);
     lease.attach(release);
     return lease;
   } catch (err) {
+    // The area was removed between creating or finding it and locking it (a destroy, or a
+    // create-once attempt next door cleaning up after itself).
+    if (errnoCode(err) === 'ENOENT') return 'vanished';
     if (errnoCode(err) !== 'EEXIST') throw asStagingError(err, 'take the lock', lockPath);
   }
   // The lock exists: judge it ourselves.

@@ -16,6 +16,19 @@ import { isInside, resolveArea, resolveStaticDir } from './tags';
 import type { LockInfo, Timing } from './types';
 
 /**
+ * The start of a name, at most 100 UTF-8 bytes and never cut inside a character: the area's own
+ * name may already use all 255 bytes a name can have, so the id cannot just be prepended to it.
+ */
+function nameHint(name: string): string {
+  let out = '';
+  for (const ch of name) {
+    if (Buffer.byteLength(out + ch) > 100) break;
+    out += ch;
+  }
+  return out;
+}
+
+/**
  * Moves the area out of sight in one rename (observers see it whole or not at all), then deletes
  * it. The trash is inside the static directory, on the same filesystem; if the area lives on
  * another mount, it is renamed to a hidden sibling instead. Never follows a symlink: the rename
@@ -29,7 +42,7 @@ export async function destroyArea(staticDir: string, dir: string): Promise<void>
   }
   const id = `${Date.now().toString(36)}-${crypto.randomBytes(4).toString('hex')}`;
   const trash = path.join(staticDir, META_DIR, TRASH_DIR);
-  let moved = path.join(trash, `${id}-${path.basename(dir)}`);
+  let moved = path.join(trash, `${id}-${nameHint(path.basename(dir))}`);
   await fs.promises.mkdir(trash, { recursive: true });
   try {
     await fs.promises.rename(dir, moved);

@@ -5,6 +5,7 @@
 import * as fs from 'fs';
 import * as path from 'path';
 import { StagingError, asStagingError, errnoCode } from './errors';
+import { ioFor, type Io } from './io';
 import { LOCK_NAME, LOCK_TARGET, META_DIR } from './protocol';
 
 export interface Area {
@@ -19,6 +20,10 @@ export interface Area {
   dir: string;
   /** Whether the area directory exists (at the time of resolving). */
   exists: boolean;
+  /** The device of the area directory, as `ensureAreaDir` last found it. */
+  dev?: number;
+  /** How to call the static directory's filesystem (see io.ts). */
+  io: Io;
 }
 
 const MAX_SEGMENT_BYTES = 255;
@@ -60,31 +65,32 @@ export function isInside(parent: string, child: string): boolean {
   return rel !== '' && rel !== '..' && !rel.startsWith(`..${path.sep}`) && !path.isAbsolute(rel);
 }
 
-const realStaticCache = new Map<string, string>();
+const staticCache = new Map<string, { realStaticDir: string; io: Io }>();
 
 /** Resolves and checks the static directory; the answer is cached because it is asked on every call. */
-export async function resolveStaticDir(staticDir: unknown): Promise<{ staticDir: string; realStaticDir: string }> {
+export async function resolveStaticDir(staticDir: unknown): Promise<{ staticDir: string; realStaticDir: string; io: Io }> {
   if (typeof staticDir !== 'string' || staticDir.length === 0) {
     throw new StagingError('EBADSTATICDIR', 'No static directory given: pass --static-dir DIR or set DEVSERVER_STATIC_DIR.');
   }
   if (staticDir.includes('\0')) throw new StagingError('EBADSTATICDIR', 'The static directory path contains a NUL character.');
   const abs = path.resolve(staticDir);
-  const cached = realStaticCache.get(abs);
-  if (cached !== undefined) return { staticDir: abs, realStaticDir: cached };
+  const cached = staticCache.get(abs);
+  if (cached !== undefined) return { staticDir: abs, ...cached };
   let real: string;
+  let st: fs.Stats;
   try {
     real = await fs.promises.realpath(abs);
-    const st = await fs.promises.stat(real);
-    if (!st.isDirectory()) throw new StagingError('EBADSTATICDIR', `The static directory ${abs} is not a directory.`, { path: abs });
+    st = await fs.promises.stat(real);
   } catch (err) {
-    if (err instanceof StagingError) throw err;
     if (errnoCode(err) === 'ENOENT') {
       throw new StagingError('EBADSTATICDIR', `The static directory ${abs} does not exist; create it or point to another one.`, { path: abs });
     }
     throw asStagingError(err, 'open the static directory', abs);
   }
-  realStaticCache.set(abs, real);
-  return { staticDir: abs, realStaticDir: real };
+  if (!st.isDirectory()) throw new StagingError('EBADSTATICDIR', `The static directory ${abs} is not a directory.`, { path: abs });
+  const entry = { realStaticDir: real, io: await ioFor(real, st.dev) };
+  staticCache.set(abs, entry);
+  return { staticDir: abs, ...entry };
 }
 
 /**
@@ -94,7 +100,7 @@ export async function resolveStaticDir(staticDir: unknown): Promise<{ staticDir:
  */
 export async function resolveArea(staticDirIn: unknown, tag: unknown): Promise<Area> {
   const segments = parseTag(tag);
-  const { staticDir, realStaticDir } = await resolveStaticDir(staticDirIn);
+  const { staticDir, realStaticDir, io } = await resolveStaticDir(staticDirIn);
   const normalized = segments.join('/');
   let current = staticDir;
   let exists = true;
@@ -102,33 +108,34 @@ export async function resolveArea(staticDirIn: unknown, tag: unknown): Promise<A
     current = path.join(current, segments[i]!);
     let st: fs.Stats;
     try {
-      st = await fs.promises.lstat(current);
-    } catch (err) {
-      const code = errnoCode(err);
-      if (code === 'ENOENT') {
+      // Each level above was checked to be a directory, so null here means this one does not exist.
+      const found = await io.lstatOrNull(current);
+      if (found === null) {
         exists = false;
         break;
       }
-      if (code === 'ENOTDIR') throw badTag(normalized, `${path.dirname(current)} is not a directory`);
+      st = found;
+    } catch (err) {
+      if (err instanceof StagingError) throw err;
       throw asStagingError(err, 'inspect', current);
     }
     if (st.isSymbolicLink()) {
       let target: string;
       try {
-        target = await fs.promises.realpath(current);
+        target = await io.realpath(current);
       } catch {
         throw badTag(normalized, `${current} is a symbolic link that leads nowhere`);
       }
       if (!isInside(realStaticDir, target)) {
         throw badTag(normalized, `${current} is a symbolic link that leads outside the static directory (to ${target})`);
       }
-      st = await fs.promises.stat(current);
+      st = await io.stat(current);
     }
     if (!st.isDirectory()) {
       throw badTag(normalized, `${current} exists and is not a directory`);
     }
   }
-  return { staticDir, realStaticDir, tag: normalized, segments, dir: path.join(staticDir, ...segments), exists };
+  return { staticDir, realStaticDir, tag: normalized, segments, dir: path.join(staticDir, ...segments), exists, io };
 }
 
 /**
@@ -138,45 +145,61 @@ export async function resolveArea(staticDirIn: unknown, tag: unknown): Promise<A
  * With `exclusive`, the area itself must not exist yet (create-once).
  */
 export async function ensureAreaDir(area: Area, exclusive: boolean): Promise<string[]> {
+  const { io } = area;
   const created: string[] = [];
+  // An area that existed when resolved needs no mkdir, which would only fail with EEXIST (slow to
+  // raise). Every level is still re-checked below; if one has vanished since, create after all.
+  let skipMkdir = area.exists && !exclusive;
   let current = area.staticDir;
   try {
     for (let i = 0; i < area.segments.length; i++) {
       current = path.join(current, area.segments[i]!);
       const last = i === area.segments.length - 1;
-      try {
-        await fs.promises.mkdir(current);
-        created.push(current);
-      } catch (err) {
-        if (errnoCode(err) !== 'EEXIST') throw asStagingError(err, 'create', current);
-        if (last && exclusive) {
-          throw new StagingError('EEXIST', `The staging area ${current} already exists; choose another tag, or add to it without create-once.`, {
-            path: current,
-          });
+      if (!skipMkdir) {
+        try {
+          await io.mkdir(current);
+          created.push(current);
+        } catch (err) {
+          if (errnoCode(err) !== 'EEXIST') throw asStagingError(err, 'create', current);
+          if (last && exclusive) {
+            throw new StagingError('EEXIST', `The staging area ${current} already exists; choose another tag, or add to it without create-once.`, {
+              path: current,
+            });
+          }
         }
       }
       // Re-check what stands there now: a symlink swapped in must not lead us outside.
-      const real = await fs.promises.realpath(current).catch((err: unknown) => {
+      let real: string;
+      let st: fs.Stats;
+      try {
+        [real, st] = await Promise.all([io.realpath(current), io.stat(current)]);
+      } catch (err) {
+        if (skipMkdir && errnoCode(err) === 'ENOENT') {
+          skipMkdir = false;
+          current = path.dirname(current);
+          i--;
+          continue;
+        }
         throw asStagingError(err, 'resolve', current);
-      });
+      }
       if (!isInside(area.realStaticDir, real)) {
         throw badTag(area.tag, `${current} leads outside the static directory (to ${real})`);
       }
-      const st = await fs.promises.stat(current);
       if (!st.isDirectory()) throw badTag(area.tag, `${current} exists and is not a directory`);
+      if (last) area.dev = st.dev;
     }
   } catch (err) {
-    await removeCreated(created);
+    await removeCreated(created, io);
     throw err;
   }
   return created;
 }
 
 /** Removes directories `ensureAreaDir` created, deepest first, only while they are empty. */
-export async function removeCreated(created: readonly string[]): Promise<void> {
+export async function removeCreated(created: readonly string[], io: Io): Promise<void> {
   for (let i = created.length - 1; i >= 0; i--) {
     try {
-      await fs.promises.rmdir(created[i]!);
+      await io.rmdir(created[i]!);
     } catch {
       return; // not empty any more: someone else is using it, leave it and its parents alone
     }

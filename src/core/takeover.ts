@@ -100,6 +100,7 @@ export async function removeInstance(lockPath: string, id: LockIdentity, require
     await fs.promises.rename(aside, lockPath).catch(() => undefined);
     return false;
   }
-  await fs.promises.rm(aside, { recursive: true, force: true });
+  // Retries: on FUSE, an owner record someone is reading lingers as `.fuse_hidden…` until closed.
+  await fs.promises.rm(aside, { recursive: true, force: true, maxRetries: 3 });
   return true;
 }

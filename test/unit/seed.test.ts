@@ -7,7 +7,7 @@ import * as fs from 'fs';
 import * as path from 'path';
 import { acquire, release, withLock } from '../../src/core/lock';
 import { inspect } from '../../src/core/inspect';
-import { destroy } from '../../src/core/remove';
+import { destroy, forceRelease } from '../../src/core/remove';
 import { StagingError } from '../../src/core/errors';
 import { cleanup, snapshot, tempDir } from '../helpers';
 
@@ -129,6 +129,29 @@ describe('devserver locking cases', () => {
     );
     assert.equal(fs.readFileSync(path.join(staticDir, 'existing', 'earlier.bin'), 'utf8'), 'earlier');
     assert.equal((await inspect(staticDir, 'existing')).state, 'free');
+  });
+
+  it('a lease whose lock was taken away reports ECOMPROMISED on release and leaves the new holder alone', async () => {
+    const timing = { staleMs: 4_000, refreshMs: 1_000 };
+    const old = await acquire(staticDir, 'contested', timing);
+    fs.writeFileSync(path.join(old.dir, 'artifact'), 'kept');
+    await forceRelease(staticDir, 'contested');
+    // The same process takes the place again before the old lease's next heartbeat.
+    const fresh = await acquire(staticDir, 'contested', { ...timing, createOnce: false });
+    const err = await rejectsWith(old.release({ destroy: true }), 'ECOMPROMISED', 'contested');
+    assert.equal(old.signal.aborted, true);
+    assert.equal(old.signal.reason, err);
+    assert.equal(fs.readFileSync(path.join(old.dir, 'artifact'), 'utf8'), 'kept', 'the old lease must not destroy the new holder\'s area');
+    const mtime = fs.statSync(fresh.lockPath).mtimeMs;
+    // Two refresh intervals: the new lease must still be refreshing its heartbeat, not stopped by the old one.
+    await new Promise((r) => setTimeout(r, 2_200));
+    const info = await inspect(staticDir, 'contested', timing);
+    assert.equal(info.state, 'held');
+    assert.equal(info.holder?.token, fresh.holder.token);
+    assert.ok(fs.statSync(fresh.lockPath).mtimeMs > mtime, 'the new lease kept refreshing');
+    assert.equal(fresh.state, 'held');
+    await fresh.release();
+    assert.equal((await inspect(staticDir, 'contested')).state, 'free');
   });
 
   describe('sandbox (SafeSandboxAccess)', () => {

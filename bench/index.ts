@@ -1,0 +1,336 @@
+/**
+ * Benchmarks of the lock core against bare baselines measured in the same process and run.
+ * Prints figures; never asserts timings. See bench/README.md.
+ *
+ *   node out/bench/index.js [--no-race] [--quick]
+ */
+import { spawn, type ChildProcess } from 'child_process';
+import * as fs from 'fs';
+import * as os from 'os';
+import * as path from 'path';
+import { performance } from 'perf_hooks';
+import * as lockfile from 'proper-lockfile';
+import { fsClockSkew } from '../src/core/clock';
+import { makeHolder } from '../src/core/holder';
+import { list } from '../src/core/inspect';
+import { acquire } from '../src/core/lock';
+import { makeLockFs, rememberPrecision, type LockFsState } from '../src/core/lockfs';
+import { ensureAreaDir, resolveArea } from '../src/core/tags';
+import { formatTable, interleave, median, p95, ratioOf, type Candidate, type Row } from './stats';
+
+const argv = new Set(process.argv.slice(2));
+const QUICK = argv.has('--quick');
+const RACE = !argv.has('--no-race');
+
+const us = (ms: number): string => `${(ms * 1000).toFixed(0)} µs`;
+const msf = (ms: number): string => `${ms.toFixed(1)} ms`;
+
+function line(s = ''): void {
+  process.stdout.write(`${s}\n`);
+}
+
+/** Runs `fn` over `items` with at most `limit` in flight: creating 10,000 directories at once would exhaust file handles on some systems. */
+async function pool<T>(items: readonly T[], limit: number, fn: (item: T) => Promise<void>): Promise<void> {
+  let next = 0;
+  await Promise.all(
+    Array.from({ length: Math.min(limit, items.length) }, async () => {
+      while (next < items.length) await fn(items[next++]!);
+    }),
+  );
+}
+
+// ---------------------------------------------------------------------------------------------
+// a) one uncontended acquire+release cycle
+
+/** A name for the filesystem under `dir`: the cycle's cost is mostly its metadata operations. */
+function fsLabel(dir: string): string {
+  const names: Record<number, string> = { 0xef53: 'ext4', 0x01021994: 'tmpfs', 0x58465342: 'xfs', 0x9123683e: 'btrfs', 0x794c7630: 'overlayfs' };
+  const type = fs.statfsSync(dir).type;
+  return `${names[type] ?? `fs 0x${type.toString(16)}`} ${dir}`;
+}
+
+async function benchCycle(root: string, rows: Row[]): Promise<void> {
+  const where = fsLabel(root);
+  line(`a) uncontended acquire+release of one tag, per cycle, on ${where}`);
+  const staticDir = path.join(root, 'cycle', 'static');
+  for (const d of ['ours', 'bare', 'mkdir']) fs.mkdirSync(path.join(staticDir, d), { recursive: true });
+  const bareTarget = path.join(staticDir, 'bare', 'devserver');
+  const bareLock = path.join(staticDir, 'bare', 'devserver.lock');
+  const mkdirLock = path.join(staticDir, 'mkdir', 'devserver.lock');
+
+  const candidates: Candidate[] = [
+    {
+      name: 'ours',
+      run: async () => {
+        const lease = await acquire(staticDir, 'ours', { createOnce: false });
+        await lease.release();
+      },
+    },
+    {
+      name: 'proper-lockfile',
+      run: async () => {
+        const release = await lockfile.lock(bareTarget, { realpath: false, lockfilePath: bareLock });
+        await release();
+      },
+    },
+    {
+      name: 'mkdir+rmdir',
+      run: async () => {
+        await fs.promises.mkdir(mkdirLock);
+        await fs.promises.rmdir(mkdirLock);
+      },
+    },
+  ];
+  const s = await interleave(candidates, { warmup: 300, perRound: 25, rounds: QUICK ? 40 : 200, budgetMs: QUICK ? 4_000 : 15_000 });
+  const ours = s.get('ours')!;
+  const bare = s.get('proper-lockfile')!;
+  const mk = s.get('mkdir+rmdir')!;
+  for (const [name, v] of s) line(`   ${name.padEnd(16)} median ${us(median(v)).padStart(8)}   p95 ${us(p95(v)).padStart(8)}   (${v.length} cycles)`);
+  const vsBare: Row = { name: `acquire+release, ${where.split(' ')[0]}`, unit: 'µs', median: median(ours), p95: p95(ours), baseline: 'proper-lockfile', baselineMedian: median(bare), aim: '≤ 1.00×' };
+  vsBare.met = ratioOf(vsBare)! <= 1;
+  rows.push(vsBare);
+  rows.push({ name: `acquire+release, ${where.split(' ')[0]}`, unit: 'µs', median: median(ours), p95: p95(ours), baseline: 'mkdir+rmdir', baselineMedian: median(mk) });
+  line(`   ours/proper-lockfile ${(median(ours) / median(bare)).toFixed(2)}×   ours/mkdir+rmdir ${(median(ours) / median(mk)).toFixed(2)}×`);
+  line();
+
+  // Where the cycle's time goes: the same steps acquire() takes, timed one by one.
+  line('   breakdown of one cycle (medians; the steps run in sequence in acquire/release):');
+  const { realStaticDir } = await resolveArea(staticDir, 'ours');
+  const dev = fs.statSync(path.join(staticDir, 'ours')).dev;
+  const steps: Candidate[] = [
+    { name: 'resolveArea', run: () => resolveArea(staticDir, 'ours') },
+    { name: 'ensureAreaDir', run: async () => ensureAreaDir(await resolveArea(staticDir, 'ours'), false) },
+    { name: 'fsClockSkew (cached)', run: () => fsClockSkew(realStaticDir) },
+    {
+      name: 'makeHolder+JSON',
+      run: async () => JSON.stringify(makeHolder({ staleMs: 10_000, refreshMs: 2_500, acquiredAtMs: Date.now() }), null, 2),
+    },
+    {
+      name: 'lock+unlock (adapter)',
+      run: async () => {
+        const area = await resolveArea(staticDir, 'ours');
+        const lockPath = path.join(area.dir, 'devserver.lock');
+        const state: LockFsState = { io: area.io, lockPath, ownerJson: '{}\n', skewMs: 0, created: false, dev };
+        const lockFs = makeLockFs(state);
+        const release = await lockfile.lock(path.join(area.dir, 'devserver'), {
+          lockfilePath: lockPath,
+          realpath: false,
+          stale: 10_000,
+          update: 2_500,
+          retries: 0,
+          fs: lockFs as unknown as typeof import('fs'),
+        });
+        rememberPrecision(lockFs, state);
+        await release();
+      },
+    },
+  ];
+  const b = await interleave(steps, { warmup: 100, perRound: 20, rounds: QUICK ? 10 : 40, budgetMs: QUICK ? 1_500 : 5_000 });
+  for (const [name, v] of b) line(`   - ${name.padEnd(22)} ${us(median(v)).padStart(8)}`);
+  line('     (ensureAreaDir and lock+unlock include a resolveArea each; subtract it)');
+  line();
+}
+
+// ---------------------------------------------------------------------------------------------
+// b) list() of 10,000 areas
+
+const AREAS = 10_000;
+const HELD = 100;
+const STALE = 10;
+const LEGACY = 10;
+
+async function makeListFixture(staticDir: string): Promise<void> {
+  fs.mkdirSync(staticDir, { recursive: true });
+  const names = Array.from({ length: AREAS }, (_, i) => `area-${String(i).padStart(5, '0')}`);
+  await pool(names, 64, (n) => fs.promises.mkdir(path.join(staticDir, n)));
+  const base = { user: 'bench', clientId: 'bench', refreshMs: 2_500, tool: 'bench' };
+  // Held by a holder on another host with a long threshold: judged by heartbeat, stays held for the whole run.
+  await pool(names.slice(0, HELD), 16, async (n) => {
+    const lock = path.join(staticDir, n, 'devserver.lock');
+    await fs.promises.mkdir(lock);
+    const holder = { ...base, pid: 4242, hostname: 'bench-other-host', acquiredAt: new Date().toISOString(), token: `held-${n}`, staleMs: 86_400_000 };
+    await fs.promises.writeFile(path.join(lock, 'owner.json'), JSON.stringify(holder));
+  });
+  const hourAgo = new Date(Date.now() - 3_600_000);
+  await pool(names.slice(HELD, HELD + STALE), 16, async (n) => {
+    const lock = path.join(staticDir, n, 'devserver.lock');
+    await fs.promises.mkdir(lock);
+    const holder = { ...base, pid: 4242, hostname: 'bench-other-host', acquiredAt: hourAgo.toISOString(), token: `stale-${n}`, staleMs: 10_000 };
+    await fs.promises.writeFile(path.join(lock, 'owner.json'), JSON.stringify(holder));
+    await fs.promises.utimes(lock, hourAgo, hourAgo);
+  });
+  // The Python devserver's lock: a hard link to `<hostname>-<thread>.<pid><hash>`.
+  await pool(names.slice(HELD + STALE, HELD + STALE + LEGACY), 16, async (n) => {
+    const unique = path.join(staticDir, n, 'benchhost-7f3a.4242-17');
+    await fs.promises.writeFile(unique, '');
+    await fs.promises.link(unique, path.join(staticDir, n, 'devserver.lock'));
+  });
+  // A few plain files next to the areas, as real static directories have.
+  for (let i = 0; i < 20; i++) fs.writeFileSync(path.join(staticDir, `notes-${i}.txt`), 'x');
+}
+
+/** The baseline: what any directory listing with per-entry metadata costs. */
+async function bareList(dir: string): Promise<number> {
+  const entries = await fs.promises.readdir(dir, { withFileTypes: true });
+  const stats = await Promise.all(entries.map((e) => fs.promises.stat(path.join(dir, e.name))));
+  return stats.length;
+}
+
+async function benchList(root: string, rows: Row[]): Promise<void> {
+  line(`b) list() of ${AREAS.toLocaleString('en')} areas (${HELD} held, ${STALE} stale, ${LEGACY} legacy, the rest free)`);
+  const staticDir = path.join(root, 'list', 'static');
+  const t0 = performance.now();
+  await makeListFixture(staticDir);
+  line(`   fixture created in ${msf(performance.now() - t0)}`);
+  const check = await list(staticDir);
+  const count = (state: string): number => check.filter((e) => e.state === state).length;
+  line(`   list() sees: ${check.length} entries, ${count('held')} held, ${count('stale')} stale, ${count('legacy')} legacy, ${count('free')} free`);
+  const candidates: Candidate[] = [
+    { name: 'list', run: () => list(staticDir) },
+    { name: 'readdir+stat', run: () => bareList(staticDir) },
+  ];
+  const s = await interleave(candidates, { warmup: 2, perRound: 1, rounds: QUICK ? 5 : 25, budgetMs: QUICK ? 5_000 : 25_000 });
+  const ours = s.get('list')!;
+  const bare = s.get('readdir+stat')!;
+  for (const [name, v] of s) line(`   ${name.padEnd(16)} median ${msf(median(v)).padStart(9)}   p95 ${msf(p95(v)).padStart(9)}   (${v.length} runs)`);
+  const row: Row = { name: `list ${AREAS / 1000}k areas`, unit: 'ms', median: median(ours), p95: p95(ours), baseline: 'readdir+stat', baselineMedian: median(bare), aim: '≤ 1.50×' };
+  row.met = ratioOf(row)! <= 1.5;
+  rows.push(row);
+  line(`   list/readdir+stat ${ratioOf(row)!.toFixed(2)}×`);
+  line();
+}
+
+// ---------------------------------------------------------------------------------------------
+// c) N processes race for one stale lock
+
+const CONTENDERS = 12;
+const TRIALS = QUICK ? 20 : 100;
+const RACE_BUDGET_MS = 30_000;
+
+interface WorkerMsg {
+  type: string;
+  ok?: boolean;
+  code?: string;
+}
+
+function collect(workers: readonly ChildProcess[], type: string, timeoutMs = 15_000): Promise<WorkerMsg[]> {
+  return Promise.all(
+    workers.map(
+      (w) =>
+        new Promise<WorkerMsg>((resolve, reject) => {
+          const timer = setTimeout(() => {
+            w.off('message', on);
+            reject(new Error(`race worker ${w.pid} sent no '${type}' within ${timeoutMs} ms`));
+          }, timeoutMs);
+          const on = (m: WorkerMsg): void => {
+            if (m.type !== type) return;
+            clearTimeout(timer);
+            w.off('message', on);
+            resolve(m);
+          };
+          w.on('message', on);
+        }),
+    ),
+  );
+}
+
+async function benchRace(root: string, rows: Row[]): Promise<void> {
+  line(`c) ${CONTENDERS} processes race for one stale lock (mtime 1 h old, stale after 2 s), up to ${TRIALS} trials each, alternating`);
+  if (!RACE) {
+    line('   skipped (--no-race)');
+    line();
+    return;
+  }
+  const staticDir = path.join(root, 'race', 'static');
+  fs.mkdirSync(staticDir, { recursive: true });
+  const workerJs = path.join(__dirname, 'race-worker.js');
+  const workers = Array.from({ length: CONTENDERS }, () => spawn(process.execPath, [workerJs], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] }));
+  const tally = {
+    bare: { trials: 0, multi: 0, none: 0, maxOwners: 0 },
+    core: { trials: 0, multi: 0, none: 0, maxOwners: 0 },
+  };
+  const start = performance.now();
+  try {
+    await collect(workers, 'ready', 30_000);
+    const hourAgo = new Date(Date.now() - 3_600_000);
+    for (let i = 0; i < 2 * TRIALS && performance.now() - start < RACE_BUDGET_MS; i++) {
+      const mode = i % 2 === 0 ? 'bare' : 'core';
+      const tag = `t${i}`;
+      const lock = path.join(staticDir, tag, 'devserver.lock');
+      fs.mkdirSync(lock, { recursive: true });
+      fs.utimesSync(lock, hourAgo, hourAgo);
+      const results = collect(workers, 'result');
+      // Everyone starts at the same wall-clock instant, a little ahead so the message reaches all.
+      const at = Date.now() + 25;
+      for (const w of workers) w.send({ type: 'go', mode, staticDir, tag, at });
+      const owners = (await results).filter((r) => r.ok === true).length;
+      const dropped = collect(workers, 'dropped');
+      for (const w of workers) w.send({ type: 'drop' });
+      await dropped;
+      fs.rmSync(path.join(staticDir, tag), { recursive: true, force: true });
+      const t = tally[mode];
+      t.trials++;
+      if (owners > 1) t.multi++;
+      if (owners === 0) t.none++;
+      t.maxOwners = Math.max(t.maxOwners, owners);
+    }
+  } finally {
+    for (const w of workers) if (w.connected) w.disconnect();
+  }
+  const elapsed = performance.now() - start;
+  for (const [name, t] of Object.entries(tally)) {
+    line(`   ${(name === 'bare' ? 'proper-lockfile' : 'ours').padEnd(16)} ${t.multi}/${t.trials} trials with more than one owner (at most ${t.maxOwners} at once); ${t.none} with none`);
+  }
+  if (tally.bare.trials < TRIALS) line(`   (stopped after ${(elapsed / 1000).toFixed(0)} s: fewer trials than asked)`);
+  line(`   ${(elapsed / 1000).toFixed(1)} s`);
+  rows.push({
+    name: `stale race ×${CONTENDERS}: trials >1 owner`,
+    unit: 'ms',
+    median: NaN,
+    p95: NaN,
+    medianText: `${tally.core.multi}/${tally.core.trials}`,
+    p95Text: '-',
+    baselineText: `proper-lockfile: ${tally.bare.multi}/${tally.bare.trials}`,
+    ratioText: '-',
+    aim: 'ours 0',
+    met: tally.core.multi === 0,
+  });
+  line();
+}
+
+// ---------------------------------------------------------------------------------------------
+
+async function main(): Promise<void> {
+  const load = os.loadavg().map((l) => l.toFixed(2)).join(' ');
+  line(`Devserver Staging bench: node ${process.version}, ${os.cpus().length} CPUs, load ${load}, tmp ${os.tmpdir()}${QUICK ? ', --quick' : ''}`);
+  line('Figures are medians (p95 where shown) of rounds that alternate candidate and baseline; nothing is asserted.');
+  line();
+  const root = fs.mkdtempSync(path.join(os.tmpdir(), 'dss-bench-'));
+  const rows: Row[] = [];
+  const t0 = performance.now();
+  try {
+    await benchCycle(root, rows);
+    // The same on memory-backed tmpfs where there is one: it shows the core's own cost, with the
+    // disk's metadata operations (a third of the cycle on ext4) taken out.
+    if (fs.existsSync('/dev/shm') && fs.statSync('/dev/shm').dev !== fs.statSync(root).dev) {
+      const shm = fs.mkdtempSync('/dev/shm/dss-bench-');
+      try {
+        await benchCycle(shm, rows);
+      } finally {
+        fs.rmSync(shm, { recursive: true, force: true });
+      }
+    }
+    await benchList(root, rows);
+    await benchRace(root, rows);
+  } finally {
+    fs.rmSync(root, { recursive: true, force: true });
+  }
+  line(formatTable(rows));
+  line();
+  line(`total ${((performance.now() - t0) / 1000).toFixed(0)} s`);
+}
+
+main().catch((err: unknown) => {
+  process.stderr.write(`bench failed: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
+  process.exitCode = 1;
+});

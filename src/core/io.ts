@@ -1,0 +1,107 @@
+/**
+ * How the lock path calls the filesystem. On a local filesystem a metadata call (mkdir, lstat,
+ * rmdir) takes a few microseconds, while a round trip through libuv's thread pool costs tens,
+ * and taking a lock is a dozen such calls in sequence. So on filesystems known to be local the
+ * lock path uses the synchronous API. Everywhere else (NFS, FUSE such as sshfs, SMB, and anything
+ * unrecognised) it stays asynchronous, so a server that stops answering cannot stall the event
+ * loop of the process holding locks, which may be an editor's extension host.
+ */
+import * as fs from 'fs';
+
+export interface Io {
+  /** True when calls run synchronously (a local filesystem). */
+  readonly sync: boolean;
+  lstat(p: string): Promise<fs.Stats>;
+  /** lstat, or null where nothing is (ENOENT, ENOTDIR): the common answer, so not an exception. */
+  lstatOrNull(p: string): Promise<fs.Stats | null>;
+  stat(p: string): Promise<fs.Stats>;
+  realpath(p: string): Promise<string>;
+  mkdir(p: string): Promise<void>;
+  rmdir(p: string): Promise<void>;
+  unlink(p: string): Promise<void>;
+  readFile(p: string): Promise<string>;
+  /** Creates `p` with `data`; fails with EEXIST if it exists. */
+  writeNewFile(p: string, data: string): Promise<void>;
+  utimes(p: string, atime: Date, mtime: Date): Promise<void>;
+}
+
+function settle<T>(fn: () => T): Promise<T> {
+  try {
+    return Promise.resolve(fn());
+  } catch (err) {
+    return Promise.reject(err);
+  }
+}
+
+const isMissing = (err: unknown): boolean => {
+  const code = (err as NodeJS.ErrnoException).code;
+  return code === 'ENOENT' || code === 'ENOTDIR';
+};
+
+export const asyncIo: Io = {
+  sync: false,
+  lstat: (p) => fs.promises.lstat(p),
+  // The callback API: a rejected fs.promises call costs more than the lstat itself.
+  lstatOrNull: (p) =>
+    new Promise((resolve, reject) => {
+      fs.lstat(p, (err, st) => (err === null ? resolve(st) : isMissing(err) ? resolve(null) : reject(err)));
+    }),
+  stat: (p) => fs.promises.stat(p),
+  realpath: (p) => fs.promises.realpath(p),
+  mkdir: (p) => fs.promises.mkdir(p).then(() => undefined),
+  rmdir: (p) => fs.promises.rmdir(p),
+  unlink: (p) => fs.promises.unlink(p),
+  readFile: (p) => fs.promises.readFile(p, 'utf8'),
+  writeNewFile: (p, data) => fs.promises.writeFile(p, data, { flag: 'wx' }),
+  utimes: (p, a, m) => fs.promises.utimes(p, a, m),
+};
+
+export const syncIo: Io = {
+  sync: true,
+  lstat: (p) => settle(() => fs.lstatSync(p)),
+  lstatOrNull: (p) =>
+    settle(() => {
+      try {
+        return fs.lstatSync(p, { throwIfNoEntry: false }) ?? null;
+      } catch (err) {
+        if (isMissing(err)) return null;
+        throw err;
+      }
+    }),
+  stat: (p) => settle(() => fs.statSync(p)),
+  realpath: (p) => settle(() => fs.realpathSync.native(p)),
+  mkdir: (p) => settle(() => void fs.mkdirSync(p)),
+  rmdir: (p) => settle(() => fs.rmdirSync(p)),
+  unlink: (p) => settle(() => fs.unlinkSync(p)),
+  readFile: (p) => settle(() => fs.readFileSync(p, 'utf8')),
+  writeNewFile: (p, data) => settle(() => fs.writeFileSync(p, data, { flag: 'wx' })),
+  utimes: (p, a, m) => settle(() => fs.utimesSync(p, a, m)),
+};
+
+/**
+ * statfs magic numbers of local filesystems: ext2/3/4, XFS, Btrfs, tmpfs, overlayfs, ZFS, F2FS,
+ * ramfs, JFS, ReiserFS, bcachefs. A list of what is known to be local, not of what is remote:
+ * an unknown filesystem gets the safe, asynchronous path.
+ */
+const LOCAL_TYPES = new Set([0xef53, 0x58465342, 0x9123683e, 0x01021994, 0x794c7630, 0x2fc12fc1, 0xf2f52010, 0x858458f6, 0x3153464a, 0x52654973, 0xca451a4e]);
+
+const byDevice = new Map<number, Io>();
+
+/**
+ * The Io for the filesystem of `p`, whose device is `dev` (from a stat the caller already made):
+ * statfs runs once per device. `DEVSERVER_STAGING_ASYNC_IO=1` forces the asynchronous path.
+ */
+export async function ioFor(p: string, dev: number): Promise<Io> {
+  const known = byDevice.get(dev);
+  if (known !== undefined) return known;
+  let io: Io = asyncIo;
+  if (process.env.DEVSERVER_STAGING_ASYNC_IO !== '1') {
+    const type = await fs.promises.statfs(p).then(
+      (s) => s.type,
+      () => undefined,
+    );
+    if (type !== undefined && LOCAL_TYPES.has(type)) io = syncIo;
+  }
+  byDevice.set(dev, io);
+  return io;
+}

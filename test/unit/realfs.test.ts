@@ -1,0 +1,636 @@
+/**
+ * The lock under conditions a temp dir on one machine does not show: clocks that disagree
+ * (libfaketime), a network filesystem shared by two clients (sshfs over a private sshd), and a
+ * full disk (a small tmpfs). Each suite skips, saying why, where its tools or root are missing.
+ * The only timing assertions are the protocol's own bounds, each with its slack explained.
+ */
+import { strict as assert } from 'assert';
+import { spawn, type ChildProcess } from 'child_process';
+import * as fs from 'fs';
+import * as net from 'net';
+import * as os from 'os';
+import * as path from 'path';
+import { performance } from 'perf_hooks';
+import { inspect, list } from '../../src/core/inspect';
+import { acquire, heldLeases } from '../../src/core/lock';
+import { LOCK_NAME, META_DIR, OWNER_FILE } from '../../src/core/protocol';
+import type { LockState } from '../../src/core/types';
+import { type Msg, WORKERS, cleanup, exitOf, expectMessage, isRoot, killAll, run, sleep, snapshot, startWorker, tempDir, track, waitFor } from '../helpers';
+
+const timing = { staleMs: 2_000, refreshMs: 1_000 };
+
+function report(line: string): void {
+  console.log(`      ${line}`);
+}
+
+function readToken(lockPath: string): string | undefined {
+  try {
+    return (JSON.parse(fs.readFileSync(path.join(lockPath, OWNER_FILE), 'utf8')) as { token?: string }).token;
+  } catch {
+    return undefined;
+  }
+}
+
+/** Whether `cmd args` can run and exits 0. */
+async function works(cmd: string, args: string[]): Promise<boolean> {
+  return run(cmd, args).then(
+    (r) => r.code === 0,
+    () => false,
+  );
+}
+
+/**
+ * Starts a compiled worker with an IPC channel. `otherHost` runs it under `unshare --uts` with
+ * the hostname "otherhost", so the core sees a holder on another machine, whose pid it cannot
+ * check; exec keeps one process through unshare and sh, so a kill reaches node itself.
+ */
+function startNode(worker: string, arg: object, options: { env?: NodeJS.ProcessEnv; otherHost?: boolean } = {}): ChildProcess {
+  const env = { ...process.env, ...options.env };
+  if (options.otherHost === true) {
+    const script = path.join(WORKERS, `${worker}.js`);
+    const stdio: ['ignore', 'pipe', 'pipe', 'ipc'] = ['ignore', 'pipe', 'pipe', 'ipc'];
+    return track(spawn('unshare', ['--uts', 'sh', '-c', 'hostname otherhost && exec "$0" "$@"', process.execPath, script, JSON.stringify(arg)], { stdio, env }));
+  }
+  return track(startWorker(worker, [JSON.stringify(arg)], { env }));
+}
+
+/** Judges `judge()` every `everyMs` for `forMs`; returns every state seen. */
+async function judgeFor<T extends { state: LockState }>(forMs: number, everyMs: number, judge: () => Promise<T>): Promise<T[]> {
+  const seen: T[] = [];
+  const end = performance.now() + forMs;
+  while (performance.now() < end) {
+    seen.push(await judge());
+    await sleep(everyMs);
+  }
+  return seen;
+}
+
+// ---------------------------------------------------------------------------------------------
+
+const FAKETIME_LIBS = ['x86_64-linux-gnu', 'aarch64-linux-gnu', 'i386-linux-gnu', 'arm-linux-gnueabihf'].map(
+  (triplet) => `/usr/lib/${triplet}/faketime/libfaketime.so.1`,
+);
+
+/**
+ * A clock `offsetS` seconds off for one process. The kernel still stamps files with the real
+ * time, as a file server with a right clock would. Monotonic time is left alone: timers keep
+ * their pace, and a negative offset cannot take it below zero on a machine just booted.
+ */
+function skewedEnv(lib: string, offsetS: number): NodeJS.ProcessEnv {
+  return { LD_PRELOAD: lib, FAKETIME: `${offsetS >= 0 ? '+' : ''}${offsetS}s`, FAKETIME_DONT_FAKE_MONOTONIC: '1', DONT_FAKE_MONOTONIC: '1' };
+}
+
+/** How far Date.now() of a node process started with `env` is from ours, in ms. */
+async function clockOffsetOf(env: NodeJS.ProcessEnv): Promise<number> {
+  const before = Date.now();
+  const r = await run(process.execPath, ['-e', 'process.stdout.write(String(Date.now()))'], { env: { ...process.env, ...env } });
+  const after = Date.now();
+  return Number(r.stdout) - (before + after) / 2;
+}
+
+describe('clock skew between hosts (libfaketime)', function () {
+  this.timeout(120_000);
+  let lib: string;
+  let canUnshare = false;
+  let staticDir: string;
+
+  before(async function () {
+    const found = FAKETIME_LIBS.find((p) => fs.existsSync(p));
+    if (found === undefined) {
+      console.log("      skipped: libfaketime is missing: install Debian's faketime (apt-get install faketime)");
+      this.skip();
+    }
+    lib = found;
+    const offset = await clockOffsetOf(skewedEnv(lib, -60));
+    if (Math.abs(offset + 60_000) > 5_000) {
+      console.log(`      skipped: libfaketime does not shift node's clock here (offset ${Math.round(offset)} ms, wanted -60000)`);
+      this.skip();
+    }
+    canUnshare = isRoot && (await works('unshare', ['--uts', 'true']));
+  });
+
+  beforeEach(() => {
+    staticDir = tempDir('dss-skew-');
+  });
+
+  afterEach(async () => {
+    await killAll();
+    await Promise.all(heldLeases().map((l) => l.release().catch(() => undefined)));
+    cleanup(staticDir);
+  });
+
+  /**
+   * After a SIGKILL, when must the lock be stale? Its last heartbeat was at most `refreshMs`
+   * before the kill, so it turns stale at most `staleMs` after that. The slack covers timers
+   * running late on a busy machine and the 100 ms between two looks.
+   */
+  const staleBoundMs = timing.staleMs + timing.refreshMs + 1_000;
+
+  /**
+   * Kills `holder`, a holder on another host where root allows it (the test is skipped otherwise),
+   * and waits for `judge` to call its lock stale: that judgement, and how long after the kill.
+   */
+  async function killAndAwaitStale<T extends { state: LockState }>(test: Mocha.Context, holder: ChildProcess, judge: () => Promise<T>): Promise<{ stale: T; elapsed: number }> {
+    if (!canUnshare) {
+      console.log('      skipped the kill: a holder on another host (`unshare --uts`) needs root');
+      test.skip();
+    }
+    const t0 = performance.now();
+    holder.kill('SIGKILL');
+    await exitOf(holder);
+    const stale = await waitFor(
+      async () => {
+        const j = await judge();
+        return j.state === 'stale' ? j : undefined;
+      },
+      staleBoundMs + 5_000,
+      'the lock to turn stale',
+      100,
+    );
+    return { stale, elapsed: performance.now() - t0 };
+  }
+
+  for (const offsetS of [-60, 60]) {
+    const clock = `${Math.abs(offsetS)} s ${offsetS < 0 ? 'behind' : 'ahead'}`;
+
+    it(`a holder whose clock is ${clock}: held for a real-clock judge, stale soon after it dies on another host`, async function () {
+      const tag = `skew/holder${offsetS}`;
+      const lockPath = path.join(staticDir, tag, LOCK_NAME);
+      const env = skewedEnv(lib, offsetS);
+      const holderClock = await clockOffsetOf(env);
+      assert.ok(Math.abs(holderClock - offsetS * 1000) < 5_000, `the holder's clock is ${Math.round(holderClock)} ms off`);
+
+      const holder = startNode('holder', { staticDir, tag, ...timing, createOnce: false }, { env, otherHost: canUnshare });
+      const acquired = await expectMessage(holder, (m) => m.type === 'acquired' || m.type === 'error', 30_000, 'acquired');
+      assert.equal(acquired.type, 'acquired', JSON.stringify(acquired));
+
+      // Longer than the threshold plus a heartbeat: a lock judged on the wrong clock would be stale by now.
+      const seen = await judgeFor(timing.staleMs + timing.refreshMs + 300, 200, () => inspect(staticDir, tag, timing));
+      assert.deepEqual([...new Set(seen.map((i) => i.state))], ['held'], JSON.stringify(seen.find((i) => i.state !== 'held')));
+      // Heartbeats are stamped in the filesystem's time, not in the holder's, a minute off: had they
+      // been stamped in the holder's time, this lock would look a minute old (or a minute ahead,
+      // and immortal for that minute).
+      const ageMs = Date.now() - fs.statSync(lockPath).mtimeMs;
+      report(`holder clock ${Math.round(holderClock)} ms off; heartbeat age by the real clock ${Math.round(ageMs)} ms; ${seen.length} judgements, all held`);
+      assert.ok(Math.abs(ageMs) <= timing.refreshMs + 500, `the heartbeat is ${Math.round(ageMs)} ms old by the real clock`);
+
+      const { stale, elapsed } = await killAndAwaitStale(this, holder, () => inspect(staticDir, tag, timing));
+      report(`SIGKILL → stale after ${Math.round(elapsed)} ms (bound ${staleBoundMs} ms): ${stale.staleReason}`);
+      assert.ok(elapsed <= staleBoundMs, `stale only after ${Math.round(elapsed)} ms`);
+      const lease = await acquire(staticDir, tag, { ...timing, createOnce: false });
+      assert.equal(readToken(lockPath), lease.holder.token);
+      await lease.release();
+    });
+
+    it(`a judge whose clock is ${clock}: a real-clock holder is held, and stale soon after it dies on another host`, async function () {
+      const tag = `skew/judge${offsetS}`;
+      const holder = startNode('holder', { staticDir, tag, ...timing, createOnce: false }, { otherHost: canUnshare });
+      const acquired = await expectMessage(holder, (m) => m.type === 'acquired' || m.type === 'error', 30_000, 'acquired');
+      assert.equal(acquired.type, 'acquired', JSON.stringify(acquired));
+      const judge = startNode('judge', { staticDir, tag, ...timing }, { env: skewedEnv(lib, offsetS) });
+      const ready = await expectMessage<Msg & { nowMs: number }>(judge, (m) => m.type === 'ready', 30_000, 'ready');
+      assert.ok(Math.abs(ready.nowMs - Date.now() - offsetS * 1000) < 5_000, `the judge's clock is ${ready.nowMs - Date.now()} ms off`);
+
+      type Judged = Msg & { state: LockState; heartbeatAgeMs?: number; naiveAgeMs?: number; skewMs: number };
+      const ask = async (): Promise<Judged> => {
+        const p = expectMessage<Judged>(judge, (m) => m.type === 'judged' || m.type === 'error', 30_000, 'judged');
+        judge.send('judge');
+        const r = await p;
+        assert.equal(r.type, 'judged', JSON.stringify(r));
+        return r;
+      };
+      const seen = await judgeFor(timing.staleMs + timing.refreshMs + 300, 200, ask);
+      const last = seen[seen.length - 1]!;
+      report(`judge measured a filesystem clock offset of ${last.skewMs} ms; naive ages ${Math.round(Math.min(...seen.map((s) => s.naiveAgeMs!)))}..${Math.round(Math.max(...seen.map((s) => s.naiveAgeMs!)))} ms`);
+      assert.deepEqual([...new Set(seen.map((s) => s.state))], ['held'], JSON.stringify(seen.find((s) => s.state !== 'held')));
+      assert.ok(Math.abs(last.skewMs + offsetS * 1000) <= 1_000, `measured offset ${last.skewMs} ms`);
+      if (offsetS > 0) {
+        // Without the correction this judge would have called the live lock stale every time.
+        for (const s of seen) assert.ok(s.naiveAgeMs! > timing.staleMs, `naive age ${s.naiveAgeMs} ms`);
+      } else {
+        // Without it, every heartbeat would have looked as if from the future: see below.
+        for (const s of seen) assert.ok(s.naiveAgeMs! < 0, `naive age ${s.naiveAgeMs} ms`);
+      }
+
+      const { stale, elapsed } = await killAndAwaitStale(this, holder, ask);
+      report(`SIGKILL → stale for the skewed judge after ${Math.round(elapsed)} ms (bound ${staleBoundMs} ms); naive age then ${Math.round(stale.naiveAgeMs!)} ms`);
+      assert.ok(elapsed <= staleBoundMs, `stale only after ${Math.round(elapsed)} ms`);
+      // A judge behind the filesystem's clock, uncorrected, would call this dead lock held for another minute.
+      if (offsetS < 0) assert.ok(stale.naiveAgeMs! < timing.staleMs, `naive age ${stale.naiveAgeMs} ms`);
+      judge.send('exit');
+    });
+  }
+});
+
+// ---------------------------------------------------------------------------------------------
+
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const srv = net.createServer();
+    srv.once('error', reject);
+    srv.listen(0, '127.0.0.1', () => {
+      const port = (srv.address() as net.AddressInfo).port;
+      srv.close(() => resolve(port));
+    });
+  });
+}
+
+function connects(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const s = net.connect(port, '127.0.0.1');
+    s.once('connect', () => {
+      s.destroy();
+      resolve(true);
+    });
+    s.once('error', () => resolve(false));
+  });
+}
+
+function isMounted(dir: string): boolean {
+  return fs
+    .readFileSync('/proc/self/mounts', 'utf8')
+    .split('\n')
+    .some((line) => line.split(' ')[1] === dir);
+}
+
+async function whyNoSshfs(): Promise<string | undefined> {
+  if (!isRoot) return 'needs root (its own sshd, FUSE mounts)';
+  for (const [bin, pkg] of [
+    ['/usr/sbin/sshd', 'openssh-server'],
+    ['/usr/bin/ssh-keygen', 'openssh-client'],
+    ['/usr/bin/sshfs', 'sshfs'],
+    ['/usr/bin/fusermount', 'fuse3'],
+  ] as const) {
+    if (!fs.existsSync(bin)) return `${bin} is missing: apt-get install ${pkg}`;
+  }
+  if (!fs.existsSync('/dev/fuse')) return '/dev/fuse is missing (no FUSE in this kernel or container)';
+  if (!(await works('unshare', ['--uts', 'true']))) return 'needs `unshare --uts` (a holder on another host), which is not permitted here';
+  return undefined;
+}
+
+describe('a network filesystem shared by two clients (sshfs)', function () {
+  this.timeout(180_000);
+  let base = '';
+  let exportDir = '';
+  let mountA = '';
+  let mountB = '';
+  let sshdPidFile = '';
+  let madeRunSshd = false;
+
+  before(async function () {
+    const why = await whyNoSshfs();
+    if (why !== undefined) {
+      console.log(`      skipped: sshfs suite ${why}`);
+      this.skip();
+    }
+    base = fs.realpathSync(tempDir('dss-sshfs-'));
+    exportDir = path.join(base, 'export');
+    mountA = path.join(base, 'clientA');
+    mountB = path.join(base, 'clientB');
+    const keys = path.join(base, 'keys');
+    for (const d of [exportDir, mountA, mountB, keys]) fs.mkdirSync(d);
+    for (const k of ['host', 'client']) {
+      const r = await run('/usr/bin/ssh-keygen', ['-q', '-t', 'ed25519', '-N', '', '-f', path.join(keys, k)]);
+      assert.equal(r.code, 0, r.stderr);
+    }
+    const authorized = path.join(keys, 'authorized_keys');
+    fs.copyFileSync(path.join(keys, 'client.pub'), authorized);
+    fs.chmodSync(authorized, 0o600);
+    const port = await freePort();
+    sshdPidFile = path.join(base, 'sshd.pid');
+    const config = path.join(base, 'sshd_config');
+    fs.writeFileSync(
+      config,
+      [
+        `Port ${port}`,
+        'ListenAddress 127.0.0.1',
+        `HostKey ${path.join(keys, 'host')}`,
+        `PidFile ${sshdPidFile}`,
+        `AuthorizedKeysFile ${authorized}`,
+        'PubkeyAuthentication yes',
+        'PasswordAuthentication no',
+        'KbdInteractiveAuthentication no',
+        'PermitRootLogin prohibit-password',
+        'UsePAM no',
+        // The keys live in a temp dir whose modes sshd would otherwise refuse.
+        'StrictModes no',
+        'Subsystem sftp internal-sftp',
+        '',
+      ].join('\n'),
+    );
+    // sshd refuses to start without its privilege separation directory.
+    if (!fs.existsSync('/run/sshd')) {
+      fs.mkdirSync('/run/sshd', { mode: 0o755 });
+      madeRunSshd = true;
+    }
+    const sshd = await run('/usr/sbin/sshd', ['-f', config, '-E', path.join(base, 'sshd.log')]);
+    assert.equal(sshd.code, 0, `sshd: ${sshd.stderr}`);
+    await waitFor(async () => ((await connects(port)) ? true : undefined), 10_000, 'sshd to listen');
+    const user = os.userInfo().username;
+    const options = `IdentityFile=${path.join(keys, 'client')},StrictHostKeyChecking=no,UserKnownHostsFile=/dev/null,BatchMode=yes`;
+    for (const m of [mountA, mountB]) {
+      const r = await run('/usr/bin/sshfs', ['-p', String(port), '-o', options, `${user}@127.0.0.1:${exportDir}`, m]);
+      assert.equal(r.code, 0, `sshfs ${m}: ${r.stderr}\n${fs.readFileSync(path.join(base, 'sshd.log'), 'utf8')}`);
+    }
+    fs.writeFileSync(path.join(exportDir, 'hello'), 'hi');
+    assert.equal(fs.readFileSync(path.join(mountA, 'hello'), 'utf8'), 'hi');
+    assert.equal(fs.readFileSync(path.join(mountB, 'hello'), 'utf8'), 'hi');
+    fs.unlinkSync(path.join(exportDir, 'hello'));
+  });
+
+  after(async () => {
+    await killAll();
+    for (const m of [mountA, mountB]) {
+      if (m === '' || !isMounted(m)) continue;
+      if (!(await works('/usr/bin/fusermount', ['-u', m]))) await works('/usr/bin/fusermount', ['-uz', m]);
+    }
+    if (sshdPidFile !== '' && fs.existsSync(sshdPidFile)) {
+      const pid = Number(fs.readFileSync(sshdPidFile, 'utf8').trim());
+      if (Number.isInteger(pid) && pid > 0) {
+        try {
+          process.kill(pid, 'SIGTERM');
+        } catch {
+          /* already gone */
+        }
+      }
+    }
+    if (madeRunSshd) fs.rmSync('/run/sshd', { recursive: true, force: true });
+    if (base !== '' && !isMounted(mountA) && !isMounted(mountB)) cleanup(base);
+  });
+
+  afterEach(async () => {
+    await killAll();
+    await Promise.all(heldLeases().map((l) => l.release().catch(() => undefined)));
+  });
+
+  it('excludes across the two mounts: 2 processes on each × 100 acquisitions of one tag never overlap', async () => {
+    const PER_MOUNT = 2;
+    const COUNT = 100;
+    const tag = 'board/shared';
+    fs.mkdirSync(path.join(exportDir, tag), { recursive: true });
+
+    // Is O_EXCL honoured across the clients? Then the marker goes through the mounts, as the workers see the files.
+    const probeA = path.join(mountA, 'excl.probe');
+    fs.closeSync(fs.openSync(probeA, 'wx'));
+    let exclusive: boolean;
+    try {
+      fs.closeSync(fs.openSync(path.join(mountB, 'excl.probe'), 'wx'));
+      exclusive = false;
+    } catch (err) {
+      exclusive = (err as NodeJS.ErrnoException).code === 'EEXIST';
+    }
+    fs.unlinkSync(probeA);
+    report(`O_EXCL across the two sshfs clients: ${exclusive ? 'honoured' : 'NOT honoured: marker on the exported directory'}`);
+
+    const workers: ChildProcess[] = [];
+    for (const [i, mount] of [mountA, mountB].flatMap((m) => Array.from({ length: PER_MOUNT }, () => m)).entries()) {
+      const marker = path.join(exclusive ? mount : exportDir, 'critical.marker');
+      workers.push(startNode('exclusion', { staticDir: mount, tag, id: i, count: COUNT, marker, holdMs: 2, ...timing }));
+    }
+    await Promise.all(workers.map((w) => expectMessage(w, (m) => m.type === 'ready', 30_000, 'ready')));
+    type Done = Msg & { acquired: number; overlaps: number; foreign: number; lost: number; errors: string[]; ms: number };
+    const done = workers.map((w) => expectMessage<Done>(w, (m) => m.type === 'done', 170_000, 'done'));
+    const t0 = performance.now();
+    for (const w of workers) w.send('go');
+    const results = await Promise.all(done);
+    const elapsed = performance.now() - t0;
+    const total = results.reduce((n, r) => n + r.acquired, 0);
+    report(`${total} acquisitions through two sshfs clients in ${Math.round(elapsed)} ms (${(elapsed / total).toFixed(1)} ms each)`);
+    for (const r of results) {
+      assert.deepEqual(r.errors, [], `worker ${String(r.id)}`);
+      assert.equal(r.acquired, COUNT);
+      assert.equal(r.overlaps, 0, `worker ${String(r.id)} met another process inside`);
+      assert.equal(r.foreign, 0, `worker ${String(r.id)} found someone else's owner record on its lock`);
+      assert.equal(r.lost, 0, `worker ${String(r.id)} lost a lock`);
+    }
+    assert.equal(fs.existsSync(path.join(exportDir, 'critical.marker')), false);
+    // No lock, claim, probe or anything set aside is left.
+    assert.deepEqual(fs.readdirSync(path.join(exportDir, tag)), []);
+  });
+
+  it('releases cleanly while the owner record is open on the same client (FUSE hides it as .fuse_hidden…)', async () => {
+    const tag = 'board/reader';
+    const lease = await acquire(mountB, tag, { ...timing, createOnce: false });
+    // A reader on client B, as a tree view judging the lock would be, still has the record open.
+    const fd = fs.openSync(path.join(mountB, tag, LOCK_NAME, OWNER_FILE), 'r');
+    const closed = sleep(150).then(() => fs.closeSync(fd));
+    try {
+      await lease.release();
+    } finally {
+      await closed;
+    }
+    await waitFor(() => (fs.readdirSync(path.join(exportDir, tag)).length === 0 ? true : undefined), 2_000, 'the area to be empty');
+    const again = await acquire(mountA, tag, { ...timing, createOnce: false });
+    await again.release();
+  });
+
+  it('a holder through mount A is seen as held through mount B for 3× the stale threshold', async () => {
+    const tag = 'board/held';
+    const holder = startNode('holder', { staticDir: mountA, tag, ...timing, createOnce: false }, { otherHost: true });
+    const acquired = await expectMessage(holder, (m) => m.type === 'acquired' || m.type === 'error', 30_000, 'acquired');
+    assert.equal(acquired.type, 'acquired', JSON.stringify(acquired));
+    let lost: Msg | undefined;
+    holder.on('message', (m: Msg) => {
+      if (m.type === 'lost') lost = m;
+    });
+
+    const judgements: { state: LockState; ageMs: number; ms: number }[] = [];
+    const attempts: string[] = [];
+    const end = performance.now() + 3 * timing.staleMs + 500;
+    let nextAttempt = 0;
+    while (performance.now() < end) {
+      const t = performance.now();
+      const info = await inspect(mountB, tag, timing);
+      judgements.push({ state: info.state, ageMs: info.heartbeatAgeMs ?? NaN, ms: performance.now() - t });
+      if (performance.now() >= nextAttempt) {
+        // A contender through mount B must be refused, never handed a live lock.
+        nextAttempt = performance.now() + 1_000;
+        const outcome = await acquire(mountB, tag, { ...timing, createOnce: false }).then(
+          async (lease) => {
+            await lease.release();
+            return 'ACQUIRED';
+          },
+          (err: { code?: string }) => String(err.code),
+        );
+        attempts.push(outcome);
+      }
+      await sleep(200);
+    }
+    const states = judgements.map((j) => j.state);
+    const maxAge = Math.max(...judgements.map((j) => j.ageMs));
+    const slow = judgements.filter((j) => j.ms > 500).length;
+    report(
+      `${judgements.length} judgements through B: ${JSON.stringify(Object.fromEntries([...new Set(states)].map((s) => [s, states.filter((x) => x === s).length])))}; ` +
+        `heartbeat age seen up to ${Math.round(maxAge)} ms; ${slow} took > 500 ms (looked again past the client's caches); acquire attempts ${JSON.stringify(attempts)}`,
+    );
+    assert.deepEqual([...new Set(states)], ['held'], `through mount B: ${JSON.stringify(judgements.filter((j) => j.state !== 'held'))}`);
+    assert.deepEqual([...new Set(attempts)], ['ELOCKED']);
+    assert.equal(lost, undefined, `the holder lost its lock: ${JSON.stringify(lost)}`);
+    const viaList = (await list(mountB, 'board', timing)).find((e) => e.tag === tag);
+    assert.equal(viaList?.state, 'held');
+
+    const released = expectMessage(holder, (m) => m.type === 'released', 30_000, 'released');
+    holder.send('release');
+    await released;
+  });
+
+  it('once that holder dies on another host, a contender through mount B takes the lock after the stale threshold', async () => {
+    const tag = 'board/killed';
+    const lockOnServer = path.join(exportDir, tag, LOCK_NAME);
+    const holder = startNode('holder', { staticDir: mountA, tag, ...timing, createOnce: false }, { otherHost: true });
+    const acquired = await expectMessage(holder, (m) => m.type === 'acquired' || m.type === 'error', 30_000, 'acquired');
+    assert.equal(acquired.type, 'acquired', JSON.stringify(acquired));
+    // Kill right after a heartbeat, read on the server, so the lock's age counts from a known moment.
+    const first = fs.statSync(lockOnServer).mtimeMs;
+    await waitFor(() => (fs.statSync(lockOnServer).mtimeMs !== first ? true : undefined), 5_000, 'a heartbeat');
+    const lastHeartbeat = fs.statSync(lockOnServer).mtimeMs;
+    // Let B's client cache the held lock, as a judge there would have.
+    assert.equal((await inspect(mountB, tag, timing)).state, 'held');
+
+    const t0 = performance.now();
+    holder.kill('SIGKILL');
+    await exitOf(holder);
+    // The lock turns stale `staleMs` after the last heartbeat; sshfs stamps whole seconds and
+    // heartbeats are rounded up to the next one, adding up to 1 s. Then: the client's caches (the
+    // core waits 1.1 s for FUSE's 1 s attribute cache before it believes a lock stale), and a
+    // waiter's sleep between attempts (1 s backoff cap × 1.5 jitter).
+    const boundMs = timing.staleMs + 1_000 + 1_100 + 1_500 + 1_000; // the last 1 s: timers late on a busy machine
+    const lease = await acquire(mountB, tag, { ...timing, createOnce: false, waitMs: 30_000 });
+    const elapsed = performance.now() - t0;
+    const takenAt = Date.now();
+    report(`SIGKILL → taken through mount B after ${Math.round(elapsed)} ms (bound ${boundMs} ms); ${Math.round(takenAt - lastHeartbeat)} ms after the last heartbeat's mtime`);
+    assert.ok(elapsed <= boundMs, `took ${Math.round(elapsed)} ms`);
+    // Never before the threshold: the last heartbeat's mtime (rounded up) is the earliest it may count from.
+    assert.ok(takenAt - lastHeartbeat >= timing.staleMs, `taken ${Math.round(takenAt - lastHeartbeat)} ms after the last heartbeat`);
+    assert.equal(readToken(lockOnServer), lease.holder.token);
+    assert.equal((await inspect(mountA, tag, timing)).holder?.token, lease.holder.token);
+    await lease.release();
+    assert.deepEqual(fs.readdirSync(path.join(exportDir, tag)), []);
+  });
+});
+
+// ---------------------------------------------------------------------------------------------
+
+describe('a full disk (tmpfs)', function () {
+  this.timeout(60_000);
+  let base = '';
+  const mounts: string[] = [];
+
+  before(async function () {
+    if (!isRoot) {
+      console.log('      skipped: mounting a small tmpfs needs root');
+      this.skip();
+    }
+    base = tempDir('dss-full-');
+  });
+
+  after(async () => {
+    for (const m of mounts) if (isMounted(m)) await works('umount', [m]);
+    if (base !== '' && mounts.every((m) => !isMounted(m))) cleanup(base);
+  });
+
+  afterEach(async () => {
+    await Promise.all(heldLeases().map((l) => l.release().catch(() => undefined)));
+  });
+
+  async function smallDisk(name: string, options: string): Promise<string> {
+    const dir = path.join(base, name);
+    fs.mkdirSync(dir);
+    const r = await run('mount', ['-t', 'tmpfs', '-o', options, 'tmpfs', dir]);
+    assert.equal(r.code, 0, `mount: ${r.stderr}`);
+    mounts.push(dir);
+    return dir;
+  }
+
+  /** Everything below the static directory except our bookkeeping, which must hold no leftovers. */
+  function areas(staticDir: string): Map<string, string> {
+    const all = snapshot(staticDir);
+    const meta = path.join(staticDir, META_DIR);
+    for (const p of [...all.keys()]) if (p === meta || p.startsWith(`${meta}/`)) all.delete(p);
+    if (fs.existsSync(meta)) assert.deepEqual(fs.readdirSync(meta), [], 'a clock probe or other file left in the bookkeeping directory');
+    return all;
+  }
+
+  async function failsCleanly(kind: string, fill: (disk: string) => void, disk: string): Promise<void> {
+    const staticDir = path.join(disk, 'static');
+    const existing = path.join(staticDir, 'board', 'existing');
+    fs.mkdirSync(existing, { recursive: true });
+    fs.writeFileSync(path.join(existing, 'image.bin'), Buffer.alloc(4096, 7));
+    fill(disk);
+    const before = areas(staticDir);
+
+    const fresh = path.join(staticDir, 'board', 'fresh');
+    const err1 = await acquire(staticDir, 'board/fresh', { ...timing, createOnce: true }).then(
+      () => assert.fail('acquired on a full disk'),
+      (e: unknown) => e as { code?: string; message: string; path?: string; cause?: { code?: string } },
+    );
+    report(`${kind}, new area: ${err1.code} (${err1.cause?.code}): ${err1.message}`);
+    assert.equal(err1.code, 'EIO');
+    assert.equal(err1.cause?.code, 'ENOSPC');
+    assert.ok(err1.path !== undefined && err1.path.startsWith(fresh), `path ${err1.path}`);
+    assert.ok(err1.message.includes(err1.path) && /full/.test(err1.message), err1.message);
+    assert.equal(fs.existsSync(fresh), false, 'the new area was left behind');
+    assert.deepEqual(areas(staticDir), before);
+
+    const err2 = await acquire(staticDir, 'board/existing', { ...timing, createOnce: false }).then(
+      () => assert.fail('acquired on a full disk'),
+      (e: unknown) => e as { code?: string; message: string; path?: string; cause?: { code?: string } },
+    );
+    report(`${kind}, existing area: ${err2.code} (${err2.cause?.code}): ${err2.message}`);
+    assert.equal(err2.code, 'EIO');
+    assert.equal(err2.cause?.code, 'ENOSPC');
+    assert.equal(err2.path, path.join(existing, LOCK_NAME));
+    assert.ok(err2.message.includes(err2.path) && /full/.test(err2.message), err2.message);
+    assert.deepEqual(areas(staticDir), before, 'the existing area changed');
+
+    // Nothing left blocks anyone once there is room again.
+    fs.rmSync(path.join(disk, 'filler'), { recursive: true, force: true });
+    for (const [tag, createOnce] of [
+      ['board/fresh', true],
+      ['board/existing', false],
+    ] as const) {
+      const lease = await acquire(staticDir, tag, { ...timing, createOnce });
+      await lease.release();
+    }
+  }
+
+  it('out of space: acquire fails with ENOSPC naming the path, and leaves nothing behind', async () => {
+    const disk = await smallDisk('blocks', 'size=1m');
+    await failsCleanly(
+      'no space',
+      (d) => {
+        const fd = fs.openSync(path.join(d, 'filler'), 'w');
+        try {
+          for (const chunk of [65_536, 1]) {
+            const buf = Buffer.alloc(chunk, 1);
+            try {
+              for (;;) fs.writeSync(fd, buf);
+            } catch (err) {
+              if ((err as NodeJS.ErrnoException).code !== 'ENOSPC') throw err;
+            }
+          }
+        } finally {
+          fs.closeSync(fd);
+        }
+      },
+      disk,
+    );
+  });
+
+  it('out of inodes: acquire fails with ENOSPC naming the path, and leaves nothing behind', async () => {
+    const disk = await smallDisk('inodes', 'size=10m,nr_inodes=64');
+    await failsCleanly(
+      'no inodes',
+      (d) => {
+        const dir = path.join(d, 'filler');
+        fs.mkdirSync(dir);
+        try {
+          for (let i = 0; ; i++) fs.closeSync(fs.openSync(path.join(dir, String(i)), 'wx'));
+        } catch (err) {
+          if ((err as NodeJS.ErrnoException).code !== 'ENOSPC') throw err;
+        }
+      },
+      disk,
+    );
+  });
+});
