@@ -99,7 +99,7 @@ Examples:
 
   program
     .command('lock')
-    .description('run COMMAND while holding the lock of TAG, and exit with its exit code (like flock(1)).\nIf the lock is lost while it runs, COMMAND is stopped (SIGTERM, then SIGKILL after 5 s).\nCOMMAND sees DEVSERVER_STAGING_DIR (the area) and DEVSERVER_STAGING_TAG.')
+    .description('run COMMAND while holding the lock of TAG, and exit with its exit code (like flock(1)).\nIf the lock is lost while it runs, COMMAND is stopped (SIGTERM, then SIGKILL after 5 s).\nCOMMAND sees DEVSERVER_STAGING_DIR (the area) and DEVSERVER_STAGING_TAG. SIGTERM and SIGHUP\nare passed on to it; Ctrl-C reaches it from the terminal directly. Ctrl-C while waiting exits 130.')
     .argument('<tag>', 'the staging area, relative to the static directory; created if missing')
     .argument('<command...>', 'the command to run, after --')
     .option('--create-once', 'the area must not exist yet (a new build); fail if it does')

@@ -5,11 +5,17 @@
 import { spawn } from 'child_process';
 import * as os from 'os';
 import { acquire, type AcquireOptions } from '../core/lock';
-import type { StagingError } from '../core/errors';
+import { isStagingError, type StagingError } from '../core/errors';
 
 /** Time a command gets to exit after SIGTERM before it is killed. */
 const KILL_GRACE_MS = 5_000;
-const FORWARDED: NodeJS.Signals[] = ['SIGINT', 'SIGTERM', 'SIGHUP'];
+/**
+ * Passed on to the command: these are usually sent to one process (kill, systemd, a closed SSH
+ * session). SIGINT is not: Ctrl-C in a terminal reaches the whole foreground process group, the
+ * command included, and a second one would make many programs skip their clean-up.
+ */
+const FORWARDED: NodeJS.Signals[] = ['SIGTERM', 'SIGHUP'];
+const STOPPING: NodeJS.Signals[] = ['SIGINT', ...FORWARDED];
 
 export interface LockCommandOptions extends AcquireOptions {
   destroyOnFailure: boolean;
@@ -23,15 +29,21 @@ export async function runLocked(
   options: LockCommandOptions,
   say: (message: string) => void,
 ): Promise<number> {
-  // Ctrl-C while waiting for the lock stops the wait.
+  // Ctrl-C (or SIGTERM) while waiting for the lock stops the wait.
   const waitAbort = new AbortController();
   const stopWaiting = (): void => waitAbort.abort(new Error('interrupted'));
-  for (const s of FORWARDED) process.on(s, stopWaiting);
+  for (const s of STOPPING) process.on(s, stopWaiting);
   let lease;
   try {
     lease = await acquire(staticDir, tag, { ...options, signal: waitAbort.signal });
+  } catch (err) {
+    if (isStagingError(err, 'ECANCELED')) {
+      say(err.message);
+      return 130;
+    }
+    throw err;
   } finally {
-    for (const s of FORWARDED) process.off(s, stopWaiting);
+    for (const s of STOPPING) process.off(s, stopWaiting);
   }
 
   const [command, ...args] = argv;
@@ -42,6 +54,9 @@ export async function runLocked(
   const forward = (signal: NodeJS.Signals): void => {
     child.kill(signal);
   };
+  // Listening for SIGINT keeps this process alive until the command has exited and the lock is released.
+  const ignore = (): void => undefined;
+  process.on('SIGINT', ignore);
   for (const s of FORWARDED) process.on(s, forward);
 
   let lost: StagingError | undefined;
@@ -59,6 +74,7 @@ export async function runLocked(
     child.once('exit', (c, s) => resolve({ code: c, signal: s }));
   });
   for (const s of FORWARDED) process.off(s, forward);
+  process.off('SIGINT', ignore);
   if (killTimer !== undefined) clearTimeout(killTimer);
 
   const failed = spawnError !== undefined || code !== 0;

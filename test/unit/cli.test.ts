@@ -7,7 +7,7 @@ import * as fs from 'fs';
 import * as path from 'path';
 import { acquire } from '../../src/core/lock';
 import { inspect } from '../../src/core/inspect';
-import { CLI, cleanup, cli, run, tempDir, waitFor } from '../helpers';
+import { CLI, cleanup, cli, run, sleep, tempDir, waitFor } from '../helpers';
 
 describe('devserver-stage', () => {
   let root: string;
@@ -108,6 +108,43 @@ describe('devserver-stage', () => {
     child.kill('SIGTERM');
     assert.equal(await exited, 128 + 15);
     assert.equal((await inspect(staticDir, 'sig')).state, 'free');
+  });
+
+  it('Ctrl-C reaches the command once (from the terminal), not a second time from the tool', async () => {
+    const count = path.join(root, 'sigints');
+    const started = path.join(root, 'started');
+    const counter = `const fs = require('fs'); let n = 0; process.on('SIGINT', () => n++);
+      fs.writeFileSync(${JSON.stringify(started)}, '');
+      setTimeout(() => { fs.writeFileSync(${JSON.stringify(count)}, String(n)); process.exit(0); }, 1500);`;
+    // detached: the tool leads its own process group, as a shell's foreground job does.
+    const child = spawn(process.execPath, [CLI, 'lock', 'ctrl-c', '--', process.execPath, '-e', counter], {
+      env: { ...process.env, DEVSERVER_STATIC_DIR: staticDir },
+      stdio: 'ignore',
+      detached: true,
+    });
+    const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+    await waitFor(() => (fs.existsSync(started) ? true : undefined), 10_000, 'the locked command to start');
+    process.kill(-child.pid!, 'SIGINT'); // what the terminal does on Ctrl-C
+    assert.equal(await exited, 0, 'the tool waits for the command and exits with its code');
+    assert.equal(fs.readFileSync(count, 'utf8'), '1');
+    assert.equal((await inspect(staticDir, 'ctrl-c')).state, 'free');
+  });
+
+  it('Ctrl-C while waiting for the lock stops the wait with exit 130 and takes nothing', async () => {
+    const lease = await acquire(staticDir, 'waited');
+    const child = spawn(process.execPath, [CLI, 'lock', '--wait', '60', 'waited', '--', 'true'], {
+      env: { ...process.env, DEVSERVER_STATIC_DIR: staticDir },
+      stdio: ['ignore', 'ignore', 'pipe'],
+    });
+    let stderr = '';
+    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+    const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+    await sleep(500);
+    child.kill('SIGINT');
+    assert.equal(await exited, 130);
+    assert.match(stderr, /Stopped waiting for the lock/);
+    assert.equal((await inspect(staticDir, 'waited')).holder?.token, lease.holder.token);
+    await lease.release();
   });
 
   it('list and status show states and holders, as text and JSON', async () => {
