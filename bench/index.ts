@@ -2,7 +2,7 @@
  * Benchmarks of the lock core against bare baselines measured in the same process and run.
  * Prints figures; never asserts timings. See bench/README.md.
  *
- *   node out/bench/index.js [--no-race] [--quick]
+ *   node out/bench/index.js [--no-race] [--no-stage] [--quick]
  */
 import { spawn, type ChildProcess } from 'child_process';
 import * as fs from 'fs';
@@ -17,10 +17,12 @@ import { acquire } from '../src/core/lock';
 import { makeLockFs, rememberPrecision, type LockFsState } from '../src/core/lockfs';
 import { ensureAreaDir, resolveArea } from '../src/core/tags';
 import { formatTable, interleave, median, p95, ratioOf, type Candidate, type Row } from './stats';
+import { benchStage } from './stage';
 
 const argv = new Set(process.argv.slice(2));
 const QUICK = argv.has('--quick');
 const RACE = !argv.has('--no-race');
+const STAGE = !argv.has('--no-stage');
 
 const us = (ms: number): string => `${(ms * 1000).toFixed(0)} µs`;
 const msf = (ms: number): string => `${ms.toFixed(1)} ms`;
@@ -322,6 +324,7 @@ async function main(): Promise<void> {
     }
     await benchList(root, rows);
     await benchRace(root, rows);
+    if (STAGE) await benchStage(root, rows, QUICK, line);
   } finally {
     fs.rmSync(root, { recursive: true, force: true });
   }

@@ -1,16 +1,21 @@
 /**
  * devserver-stage: the command line on the lock core, for scripts, CI jobs and other processes.
  * Exit codes: 0 success; 2 usage or bad tag; 3 held by another; 1 anything else.
- * `lock` exits with its command's exit code.
+ * `lock` exits with its command's exit code; `stage` exits 128 + the signal when interrupted.
  */
 import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
 import { runLocked } from './cli/lockCommand';
 import { formatList, formatStatus } from './cli/format';
+import { runStage } from './cli/stageCommand';
+import { parseDuration, parseSize } from './cli/units';
+import { formatPrune, formatUsage } from './cli/usageFormat';
 import { StagingError, isStagingError } from './core/errors';
 import { inspect, list } from './core/inspect';
 import { describeHolder } from './core/lock';
 import { DEFAULT_TIMING } from './core/protocol';
 import { destroy, forceRelease } from './core/remove';
+import { DEFAULT_MAX_BYTES } from './core/stage/types';
+import { prune, usage } from './core/stage/usage';
 import type { Timing } from './core/types';
 
 declare const __VERSION__: string | undefined;
@@ -30,6 +35,24 @@ function seconds(value: string): number {
   return n;
 }
 
+function size(value: string): number {
+  const n = parseSize(value);
+  if (n === undefined) throw new InvalidArgumentError('expected a size such as 500M, 2G, 1.5GiB or a number of bytes');
+  return n;
+}
+
+function duration(value: string): number {
+  const n = parseDuration(value);
+  if (n === undefined) throw new InvalidArgumentError('expected a duration with a unit, such as 30d, 12h, 90m or 1d12h');
+  return n;
+}
+
+function count(value: string): number {
+  const n = Number(value);
+  if (!/^\d+$/.test(value.trim()) || !Number.isSafeInteger(n)) throw new InvalidArgumentError('expected a whole number, such as 20');
+  return n;
+}
+
 function exitCodeOf(err: unknown): number {
   if (isStagingError(err)) {
     if (err.code === 'EBADTAG' || err.code === 'EBADSTATICDIR') return EXIT.usage;
@@ -41,7 +64,7 @@ function exitCodeOf(err: unknown): number {
 function buildProgram(): Command {
   const program = new Command('devserver-stage');
   program
-    .description('Lock, inspect and clean up staging areas of a devserver static directory.\nEvery command takes the same locks as the Devserver Staging extension and the core library.')
+    .description('Stage, lock, inspect and clean up staging areas of a devserver static directory.\nEvery command takes the same locks as the Devserver Staging extension and the core library.')
     .version(typeof __VERSION__ === 'string' ? __VERSION__ : 'dev')
     .addOption(new Option('-d, --static-dir <dir>', 'the static directory').env('DEVSERVER_STATIC_DIR'))
     .option('--json', 'print machine-readable JSON (errors as JSON on stderr)')
@@ -54,11 +77,14 @@ function buildProgram(): Command {
       'after',
       `
 Exit codes: 0 success; 2 usage error or bad tag; 3 held by another (holder on stderr); 1 other errors.
-'lock' exits with the exit code of its command.
+'lock' exits with the exit code of its command; 'stage' exits 130 when interrupted with Ctrl-C.
 
 Examples:
   devserver-stage -d /srv/static list eve-release
+  devserver-stage -d /srv/static stage eve-release/R120-15662.0.0 ./out/chromiumos_test_image.bin ./out/autotest.tar.gz
   devserver-stage -d /srv/static lock --create-once eve-release/R120-15662.0.0 -- ./stage.sh
+  devserver-stage -d /srv/static du eve-release
+  devserver-stage -d /srv/static prune --keep 50 --older-than 30d --dry-run
   DEVSERVER_STATIC_DIR=/srv/static devserver-stage --json status eve-release/R120-15662.0.0`,
     );
 
@@ -123,6 +149,87 @@ Examples:
         (m) => process.stderr.write(`devserver-stage: ${m}\n`),
       );
       process.exitCode = code;
+    });
+
+  program
+    .command('stage')
+    .summary('stage files, directories, archives or URLs into TAG under its lock, with progress')
+    .description(
+      'stage artifacts into TAG under its lock: local files and directories, archives or http(s) URLs. ' +
+        'A new build by default (TAG must not exist yet); --add adds to an existing one. ' +
+        "Each artifact is recorded with its SHA-256 in the area's manifest; one already there with the same content is skipped, " +
+        'one with different content is an error unless --overwrite. A run that fails keeps nothing it wrote (a new build is removed). ' +
+        'Progress goes to stderr, the summary to stdout. Ctrl-C stops, removes what this run wrote, and exits 130.',
+    )
+    .argument('<tag>', 'the staging area, relative to the static directory')
+    .argument('<sources...>', 'what to stage: files, directories (their contents), archives (.tar, .tar.gz, .tgz, .tar.xz, .zip: unpacked) or http(s) URLs')
+    .option('--add', 'add to an existing build instead of creating a new one')
+    .option('--overwrite', 'replace artifacts of the same name whose content differs')
+    .option('--max-size <size>', `refuse to write more than this in one run: 500M, 2G, 1.5GiB or bytes (default ${DEFAULT_MAX_BYTES / 1024 ** 3}G)`, size)
+    .option('--wait <seconds>', 'wait up to this long for a lock held by another', seconds, 0)
+    .option('--purpose <text>', 'what the lock is for, shown to others (default: the sources)')
+    .action(async (tag: string, sources: string[], o: { add?: boolean; overwrite?: boolean; maxSize?: number; wait: number; purpose?: string }) => {
+      const g = globals();
+      process.exitCode = await runStage(
+        g.staticDir,
+        tag,
+        sources,
+        {
+          ...timing(g),
+          add: o.add === true,
+          overwrite: o.overwrite === true,
+          ...(o.maxSize !== undefined ? { maxBytes: o.maxSize } : {}),
+          waitMs: o.wait * 1000,
+          ...(o.purpose !== undefined ? { purpose: o.purpose } : {}),
+        },
+        { stdout: process.stdout, stderr: process.stderr, json: g.json === true },
+      );
+    });
+
+  program
+    .command('du')
+    .summary('show the staging areas with size, artifacts, last use and lock state, oldest first')
+    .description(
+      'show the staging areas of the static directory (or below SUBPATH) with their size, artifacts, last use and lock state, ' +
+        'least recently used first, and the total. An area is a directory with a manifest, a staged.timestamp or a lock; ' +
+        'symbolic links are not followed.',
+    )
+    .argument('[subpath]', 'a directory inside the static directory, such as a board', '')
+    .action(async (subpath: string) => {
+      const g = globals();
+      const areas = await usage(g.staticDir, { ...timing(g), subpath });
+      print(g, areas, formatUsage(areas));
+    });
+
+  program
+    .command('prune')
+    .summary('remove the least recently used areas (--keep N, --older-than 30d); never held ones')
+    .description(
+      'remove the least recently used staging areas: those beyond the N most recently used (--keep), and those not used for DURATION (--older-than); ' +
+        'with both, an area goes if either selects it. ' +
+        "Last use is the mtime of the area's staged.timestamp (else of the directory). " +
+        'Areas that are held, or whose lock is stale or legacy, are never removed; they are listed as skipped ' +
+        '(a stale lock may belong to a machine that comes back). ' +
+        "Each removal takes the area's lock and is recorded in the audit log; a failed one does not stop the others, and makes the exit code 1.",
+    )
+    .argument('[subpath]', 'prune only below this directory of the static directory, such as a board', '')
+    .option('--keep <n>', 'keep the N most recently used areas', count)
+    .option('--older-than <duration>', 'remove areas not used for this long: 30d, 12h, 90m (minutes), 1d12h, 2w', duration)
+    .option('--dry-run', 'only show what would be removed')
+    .action(async (subpath: string, o: { keep?: number; olderThan?: number; dryRun?: boolean }, command: Command) => {
+      if (o.keep === undefined && o.olderThan === undefined) {
+        command.error('error: prune needs --keep N or --older-than DURATION (or both)', { exitCode: EXIT.usage, code: 'prune.noRule' });
+      }
+      const g = globals();
+      const result = await prune(g.staticDir, {
+        ...timing(g),
+        subpath,
+        dryRun: o.dryRun === true,
+        ...(o.keep !== undefined ? { keep: o.keep } : {}),
+        ...(o.olderThan !== undefined ? { olderThan: o.olderThan } : {}),
+      });
+      print(g, result, formatPrune(result));
+      if (result.failed.length > 0) process.exitCode = EXIT.error;
     });
 
   program

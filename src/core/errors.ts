@@ -12,7 +12,11 @@ export type ErrorCode =
   | 'ELOCKED' // someone else holds the lock
   | 'ENOTHELD' // release or force-release of a lock that is not held (by us)
   | 'ECOMPROMISED' // a lock we held was removed, replaced or could not be refreshed
-  | 'ECANCELED' // the caller's signal aborted a wait
+  | 'ECANCELED' // the caller's signal aborted a wait or a staging
+  | 'ESOURCE' // a staging source is missing, unreadable, or answered with an HTTP error
+  | 'EUNSAFE' // an archive entry would land outside the area, or is a link or device
+  | 'ETOOBIG' // a staging would write more than its size limit
+  | 'ECONFLICT' // an artifact of the same name but different content is already staged
   | 'EIO'; // any other filesystem failure, with the cause attached
 
 export class StagingError extends Error {

@@ -1,0 +1,113 @@
+/**
+ * Progress of a staging on stderr. On a terminal: one line, redrawn in place. Elsewhere (CI logs,
+ * pipes): plain lines, one per finished artifact and one every few seconds for a long one, so a
+ * log neither floods nor falls silent.
+ */
+import type { StageProgress } from '../core/stage/types';
+import { formatBytes, formatRate } from './units';
+
+export interface ProgressOutput {
+  write(text: string): unknown;
+  isTTY?: boolean;
+  columns?: number;
+}
+
+export interface ProgressViewOptions {
+  /** Whether to redraw one line; default: whether the output is a terminal. */
+  tty?: boolean;
+  /** Without a terminal: the longest silence while an artifact is being written. Default 5 s. */
+  intervalMs?: number;
+  now?: () => number;
+}
+
+/** The rate is measured over this much recent time, so it follows a download that speeds up or stalls. */
+const RATE_WINDOW_MS = 5_000;
+/** Redraws of the terminal line at most this often. */
+const REDRAW_MS = 100;
+
+export class StageProgressView {
+  private readonly tty: boolean;
+  private readonly intervalMs: number;
+  private readonly now: () => number;
+  private readonly samples: { t: number; bytes: number }[] = [];
+  private done = 0;
+  /** The artifact seen since the last one finished: names a finish reported without a name. */
+  private current: string | undefined;
+  private lastLineAt: number;
+  private lastDrawAt = Number.NEGATIVE_INFINITY;
+  private drawn = false;
+
+  constructor(
+    private readonly out: ProgressOutput,
+    options: ProgressViewOptions = {},
+  ) {
+    this.tty = options.tty ?? out.isTTY === true;
+    this.intervalMs = options.intervalMs ?? 5_000;
+    this.now = options.now ?? Date.now;
+    this.lastLineAt = this.now();
+  }
+
+  update(p: StageProgress): void {
+    const t = this.now();
+    this.samples.push({ t, bytes: p.bytes });
+    while (this.samples.length > 2 && t - this.samples[1]!.t > RATE_WINDOW_MS) this.samples.shift();
+    if (p.artifact !== '') this.current = p.artifact;
+    const finished = p.artifacts - this.done;
+    if (this.tty) {
+      if (finished > 0) this.done = p.artifacts;
+      // A finish is always drawn, so the count on screen is never behind.
+      if (finished > 0 || t - this.lastDrawAt >= REDRAW_MS) this.draw(p, t);
+      return;
+    }
+    if (finished > 0) {
+      this.done = p.artifacts;
+      const name = p.artifact !== '' ? p.artifact : this.current;
+      // The size only when this report is about the finished artifact itself, not an earlier look at it.
+      const size = p.artifact !== '' ? p.artifactBytes : 0;
+      const what = name === undefined ? '' : `${name}${size > 0 ? ` (${formatBytes(size)})` : ''}${finished > 1 ? ` and ${finished - 1} more` : ''}; `;
+      this.line(`done: ${what}${p.artifacts} artifact${p.artifacts === 1 ? '' : 's'}, ${formatBytes(p.bytes)} so far`, t);
+      this.current = undefined;
+    } else if (p.artifact !== '' && t - this.lastLineAt >= this.intervalMs) {
+      this.line(`${p.artifact}: ${this.amount(p)}, ${this.rate()}`, t);
+    }
+  }
+
+  /** Removes the terminal line, before other output or at the end. */
+  clear(): void {
+    if (this.tty && this.drawn) this.out.write('\r\x1b[K');
+    this.drawn = false;
+  }
+
+  private line(text: string, t: number): void {
+    this.out.write(`${text}\n`);
+    this.lastLineAt = t;
+  }
+
+  private amount(p: StageProgress): string {
+    if (p.artifactTotal === undefined || p.artifactTotal <= 0) return formatBytes(p.artifactBytes);
+    const pct = Math.min(100, Math.floor((p.artifactBytes * 100) / p.artifactTotal));
+    return `${formatBytes(p.artifactBytes)} of ${formatBytes(p.artifactTotal)} (${pct}%)`;
+  }
+
+  private rate(): string {
+    const first = this.samples[0];
+    const last = this.samples[this.samples.length - 1];
+    return first === undefined || last === undefined ? '-' : formatRate(last.bytes - first.bytes, last.t - first.t);
+  }
+
+  private draw(p: StageProgress, t: number): void {
+    this.lastDrawAt = t;
+    const overall =
+      p.totalBytes !== undefined && p.totalBytes > 0 ? `, all ${Math.min(100, Math.floor((p.bytes * 100) / p.totalBytes))}%` : ` (${formatBytes(p.bytes)} in all)`;
+    const tail = p.artifact !== '' ? `  ${this.amount(p)}${overall}  ${this.rate()}` : `${formatBytes(p.bytes)}  ${this.rate()}`;
+    const head = `[${p.artifacts} done] `;
+    // Stay below the terminal's width: a wrapped line cannot be redrawn with \r.
+    const columns = this.out.columns !== undefined && this.out.columns > 0 ? this.out.columns : 80; // 0 where the size is unknown
+    const width = Math.max(20, columns - 1);
+    let name = p.artifact;
+    const room = width - head.length - tail.length;
+    if (name.length > room) name = room > 1 ? `…${name.slice(name.length - room + 1)}` : '';
+    this.out.write(`\r${`${head}${name}${tail}`.slice(0, width)}\x1b[K`);
+    this.drawn = true;
+  }
+}

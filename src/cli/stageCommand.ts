@@ -1,0 +1,83 @@
+/**
+ * `devserver-stage stage TAG SOURCE...`: stage artifacts with progress on stderr, a summary on
+ * stdout, and Ctrl-C that stops cleanly.
+ */
+import * as os from 'os';
+import { isStagingError } from '../core/errors';
+import { stage } from '../core/stage/stage';
+import type { StageOptions, StageResult } from '../core/stage/types';
+import { StageProgressView, type ProgressOutput } from './progress';
+import { formatBytes, formatRate } from './units';
+
+/** Stop the staging: Ctrl-C, kill, a closed SSH session. */
+const STOPPING: NodeJS.Signals[] = ['SIGINT', 'SIGTERM', 'SIGHUP'];
+
+export type StageCommandOptions = Omit<StageOptions, 'signal' | 'onProgress'>;
+
+export interface StageCommandIo {
+  stdout: { write(text: string): unknown };
+  stderr: ProgressOutput;
+  json: boolean;
+}
+
+/** Resolves to the exit code; errors other than an interruption are thrown for the caller to report. */
+export async function runStage(staticDir: string, tag: string, sources: readonly string[], options: StageCommandOptions, io: StageCommandIo): Promise<number> {
+  const view = new StageProgressView(io.stderr);
+  const say = (message: string): void => {
+    view.clear();
+    io.stderr.write(`devserver-stage: ${message}\n`);
+  };
+  const controller = new AbortController();
+  let stoppedBy: NodeJS.Signals | undefined;
+  // Listening keeps this process alive through the signal until the stager has cleaned up.
+  const onSignal = (signal: NodeJS.Signals): void => {
+    if (stoppedBy === undefined) {
+      stoppedBy = signal;
+      say(`${signal === 'SIGINT' ? 'Interrupted' : `Got ${signal}`}: stopping and removing what this run wrote…`);
+      controller.abort(new Error(`interrupted by ${signal}`));
+    } else {
+      say('Still cleaning up; wait for it to finish, or what this run wrote may be left behind.');
+    }
+  };
+  for (const s of STOPPING) process.on(s, onSignal);
+  const started = Date.now();
+  let result: StageResult;
+  try {
+    result = await stage(staticDir, tag, sources, { ...options, signal: controller.signal, onProgress: (p) => view.update(p) });
+  } catch (err) {
+    view.clear();
+    if (stoppedBy !== undefined && (isStagingError(err, 'ECANCELED') || controller.signal.aborted)) {
+      say(err instanceof Error ? err.message : String(err));
+      return 128 + (os.constants.signals[stoppedBy] ?? 2);
+    }
+    throw err;
+  } finally {
+    for (const s of STOPPING) process.off(s, onSignal);
+  }
+  view.clear();
+  const ms = Date.now() - started;
+  io.stdout.write(io.json ? `${JSON.stringify(result, null, 2)}\n` : formatStageResult(result, ms));
+  return 0;
+}
+
+function names(entries: readonly { name: string }[], max = 10): string {
+  const shown = entries.slice(0, max).map((e) => e.name);
+  return entries.length > max ? `${shown.join(', ')} and ${entries.length - max} more` : shown.join(', ');
+}
+
+function rate(bytes: number, ms: number): string {
+  const r = formatRate(bytes, ms);
+  return r === '-' ? '' : ` (${r})`;
+}
+
+export function formatStageResult(r: StageResult, ms: number): string {
+  const written = [...r.added, ...r.replaced].reduce((sum, e) => sum + e.size, 0);
+  const lines = [
+    `Staged ${r.tag}${r.created ? ' (new build)' : ''}: ${r.added.length} added, ${r.skipped.length} skipped as identical, ${r.replaced.length} replaced.`,
+    // Identical artifacts are read (to compare) but not written: say so rather than count them as written.
+    `${formatBytes(written)} written${written !== r.bytes ? `, ${formatBytes(r.bytes)} read` : ''} in ${(ms / 1000).toFixed(1)} s${rate(r.bytes, ms)} to ${r.dir}.`,
+  ];
+  // Replacing changes what others may already be using: worth naming.
+  if (r.replaced.length > 0) lines.push(`Replaced: ${names(r.replaced)}.`);
+  return `${lines.join('\n')}\n`;
+}

@@ -1,0 +1,44 @@
+/** Human-readable output of `du` and `prune`. `--json` bypasses all of this. */
+import type { AreaUsage, PruneResult } from '../core/stage/usage';
+import { formatDuration } from './format';
+import { formatBytes } from './units';
+
+function table(header: readonly string[], rows: readonly string[][], rightAligned: ReadonlySet<number>): string {
+  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? '').length)));
+  const line = (cells: readonly string[]): string =>
+    cells
+      .map((c, i) => (rightAligned.has(i) ? c.padStart(widths[i]!) : i === cells.length - 1 ? c : c.padEnd(widths[i]!)))
+      .join('  ')
+      .trimEnd();
+  return `${[header, ...rows].map(line).join('\n')}\n`;
+}
+
+function age(lastUsedMs: number, nowMs: number): string {
+  return `${formatDuration(Math.max(0, nowMs - lastUsedMs))} ago`;
+}
+
+/** Oldest first: the top of the table is what `prune` would take first. */
+export function formatUsage(areas: readonly AreaUsage[], nowMs = Date.now()): string {
+  if (areas.length === 0) return '(no staging areas)\n';
+  const sorted = [...areas].sort((a, b) => a.lastUsedMs - b.lastUsedMs || a.tag.localeCompare(b.tag));
+  const rows = sorted.map((a) => [a.tag, formatBytes(a.bytes), String(a.artifacts), age(a.lastUsedMs, nowMs), a.incomplete === true ? `${a.state} (partly unreadable)` : a.state]);
+  const bytes = areas.reduce((sum, a) => sum + a.bytes, 0);
+  const artifacts = areas.reduce((sum, a) => sum + a.artifacts, 0);
+  rows.push([`TOTAL (${areas.length} area${areas.length === 1 ? '' : 's'})`, formatBytes(bytes), String(artifacts), '', '']);
+  return table(['TAG', 'SIZE', 'ARTIFACTS', 'LAST USED', 'STATE'], rows, new Set([1, 2]));
+}
+
+export function formatPrune(r: PruneResult): string {
+  const rows: string[][] = [
+    ...r.removed.map((c) => [r.dryRun ? 'would remove' : 'removed', c.tag, formatBytes(c.bytes), c.reason]),
+    ...r.skipped.map((c) => ['skipped', c.tag, formatBytes(c.bytes), c.skippedBecause]),
+    ...r.failed.map((c) => ['failed', c.tag, formatBytes(c.bytes), `${c.error.code}: ${c.error.message}`]),
+  ];
+  const plural = (n: number): string => `${n} area${n === 1 ? '' : 's'}`;
+  const totals = [`${r.dryRun ? 'Would remove' : 'Removed'} ${plural(r.removed.length)}, ${formatBytes(r.bytes)}`];
+  if (r.skipped.length > 0) totals.push(`skipped ${plural(r.skipped.length)} in use or locked`);
+  if (r.failed.length > 0) totals.push(`${r.failed.length} failed`);
+  const summary = `${totals.join('; ')}.${r.dryRun ? ' (dry run: nothing was removed)' : ''}\n`;
+  if (rows.length === 0) return `Nothing to prune.\n${summary}`;
+  return table(['ACTION', 'TAG', 'SIZE', 'WHY'], rows, new Set([2])) + summary;
+}

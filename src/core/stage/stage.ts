@@ -1,0 +1,618 @@
+/**
+ * Staging a build: every artifact from the sources into `<staticDir>/<tag>`, under its lock.
+ *
+ * Each artifact is written under a temporary name inside the area while it is hashed, and renamed
+ * into place when complete, so it appears whole or not at all. A call is all or nothing: if it
+ * fails or is cancelled, what it added is removed, what it replaced is put back (the original was
+ * only renamed aside), directories it made are removed, and a new area is released with destroy
+ * so a later run can retry. The area never loses an artifact it had before the call.
+ */
+import * as crypto from 'crypto';
+import * as fs from 'fs';
+import * as path from 'path';
+import { Transform, type Readable } from 'stream';
+import { pipeline } from 'stream/promises';
+import { StagingError, asStagingError, errnoCode, isStagingError } from '../errors';
+import { acquire, type Lease } from '../lock';
+import { LOCK_NAME, LOCK_TARGET, META_DIR } from '../protocol';
+import { isInside } from '../tags';
+import { emptyManifest, readManifest, writeManifest } from './manifest';
+import { openSource } from './sources';
+import {
+  DEFAULT_MAX_BYTES,
+  MANIFEST_FILE,
+  PART_PREFIX,
+  TIMESTAMP_FILE,
+  type IncomingEntry,
+  type Manifest,
+  type ManifestEntry,
+  type SourceContext,
+  type StageOptions,
+  type StageProgress,
+  type StageResult,
+} from './types';
+
+/** Local files are copied in chunks of this size: big enough to be fast, small enough to stop at once. */
+const CHUNK = 1024 * 1024;
+/** Local files copied at the same time: keeps libuv's four threads busy while the hash runs here. */
+const PARALLEL = 4;
+const PROGRESS_MS = 100;
+
+/** Stages `sources` into the area `tag`: a new build (create-once) unless `add`. */
+export async function stage(staticDir: string, tag: string, sources: readonly string[], options: StageOptions = {}): Promise<StageResult> {
+  if (!Array.isArray(sources) || sources.length === 0 || sources.some((s) => typeof s !== 'string' || s === '')) {
+    throw new StagingError('ESOURCE', 'Nothing to stage: give at least one source (a directory, files, an archive or an http(s) URL).');
+  }
+  if (options.signal?.aborted === true) throw new StagingError('ECANCELED', `Staging of ${tag} was cancelled before it began.`);
+  const lease = await acquire(staticDir, tag, {
+    createOnce: options.add !== true,
+    waitMs: options.waitMs ?? 0,
+    purpose: options.purpose ?? `staging ${sources.join(' ')}`.slice(0, 200),
+    ...(options.clientId !== undefined ? { clientId: options.clientId } : {}),
+    ...(options.staleMs !== undefined ? { staleMs: options.staleMs } : {}),
+    ...(options.refreshMs !== undefined ? { refreshMs: options.refreshMs } : {}),
+    ...(options.signal !== undefined ? { signal: options.signal } : {}),
+  });
+  // One signal for the work: the caller's cancel, or the lock being lost.
+  const work = new AbortController();
+  const onCancel = (): void => work.abort(new StagingError('ECANCELED', `Staging into ${lease.dir} was cancelled; nothing it wrote was kept.`, { path: lease.dir }));
+  const onLost = (): void => work.abort(lease.signal.reason);
+  options.signal?.addEventListener('abort', onCancel, { once: true });
+  lease.signal.addEventListener('abort', onLost, { once: true });
+  const tx = new Transaction(lease, options, work.signal);
+  try {
+    await tx.begin(sources);
+    for (const spec of sources) await tx.stageSource(spec);
+    await tx.commit();
+  } catch (err) {
+    const reason: unknown = work.signal.aborted ? work.signal.reason : err;
+    await tx.rollback();
+    if (lease.state === 'held') await lease.release({ destroy: lease.created }).catch(() => undefined);
+    throw isStagingError(reason) ? reason : asStagingError(reason, 'stage into', lease.dir);
+  } finally {
+    options.signal?.removeEventListener('abort', onCancel);
+    lease.signal.removeEventListener('abort', onLost);
+  }
+  await lease.release();
+  return tx.result();
+}
+
+/** Everything one call does to the area, so that it can be undone. */
+class Transaction {
+  private readonly dir: string;
+  private manifest: Manifest = emptyManifest();
+  private readonly maxBytes: number;
+  private bytes = 0;
+  private totalBytes: number | undefined;
+  private artifacts = 0;
+  private readonly added: ManifestEntry[] = [];
+  private readonly skipped: ManifestEntry[] = [];
+  private readonly replaced: ManifestEntry[] = [];
+  /** Temporary files of this call, removed at the end whatever happens. */
+  private readonly parts = new Set<string>();
+  /** Artifacts this call put where nothing was: removed on rollback. */
+  private readonly placed: string[] = [];
+  /** Originals this call replaced, renamed aside: put back on rollback, deleted on commit. */
+  private readonly asides: { final: string; aside: string }[] = [];
+  /** Directories this call made: removed on rollback (when empty). */
+  private readonly madeDirs: string[] = [];
+  private readonly knownDirs = new Set<string>();
+  /** Artifacts being written, by name: a later entry of the same name waits for the earlier. */
+  private readonly writing = new Map<string, Promise<void>>();
+  /** Symlinks this call made: checked once more, resolved, before commit. */
+  private readonly links: string[] = [];
+  private lastProgress = 0;
+  private current = '';
+  private currentBytes = 0;
+  private currentTotal: number | undefined;
+
+  constructor(
+    private readonly lease: Lease,
+    private readonly options: StageOptions,
+    private readonly signal: AbortSignal,
+  ) {
+    this.dir = lease.dir;
+    this.maxBytes = options.maxBytes ?? DEFAULT_MAX_BYTES;
+    this.knownDirs.add(this.dir);
+  }
+
+  async begin(sources: readonly string[]): Promise<void> {
+    this.manifest = await readManifest(this.dir);
+    this.totalBytes = await localTotal(sources);
+  }
+
+  result(): StageResult {
+    return {
+      staticDir: this.lease.staticDir,
+      tag: this.lease.tag,
+      dir: this.dir,
+      created: this.lease.created,
+      added: this.added,
+      skipped: this.skipped,
+      replaced: this.replaced,
+      bytes: this.bytes,
+    };
+  }
+
+  private check(): void {
+    if (this.signal.aborted) throw this.signal.reason;
+  }
+
+  private newPart(kind = ''): string {
+    const p = path.join(this.dir, `${PART_PREFIX}${kind}${crypto.randomBytes(8).toString('hex')}`);
+    this.parts.add(p);
+    return p;
+  }
+
+  private progress(force: boolean, done?: StageProgress['done']): void {
+    const cb = this.options.onProgress;
+    if (cb === undefined) return;
+    const now = Date.now();
+    if (!force && now - this.lastProgress < PROGRESS_MS) return;
+    this.lastProgress = now;
+    const p: StageProgress = { artifact: this.current, artifactBytes: this.currentBytes, bytes: this.bytes, artifacts: this.artifacts };
+    if (this.currentTotal !== undefined) p.artifactTotal = this.currentTotal;
+    if (this.totalBytes !== undefined) p.totalBytes = Math.max(this.totalBytes, this.bytes);
+    if (done !== undefined) p.done = done;
+    try {
+      cb(p);
+    } catch {
+      /* a progress listener must not break staging */
+    }
+  }
+
+  /** Counts bytes against the limit; throws ETOOBIG past it. */
+  private count(n: number, source: string): void {
+    this.bytes += n;
+    if (this.bytes > this.maxBytes) {
+      throw new StagingError(
+        'ETOOBIG',
+        `Staging ${source} would write more than ${formatBytes(this.maxBytes)} into ${this.dir}; stopped. Raise the size limit if the build really is that large.`,
+        { path: this.dir },
+      );
+    }
+  }
+
+  async stageSource(spec: string): Promise<void> {
+    // eslint-disable-next-line @typescript-eslint/no-this-alias
+    const tx = this;
+    const ctx: SourceContext = {
+      dir: this.dir,
+      partPath: () => this.newPart('download.'),
+      signal: this.signal,
+      get maxBytes() {
+        return tx.maxBytes - tx.bytes;
+      },
+      onPartBytes: (n, total) => {
+        this.current = spec;
+        this.currentBytes += n;
+        this.currentTotal = total;
+        this.progress(false);
+      },
+    };
+    const inflight = new Set<Promise<void>>();
+    let failure: { err: unknown } | undefined;
+    const settle = async (): Promise<void> => {
+      await Promise.all(inflight);
+      if (failure !== undefined) throw failure.err;
+    };
+    try {
+      for await (const entry of openSource(spec, ctx)) {
+        if (failure !== undefined) {
+          entry.content?.destroy();
+          throw failure.err;
+        }
+        this.check();
+        if (entry.type === 'file' && entry.localPath !== undefined) {
+          // Plain local files need nothing from the source once named: copy several at once.
+          while (inflight.size >= PARALLEL) await Promise.race(inflight);
+          const task: Promise<void> = this.entry(entry)
+            .catch((err: unknown) => {
+              failure ??= { err };
+            })
+            .finally(() => inflight.delete(task));
+          inflight.add(task);
+        } else {
+          await this.entry(entry);
+        }
+      }
+    } catch (err) {
+      failure ??= { err };
+    }
+    await settle();
+  }
+
+  /** Validates one entry and stages it. */
+  private async entry(e: IncomingEntry): Promise<void> {
+    let name: string;
+    try {
+      name = checkName(e);
+    } catch (err) {
+      e.content?.destroy();
+      throw err;
+    }
+    const earlier = this.writing.get(name);
+    if (earlier !== undefined) await earlier.catch(() => undefined);
+    const work = this.entryNamed(name, e);
+    this.writing.set(name, work);
+    try {
+      await work;
+    } finally {
+      if (this.writing.get(name) === work) this.writing.delete(name);
+    }
+  }
+
+  private async entryNamed(name: string, e: IncomingEntry): Promise<void> {
+    switch (e.type) {
+      case 'directory':
+        await this.ensureDir(name, e);
+        return;
+      case 'file':
+        await this.ensureDir(path.posix.dirname(name), e);
+        return this.file(name, e);
+      case 'symlink':
+        await this.ensureDir(path.posix.dirname(name), e);
+        return this.symlink(name, e);
+      case 'hardlink':
+        await this.ensureDir(path.posix.dirname(name), e);
+        return this.hardlink(name, e);
+      default:
+        throw unsafe(e, `it is a ${e.what ?? 'special file'}; only files, directories and links inside the area are staged`);
+    }
+  }
+
+  /**
+   * Makes the directories of `rel` inside the area, refusing to pass through a symlink or a file:
+   * a link placed earlier (by this archive or another) must never carry a write outside the area.
+   */
+  private async ensureDir(rel: string, e: IncomingEntry): Promise<void> {
+    if (rel === '.' || rel === '') return;
+    let current = this.dir;
+    for (const seg of rel.split('/')) {
+      current = path.join(current, seg);
+      if (this.knownDirs.has(current)) continue;
+      const st = await fs.promises.lstat(current).catch((err: unknown) => {
+        if (errnoCode(err) === 'ENOENT') return null;
+        throw asStagingError(err, 'inspect', current);
+      });
+      if (st === null) {
+        try {
+          await fs.promises.mkdir(current);
+          this.madeDirs.push(current);
+        } catch (err) {
+          if (errnoCode(err) !== 'EEXIST') throw asStagingError(err, 'create', current);
+          continue; // made by a parallel entry just now; check it on the next pass
+        }
+      } else if (st.isSymbolicLink()) {
+        throw unsafe(e, `${path.relative(this.dir, current)} in the area is a symbolic link, and nothing is written through links`);
+      } else if (!st.isDirectory()) {
+        throw new StagingError('ECONFLICT', `Cannot stage ${e.name} from ${e.source}: ${current} is a file, not a directory.`, { path: current });
+      }
+      this.knownDirs.add(current);
+    }
+  }
+
+  private async file(name: string, e: IncomingEntry): Promise<void> {
+    const final = path.join(this.dir, name);
+    const existing = await lstatOrNull(final);
+    if (existing?.isDirectory() === true) {
+      e.content?.destroy();
+      throw new StagingError('ECONFLICT', `Cannot stage ${name} from ${e.source}: a directory of that name is already in ${this.dir}.`, { path: final });
+    }
+    // A different size is a conflict known before a byte is copied.
+    if (existing?.isFile() === true && e.size !== undefined && e.size !== existing.size && this.options.overwrite !== true) {
+      e.content?.destroy();
+      throw conflict(name, e, final);
+    }
+    this.current = name;
+    this.currentBytes = 0;
+    this.currentTotal = e.size;
+    const part = this.newPart();
+    let written: { size: number; sha256: string };
+    if (e.localPath !== undefined) {
+      e.content?.destroy();
+      written = await this.copyLocal(e.localPath, part, e);
+    } else if (e.content !== undefined) {
+      written = await this.copyStream(e.content, part, e);
+    } else {
+      throw new StagingError('ESOURCE', `${e.source} gave no content for ${e.name}.`);
+    }
+    const entry: ManifestEntry = { name, type: 'file', size: written.size, sha256: written.sha256, source: e.source, stagedAt: new Date().toISOString() };
+    await this.place(name, final, part, entry, existing);
+  }
+
+  /** Puts a finished part in place: skip if identical, conflict or replace if not, else add. */
+  private async place(name: string, final: string, part: string, entry: ManifestEntry, existing: fs.Stats | null): Promise<void> {
+    if (existing !== null) {
+      const same = await this.sameAsExisting(name, final, existing, entry);
+      if (same) {
+        await fs.promises.unlink(part).catch(() => undefined);
+        this.parts.delete(part);
+        this.manifest.artifacts[name] ??= entry;
+        this.skipped.push(this.manifest.artifacts[name]!);
+        this.finished(name, entry.size, 'skipped');
+        return;
+      }
+      if (this.options.overwrite !== true) throw conflict(name, { name, source: entry.source }, final);
+      const aside = this.newPart('replaced.');
+      await fs.promises.rename(final, aside);
+      this.asides.push({ final, aside });
+      this.parts.delete(aside); // kept until commit or rollback, not removed as a part
+      await fs.promises.rename(part, final);
+      this.parts.delete(part);
+      this.replaced.push(entry);
+    } else {
+      await fs.promises.rename(part, final);
+      this.parts.delete(part);
+      this.placed.push(final);
+      this.added.push(entry);
+    }
+    this.manifest.artifacts[name] = entry;
+    this.finished(name, entry.size, existing !== null ? 'replaced' : 'added');
+  }
+
+  /** One event per finished artifact, naming it, whatever the throttle says. */
+  private finished(name: string, size: number, done: NonNullable<StageProgress['done']>): void {
+    this.artifacts++;
+    this.current = name;
+    this.currentBytes = size;
+    this.currentTotal = size;
+    this.progress(true, done);
+    this.current = '';
+    this.currentBytes = 0;
+    this.currentTotal = undefined;
+  }
+
+  /** Same size and hash as what is there; the manifest's hash is trusted when the size agrees. */
+  private async sameAsExisting(name: string, final: string, existing: fs.Stats, entry: ManifestEntry): Promise<boolean> {
+    if (entry.type === 'symlink') {
+      if (!existing.isSymbolicLink()) return false;
+      return (await fs.promises.readlink(final)) === entry.linkTarget;
+    }
+    if (!existing.isFile() || existing.size !== entry.size) return false;
+    const recorded = this.manifest.artifacts[name];
+    const sha = recorded?.type === 'file' && recorded.size === existing.size ? recorded.sha256 : (await hashFile(final)).sha256;
+    return sha === entry.sha256;
+  }
+
+  private async copyLocal(src: string, part: string, e: IncomingEntry): Promise<{ size: number; sha256: string }> {
+    const hash = crypto.createHash('sha256');
+    let size = 0;
+    let input: fs.promises.FileHandle | undefined;
+    let output: fs.promises.FileHandle | undefined;
+    try {
+      try {
+        input = await fs.promises.open(src, 'r');
+      } catch (err) {
+        throw new StagingError('ESOURCE', `Cannot read ${src}: ${(err as Error).message}.`, { path: src, cause: err });
+      }
+      output = await fs.promises.open(part, 'wx');
+      const buf = Buffer.allocUnsafe(CHUNK);
+      for (;;) {
+        this.check();
+        const { bytesRead } = await input.read(buf, 0, CHUNK, null);
+        if (bytesRead === 0) break;
+        this.count(bytesRead, e.source);
+        const chunk = buf.subarray(0, bytesRead);
+        hash.update(chunk);
+        await output.write(chunk, 0, bytesRead);
+        size += bytesRead;
+        this.currentBytes += bytesRead;
+        this.progress(false);
+      }
+    } catch (err) {
+      throw isStagingError(err) || this.signal.aborted ? err : asStagingError(err, 'copy to', part);
+    } finally {
+      await input?.close().catch(() => undefined);
+      await output?.close().catch(() => undefined);
+    }
+    return { size, sha256: hash.digest('hex') };
+  }
+
+  private async copyStream(content: Readable, part: string, e: IncomingEntry): Promise<{ size: number; sha256: string }> {
+    const hash = crypto.createHash('sha256');
+    let size = 0;
+    const meter = new Transform({
+      transform: (chunk: Buffer, _enc, done) => {
+        try {
+          this.count(chunk.length, e.source);
+        } catch (err) {
+          return done(err as Error);
+        }
+        hash.update(chunk);
+        size += chunk.length;
+        this.currentBytes += chunk.length;
+        this.progress(false);
+        done(null, chunk);
+      },
+    });
+    try {
+      await pipeline(content, meter, fs.createWriteStream(part, { flags: 'wx' }), { signal: this.signal });
+    } catch (err) {
+      if (this.signal.aborted) throw this.signal.reason;
+      if (isStagingError(err)) throw err;
+      throw new StagingError('ESOURCE', `Could not stage ${e.name} from ${e.source}: ${(err as Error).message}.`, { cause: err });
+    }
+    return { size, sha256: hash.digest('hex') };
+  }
+
+  private async symlink(name: string, e: IncomingEntry): Promise<void> {
+    const target = e.linkTarget ?? '';
+    const final = path.join(this.dir, name);
+    if (target === '' || target.includes('\0') || path.isAbsolute(target)) {
+      throw unsafe(e, `it is a symbolic link to ${JSON.stringify(target)}; only relative links that stay inside the area are staged`);
+    }
+    if (!isInside(this.dir, path.resolve(path.dirname(final), target))) {
+      throw unsafe(e, `it is a symbolic link to ${JSON.stringify(target)}, which leads outside the area`);
+    }
+    const existing = await lstatOrNull(final);
+    if (existing?.isDirectory() === true) {
+      throw new StagingError('ECONFLICT', `Cannot stage ${name} from ${e.source}: a directory of that name is already in ${this.dir}.`, { path: final });
+    }
+    const part = this.newPart();
+    await fs.promises.symlink(target, part);
+    const entry: ManifestEntry = {
+      name,
+      type: 'symlink',
+      size: Buffer.byteLength(target),
+      sha256: crypto.createHash('sha256').update(target).digest('hex'),
+      source: e.source,
+      stagedAt: new Date().toISOString(),
+      linkTarget: target,
+    };
+    await this.place(name, final, part, entry, existing);
+    this.links.push(final);
+  }
+
+  /** A hard link entry is staged as a copy of the artifact it names, which must already be in the area. */
+  private async hardlink(name: string, e: IncomingEntry): Promise<void> {
+    let targetName: string;
+    try {
+      targetName = checkName({ ...e, name: e.linkTarget ?? '' });
+    } catch {
+      throw unsafe(e, `it is a hard link to ${JSON.stringify(e.linkTarget)}, which is not an entry inside the area`);
+    }
+    const target = path.join(this.dir, targetName);
+    const st = await lstatOrNull(target);
+    if (st === null || !st.isFile()) {
+      throw unsafe(e, `it is a hard link to ${JSON.stringify(e.linkTarget)}, which is not a file staged in the area`);
+    }
+    await this.file(name, { ...e, type: 'file', localPath: target, size: st.size });
+  }
+
+  /** Writes the manifest and the timestamp, then lets go of what was replaced. */
+  async commit(): Promise<void> {
+    this.check();
+    // A link may point out through other links made in the same call; resolved now, it cannot.
+    const realDir = await fs.promises.realpath(this.dir);
+    for (const link of this.links) {
+      const real = await fs.promises.realpath(link).catch(() => undefined);
+      if (real !== undefined && !isInside(realDir, real)) {
+        throw new StagingError('EUNSAFE', `Refusing ${path.relative(this.dir, link)}: through other links it leads outside the area (to ${real}).`, { path: link });
+      }
+    }
+    await writeManifest(this.dir, this.manifest);
+    const stamp = path.join(this.dir, TIMESTAMP_FILE);
+    const now = new Date();
+    await fs.promises.utimes(stamp, now, now).catch(() => fs.promises.writeFile(stamp, ''));
+    for (const { aside } of this.asides) await fs.promises.rm(aside, { force: true, recursive: true }).catch(() => undefined);
+    this.asides.length = 0;
+    await this.removeParts();
+  }
+
+  /** Undoes everything this call did to the area. Never throws: it is on the failure path already. */
+  async rollback(): Promise<void> {
+    await Promise.all([...this.writing.values()].map((w) => w.catch(() => undefined)));
+    await this.removeParts();
+    for (const final of this.placed.reverse()) await fs.promises.rm(final, { force: true }).catch(() => undefined);
+    for (const { final, aside } of this.asides.reverse()) {
+      await fs.promises.rm(final, { force: true }).catch(() => undefined);
+      await fs.promises.rename(aside, final).catch(() => undefined);
+    }
+    for (const dir of this.madeDirs.reverse()) await fs.promises.rmdir(dir).catch(() => undefined);
+  }
+
+  private async removeParts(): Promise<void> {
+    await Promise.all([...this.parts].map((p) => fs.promises.rm(p, { force: true, recursive: true }).catch(() => undefined)));
+    this.parts.clear();
+  }
+}
+
+function lstatOrNull(p: string): Promise<fs.Stats | null> {
+  return fs.promises.lstat(p).catch((err: unknown) => {
+    if (errnoCode(err) === 'ENOENT') return null;
+    throw err;
+  });
+}
+
+async function hashFile(p: string): Promise<{ size: number; sha256: string }> {
+  const hash = crypto.createHash('sha256');
+  let size = 0;
+  for await (const chunk of fs.createReadStream(p, { highWaterMark: CHUNK })) {
+    hash.update(chunk as Buffer);
+    size += (chunk as Buffer).length;
+  }
+  return { size, sha256: hash.digest('hex') };
+}
+
+function unsafe(e: Pick<IncomingEntry, 'name' | 'source'>, why: string): StagingError {
+  return new StagingError('EUNSAFE', `Refusing entry ${JSON.stringify(e.name)} from ${e.source}: ${why}. Nothing from this staging was kept.`);
+}
+
+function conflict(name: string, e: Pick<IncomingEntry, 'name' | 'source'>, final: string): StagingError {
+  return new StagingError(
+    'ECONFLICT',
+    `${name} is already staged in ${path.dirname(final)} with different content than ${e.source}. Stage it under another tag, or overwrite it explicitly.`,
+    { path: final },
+  );
+}
+
+/** Names an artifact may not have: the lock protocol's, and the stager's own files. */
+function reservedSegment(seg: string, top: boolean): boolean {
+  if (seg === LOCK_TARGET || seg === LOCK_NAME || seg.startsWith(`${LOCK_NAME}.`) || seg.startsWith(META_DIR)) return true;
+  return top && (seg === TIMESTAMP_FILE || seg === MANIFEST_FILE);
+}
+
+/** The entry's name as a safe relative path inside the area, or EUNSAFE naming the entry. */
+function checkName(e: Pick<IncomingEntry, 'name' | 'source' | 'type'>): string {
+  let name = e.name;
+  if (typeof name !== 'string' || name === '') throw unsafe(e, 'it has no name');
+  // eslint-disable-next-line no-control-regex
+  if (/[\u0000-\u001f\u007f]/.test(name)) throw unsafe(e, 'its name contains a NUL or control character');
+  if (name.includes('\\')) throw unsafe(e, 'its name contains a backslash');
+  if (name.startsWith('/') || /^[A-Za-z]:/.test(name)) throw unsafe(e, 'its name is an absolute path');
+  while (name.startsWith('./')) name = name.slice(2);
+  if (name.endsWith('/')) name = name.slice(0, -1);
+  if (name === '' || name === '.') {
+    if (e.type === 'directory') return '.';
+    throw unsafe(e, 'it names the area itself');
+  }
+  const segments = name.split('/');
+  segments.forEach((seg, i) => {
+    if (seg === '' || seg === '.') throw unsafe(e, 'its name has an empty or "." segment');
+    if (seg === '..') throw unsafe(e, 'its name climbs out with ".."');
+    if (Buffer.byteLength(seg) > 255) throw unsafe(e, 'a segment of its name is longer than 255 bytes');
+    if (reservedSegment(seg, i === 0)) throw unsafe(e, `"${seg}" is reserved for the lock and the manifest`);
+  });
+  return segments.join('/');
+}
+
+/** Total bytes of the sources when all are local (files or directories, links not followed). */
+async function localTotal(sources: readonly string[]): Promise<number | undefined> {
+  let total = 0;
+  for (const spec of sources) {
+    if (/^[a-z][a-z0-9+.-]*:\/\//i.test(spec)) return undefined;
+    // The source itself may be a link (a `latest` link to a build): sources follow it, so count it.
+    const st = await fs.promises.stat(spec).catch(() => undefined);
+    if (st === undefined) return undefined;
+    if (!st.isDirectory()) {
+      if (/\.(tar|tgz|txz|zip|tar\.gz|tar\.xz)$/i.test(spec)) return undefined; // unpacked size unknown
+      total += st.size;
+      continue;
+    }
+    const stack = [spec];
+    while (stack.length > 0) {
+      const d = stack.pop()!;
+      const entries = await fs.promises.readdir(d, { withFileTypes: true }).catch(() => []);
+      await Promise.all(
+        entries.map(async (ent) => {
+          const p = path.join(d, ent.name);
+          if (ent.isDirectory()) stack.push(p);
+          else if (ent.isFile()) total += (await fs.promises.lstat(p).catch(() => ({ size: 0 }))).size;
+        }),
+      );
+    }
+  }
+  return total;
+}
+
+export function formatBytes(n: number): string {
+  const units = ['B', 'KiB', 'MiB', 'GiB', 'TiB'];
+  let v = n;
+  let i = 0;
+  while (v >= 1024 && i < units.length - 1) {
+    v /= 1024;
+    i++;
+  }
+  return `${i === 0 ? v : v.toFixed(1)} ${units[i]}`;
+}

@@ -1,0 +1,133 @@
+/**
+ * Staging: putting a build's artifacts into `<staticDir>/<tag>` under its lock.
+ * The types shared by the sources (where artifacts come in), the stager (where it is decided
+ * what lands and how) and the callers (CLI, extension).
+ */
+import type { Readable } from 'stream';
+import type { Timing } from '../types';
+
+/**
+ * One thing a source yields: a file with its content, a directory, or a link. Names are as the
+ * source gives them (an archive's entry name, a path relative to a copied directory); the stager
+ * validates every one before anything is written.
+ */
+export interface IncomingEntry {
+  /** Relative path inside the area, '/'-separated, as the source names it. Not yet trusted. */
+  name: string;
+  type: 'file' | 'directory' | 'symlink' | 'hardlink' | 'other';
+  /** For files: the content, to be read exactly once, before the source yields its next entry. */
+  content?: Readable;
+  /** For files: the size in bytes, where the source knows it. */
+  size?: number;
+  /** For symlinks: the link's target as stored; for hardlinks: the name of the entry linked to. */
+  linkTarget?: string;
+  /** For 'other' (devices, FIFOs, sockets): what it is, for the error message. */
+  what?: string;
+  /** Where it came from, recorded in the manifest: a path, a URL, or `archive#entry`. */
+  source: string;
+  /**
+   * For files that are plain local files: their path. The stager may then copy in the kernel
+   * (copy_file_range) and hash separately instead of streaming `content`, and may stage several
+   * such files at once. `content` must then be left unread (it may be omitted).
+   */
+  localPath?: string;
+}
+
+/** A source of entries: a local directory, files, an archive or a URL, already opened. */
+export type EntrySource = AsyncIterable<IncomingEntry>;
+
+/** What the stager gives a source when it opens it. */
+export interface SourceContext {
+  /** The area directory. */
+  dir: string;
+  /**
+   * A fresh path inside the area for a temporary file (a zip must be downloaded whole before it
+   * can be read). The stager removes every such path when the call ends, whatever happens.
+   */
+  partPath(): string;
+  signal: AbortSignal;
+  /** Bytes the source may still write to `partPath` files (downloads): beyond it, fail with ETOOBIG. */
+  maxBytes: number;
+  /** Reports bytes a source just wrote to a `partPath` file (an increment, not a running total), for progress. */
+  onPartBytes(bytes: number, total?: number): void;
+}
+
+/** One artifact as the manifest records it. */
+export interface ManifestEntry {
+  /** Path relative to the area, '/'-separated. */
+  name: string;
+  type: 'file' | 'symlink';
+  size: number;
+  /** Hex SHA-256 of the content (of the target string, for a symlink). */
+  sha256: string;
+  source: string;
+  /** ISO 8601. */
+  stagedAt: string;
+  /** For symlinks. */
+  linkTarget?: string;
+}
+
+/** `<area>/.devserver-staging.manifest.json` */
+export interface Manifest {
+  version: 1;
+  artifacts: Record<string, ManifestEntry>;
+}
+
+export interface StageProgress {
+  /** The artifact being written now, or just finished ('' between artifacts). */
+  artifact: string;
+  /** Set on the one event sent when an artifact is finished: what became of it. */
+  done?: 'added' | 'skipped' | 'replaced';
+  artifactBytes: number;
+  /** Undefined where unknown (a download without Content-Length, an archive entry stream). */
+  artifactTotal?: number;
+  /** Bytes copied by this call so far, over all artifacts (including copies found identical and dropped). */
+  bytes: number;
+  /** Undefined where unknown. */
+  totalBytes?: number;
+  /** Artifacts finished by this call so far (written, or skipped as identical). */
+  artifacts: number;
+}
+
+export interface StageOptions extends Partial<Timing> {
+  /** Add to an existing build (lock without create-once). Default false: a new build, create-once. */
+  add?: boolean;
+  /** Replace an artifact of the same name whose content differs. Default false: that is an error. */
+  overwrite?: boolean;
+  /** Stops staging; the call rejects with ECANCELED within 100 ms. */
+  signal?: AbortSignal;
+  /** Called at most every 100 ms while bytes flow, and once per finished artifact. */
+  onProgress?: (p: StageProgress) => void;
+  /** Refuse to write more than this many bytes in one call (archive bombs, endless downloads). */
+  maxBytes?: number;
+  /** How long to wait for the lock, in ms (default 0). */
+  waitMs?: number;
+  purpose?: string;
+  clientId?: string;
+}
+
+export interface StageResult {
+  staticDir: string;
+  tag: string;
+  dir: string;
+  /** Whether this call created the area. */
+  created: boolean;
+  /** Artifacts written by this call. */
+  added: ManifestEntry[];
+  /** Artifacts already there with the same size and hash: left as they were. */
+  skipped: ManifestEntry[];
+  /** Artifacts replaced (with `overwrite`). */
+  replaced: ManifestEntry[];
+  /** Bytes copied, including artifacts found identical after copying (then dropped). */
+  bytes: number;
+}
+
+/** Default `maxBytes`: 64 GiB, far above any build, far below a full disk of a bomb. */
+export const DEFAULT_MAX_BYTES = 64 * 1024 ** 3;
+
+/** The manifest's file name inside each area (ignored by listings: it starts with `.devserver-staging`). */
+export const MANIFEST_FILE = '.devserver-staging.manifest.json';
+/** Touched after each staging, as the devserver did, so an area's last use is known. */
+export const TIMESTAMP_FILE = 'staged.timestamp';
+/** Prefix of this call's partial files inside the area. */
+export const PART_PREFIX = '.devserver-staging.part.';

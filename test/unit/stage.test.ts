@@ -1,0 +1,262 @@
+/**
+ * Staging into real areas from real files: what lands, the manifest, conflicts, progress,
+ * cancellation, and failure at every step leaving earlier artifacts byte for byte.
+ */
+import { strict as assert } from 'assert';
+import * as crypto from 'crypto';
+import * as fs from 'fs';
+import * as path from 'path';
+import { StagingError } from '../../src/core/errors';
+import { inspect } from '../../src/core/inspect';
+import { acquire } from '../../src/core/lock';
+import { stage } from '../../src/core/stage/stage';
+import { MANIFEST_FILE, TIMESTAMP_FILE, type Manifest, type StageProgress } from '../../src/core/stage/types';
+import { cleanup, snapshot, tempDir } from '../helpers';
+
+const sha = (b: Buffer | string): string => crypto.createHash('sha256').update(b).digest('hex');
+
+/** Every regular file and link under `dir` (protocol files excluded) with its hash. */
+function contents(dir: string): Map<string, string> {
+  const out = new Map<string, string>();
+  const walk = (d: string): void => {
+    for (const e of fs.readdirSync(d, { withFileTypes: true })) {
+      const p = path.join(d, e.name);
+      const rel = path.relative(dir, p);
+      if (e.isDirectory()) walk(p);
+      else if (e.isSymbolicLink()) out.set(rel, `-> ${fs.readlinkSync(p)}`);
+      else out.set(rel, sha(fs.readFileSync(p)));
+    }
+  };
+  walk(dir);
+  return out;
+}
+
+function artifactsOf(dir: string): Map<string, string> {
+  const all = contents(dir);
+  for (const k of [...all.keys()]) if (k === MANIFEST_FILE || k === TIMESTAMP_FILE) all.delete(k);
+  return all;
+}
+
+async function rejectsWith(p: Promise<unknown>, code: string, part?: string | RegExp): Promise<StagingError> {
+  try {
+    await p;
+  } catch (err) {
+    assert.ok(err instanceof StagingError, `expected a StagingError, got ${String(err)}`);
+    assert.equal(err.code, code, err.message);
+    if (typeof part === 'string') assert.ok(err.message.includes(part), `message should name ${part}: ${err.message}`);
+    else if (part !== undefined) assert.match(err.message, part);
+    return err;
+  }
+  assert.fail(`expected ${code}`);
+}
+
+describe('stage', () => {
+  let root: string;
+  let staticDir: string;
+  let build: string;
+
+  beforeEach(() => {
+    root = tempDir('dss-stage-');
+    staticDir = path.join(root, 'static');
+    build = path.join(root, 'build');
+    fs.mkdirSync(staticDir);
+    fs.mkdirSync(path.join(build, 'autotest', 'packages'), { recursive: true });
+    fs.writeFileSync(path.join(build, 'image.bin'), crypto.randomBytes(3 * 1024 * 1024 + 17));
+    fs.writeFileSync(path.join(build, 'autotest', 'control'), 'control file\n');
+    fs.writeFileSync(path.join(build, 'autotest', 'packages', 'client.tar'), crypto.randomBytes(200_000));
+    fs.symlinkSync('packages/client.tar', path.join(build, 'autotest', 'client-latest.tar'));
+  });
+  afterEach(() => cleanup(root));
+
+  it('stages a directory into a new area: every artifact, a manifest with hashes, a timestamp, the lock released', async () => {
+    const result = await stage(staticDir, 'eve/R1', [build]);
+    const dir = path.join(staticDir, 'eve', 'R1');
+    assert.equal(result.created, true);
+    assert.deepEqual(artifactsOf(dir), contents(build));
+    const manifest = JSON.parse(fs.readFileSync(path.join(dir, MANIFEST_FILE), 'utf8')) as Manifest;
+    assert.deepEqual(Object.keys(manifest.artifacts).sort(), ['autotest/client-latest.tar', 'autotest/control', 'autotest/packages/client.tar', 'image.bin']);
+    const image = manifest.artifacts['image.bin']!;
+    assert.equal(image.size, fs.statSync(path.join(build, 'image.bin')).size);
+    assert.equal(image.sha256, sha(fs.readFileSync(path.join(build, 'image.bin'))));
+    assert.equal(image.source, path.join(build, 'image.bin'));
+    assert.ok(Date.parse(image.stagedAt) > 0);
+    assert.equal(manifest.artifacts['autotest/client-latest.tar']!.type, 'symlink');
+    assert.ok(fs.existsSync(path.join(dir, TIMESTAMP_FILE)));
+    assert.equal(result.added.length, 4);
+    assert.equal((await inspect(staticDir, 'eve/R1')).state, 'free');
+    assert.deepEqual(
+      fs.readdirSync(dir).filter((n) => n.startsWith('.devserver-staging.part')),
+      [],
+      'no temporary files left',
+    );
+  });
+
+  it('a new build is create-once; --add stages into an existing one; identical artifacts are skipped', async () => {
+    await stage(staticDir, 'b', [path.join(build, 'image.bin')]);
+    await rejectsWith(stage(staticDir, 'b', [path.join(build, 'autotest')]), 'EEXIST', 'already exists');
+    const second = await stage(staticDir, 'b', [path.join(build, 'autotest'), path.join(build, 'image.bin')], { add: true });
+    assert.equal(second.created, false);
+    assert.deepEqual(second.skipped.map((e) => e.name), ['image.bin']);
+    assert.deepEqual(second.added.map((e) => e.name).sort(), ['client-latest.tar', 'control', 'packages/client.tar']);
+    const again = await stage(staticDir, 'b', [path.join(build, 'autotest')], { add: true });
+    assert.equal(again.added.length, 0);
+    assert.equal(again.skipped.length, 3);
+  });
+
+  it('a different artifact of the same name is a conflict unless overwriting; the original stays byte for byte', async () => {
+    await stage(staticDir, 'c', [build]);
+    const dir = path.join(staticDir, 'c');
+    const before = artifactsOf(dir);
+    const other = path.join(root, 'other');
+    fs.mkdirSync(other);
+    fs.writeFileSync(path.join(other, 'image.bin'), 'a different image');
+    await rejectsWith(stage(staticDir, 'c', [other], { add: true }), 'ECONFLICT', 'image.bin');
+    assert.deepEqual(artifactsOf(dir), before);
+    // Same size, different bytes: found by the hash, not the size.
+    fs.writeFileSync(path.join(other, 'image.bin'), crypto.randomBytes(fs.statSync(path.join(build, 'image.bin')).size));
+    await rejectsWith(stage(staticDir, 'c', [other], { add: true }), 'ECONFLICT', 'image.bin');
+    assert.deepEqual(artifactsOf(dir), before);
+    const replaced = await stage(staticDir, 'c', [other], { add: true, overwrite: true });
+    assert.deepEqual(replaced.replaced.map((e) => e.name), ['image.bin']);
+    assert.equal(sha(fs.readFileSync(path.join(dir, 'image.bin'))), sha(fs.readFileSync(path.join(other, 'image.bin'))));
+  });
+
+  it('a failed new staging is destroyed so that a later run can retry', async () => {
+    await rejectsWith(stage(staticDir, 'fresh', [build, path.join(root, 'missing')]), 'ESOURCE', 'missing');
+    assert.equal(fs.existsSync(path.join(staticDir, 'fresh')), false);
+    await stage(staticDir, 'fresh', [build]);
+  });
+
+  it('refuses a symlink in a source directory that leads outside the area, and keeps nothing', async () => {
+    fs.symlinkSync('/etc/passwd', path.join(build, 'passwd'));
+    await rejectsWith(stage(staticDir, 'evil', [build]), 'EUNSAFE', /"passwd".*\/etc\/passwd/);
+    assert.equal(fs.existsSync(path.join(staticDir, 'evil')), false);
+  });
+
+  it('reports progress with bytes and totals, at most about every 100 ms while bytes flow', async () => {
+    const events: StageProgress[] = [];
+    const result = await stage(staticDir, 'p', [build], { onProgress: (p) => events.push(p) });
+    assert.ok(events.length >= 4, 'one event per finished artifact at least');
+    const last = events[events.length - 1]!;
+    assert.equal(last.bytes, result.bytes);
+    assert.equal(last.artifacts, 4);
+    assert.equal(last.totalBytes, result.bytes, 'the total of local sources is known up front');
+    for (let i = 1; i < events.length; i++) assert.ok(events[i]!.bytes >= events[i - 1]!.bytes, 'bytes never go back');
+  });
+
+  it('stops within 100 ms of a cancel, and keeps nothing of a new area', async function () {
+    this.timeout(60_000);
+    const big = path.join(root, 'big');
+    fs.mkdirSync(big);
+    // Large enough that copying takes far longer than the bound.
+    for (let i = 0; i < 4; i++) fs.writeFileSync(path.join(big, `part${i}.bin`), Buffer.alloc(128 * 1024 * 1024, i));
+    const ac = new AbortController();
+    let abortedAt = 0;
+    const staging = stage(staticDir, 'cancel', [big], {
+      signal: ac.signal,
+      onProgress: (p) => {
+        if (abortedAt === 0 && p.bytes > 32 * 1024 * 1024) {
+          abortedAt = performance.now();
+          ac.abort();
+        }
+      },
+    });
+    await rejectsWith(staging, 'ECANCELED');
+    const took = performance.now() - abortedAt;
+    assert.ok(abortedAt > 0, 'the cancel happened mid-copy');
+    // The bound is the requirement; rollback of a new area (a rename and a delete) is included.
+    assert.ok(took < 100, `stopped ${took.toFixed(1)} ms after the abort`);
+    assert.equal(fs.existsSync(path.join(staticDir, 'cancel')), false);
+    assert.equal((await inspect(staticDir, 'cancel')).state, 'free');
+  });
+
+  describe('failure at every step of adding to an area that already holds artifacts', () => {
+    let dir: string;
+    let before: Map<string, string>;
+    let addition: string;
+
+    beforeEach(async () => {
+      await stage(staticDir, 'eve/R2', [build]);
+      dir = path.join(staticDir, 'eve', 'R2');
+      before = artifactsOf(dir);
+      addition = path.join(root, 'addition');
+      fs.mkdirSync(path.join(addition, 'autotest', 'new'), { recursive: true });
+      for (let i = 0; i < 6; i++) fs.writeFileSync(path.join(addition, 'autotest', 'new', `f${i}.bin`), crypto.randomBytes(300_000 + i));
+      fs.writeFileSync(path.join(addition, 'extra.bin'), crypto.randomBytes(2 * 1024 * 1024 + 3));
+      // Overwriting one earlier artifact: on failure it must come back.
+      fs.writeFileSync(path.join(addition, 'autotest', 'control'), 'a new control file\n');
+    });
+
+    const unchanged = (why: string): void => {
+      assert.deepEqual(artifactsOf(dir), before, `earlier artifacts changed after ${why}`);
+      assert.deepEqual(
+        fs.readdirSync(dir).filter((n) => n.startsWith('.devserver-staging.part')),
+        [],
+        `temporary files left after ${why}`,
+      );
+    };
+
+    it('cancelled after each artifact, and in the middle of one', async function () {
+      this.timeout(120_000);
+      // Each finished artifact sends one event with `done` set, whatever the throttle.
+      const finishedEvents = 8; // six new files, extra.bin and the replaced control file
+      for (let k = 0; k <= finishedEvents; k++) {
+        const ac = new AbortController();
+        let finished = 0;
+        const p = stage(staticDir, 'eve/R2', [addition], {
+          add: true,
+          overwrite: true,
+          signal: ac.signal,
+          onProgress: (ev) => {
+            // k = 0: in the middle of the first artifact that reports bytes; else after the k-th.
+            if (k === 0 ? ev.done === undefined && ev.artifactBytes > 0 : ev.done !== undefined && ++finished === k) ac.abort();
+          },
+        });
+        await rejectsWith(p, 'ECANCELED');
+        unchanged(k === 0 ? 'a cancel mid-artifact' : `a cancel after artifact ${k} of ${finishedEvents}`);
+        assert.equal((await inspect(staticDir, 'eve/R2')).state, 'free');
+      }
+      // And without a cancel the same staging goes through: the steps above were real.
+      const done = await stage(staticDir, 'eve/R2', [addition], { add: true, overwrite: true });
+      assert.equal(done.added.length + done.replaced.length, finishedEvents);
+    });
+
+    it('stopped by the size limit at every artifact boundary', async () => {
+      const sizes = [...fs.readdirSync(path.join(addition, 'autotest', 'new')).map((n) => fs.statSync(path.join(addition, 'autotest', 'new', n)).size), fs.statSync(path.join(addition, 'extra.bin')).size];
+      const total = sizes.reduce((a, b) => a + b, 0) + 'a new control file\n'.length;
+      const limits = new Set<number>([1, total - 1]);
+      let acc = 0;
+      for (const s of sizes) {
+        acc += s;
+        limits.add(acc - 1).add(acc + 1);
+      }
+      for (const maxBytes of limits) {
+        if (maxBytes >= total) continue;
+        await rejectsWith(stage(staticDir, 'eve/R2', [addition], { add: true, overwrite: true, maxBytes }), 'ETOOBIG', 'eve');
+        unchanged(`a size limit of ${maxBytes} bytes`);
+      }
+    });
+
+    it('failing on a later source, or on a conflict, after earlier artifacts were placed', async () => {
+      await rejectsWith(stage(staticDir, 'eve/R2', [addition, path.join(root, 'nope')], { add: true, overwrite: true }), 'ESOURCE', 'nope');
+      unchanged('a missing second source');
+      const clash = path.join(root, 'clash');
+      fs.mkdirSync(clash);
+      fs.writeFileSync(path.join(clash, 'image.bin'), 'clash');
+      await rejectsWith(stage(staticDir, 'eve/R2', [addition, clash], { add: true, overwrite: false }), 'ECONFLICT');
+      unchanged('a conflict');
+      fs.symlinkSync('../../../../etc', path.join(clash, 'escape'));
+      fs.rmSync(path.join(clash, 'image.bin'));
+      await rejectsWith(stage(staticDir, 'eve/R2', [addition, clash], { add: true, overwrite: true }), 'EUNSAFE', 'escape');
+      unchanged('an unsafe entry');
+    });
+
+    it('while another holds the lock: refused, nothing touched', async () => {
+      const lease = await acquire(staticDir, 'eve/R2', { createOnce: false });
+      const snap = snapshot(dir);
+      await rejectsWith(stage(staticDir, 'eve/R2', [addition], { add: true }), 'ELOCKED');
+      assert.deepEqual(snapshot(dir), snap);
+      await lease.release();
+    });
+  });
+});
