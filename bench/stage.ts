@@ -48,7 +48,7 @@ export async function benchStage(root: string, rows: Row[], quick: boolean, line
   line(`d) staging ${(bytes / 1024 ** 3).toFixed(2)} GiB (${LARGE} large files, ${SMALL / (quick ? 8 : 1)} small) vs cp -r of the same tree`);
   const ours: number[] = [];
   const cp: number[] = [];
-  const rounds = quick ? 2 : 3;
+  const rounds = quick ? 2 : 5;
   let progressEvents = 0;
   for (let r = 0; r < rounds; r++) {
     // Alternate who goes first; flush dirty pages before each run so neither pays for the other.

@@ -16,6 +16,7 @@ import { StagingError, asStagingError, errnoCode, isStagingError } from '../erro
 import { acquire, type Lease } from '../lock';
 import { LOCK_NAME, LOCK_TARGET, META_DIR } from '../protocol';
 import { isInside } from '../tags';
+import { FileHasher } from './hasher';
 import { emptyManifest, readManifest, writeManifest } from './manifest';
 import { openSource } from './sources';
 import {
@@ -32,8 +33,10 @@ import {
   type StageResult,
 } from './types';
 
-/** Local files are copied in chunks of this size: big enough to be fast, small enough to stop at once. */
-const CHUNK = 1024 * 1024;
+/** Large local files are copied in chunks of this size: big enough to be fast, small enough to stop at once. */
+const CHUNK = 4 * 1024 * 1024;
+/** Up to this size a local file is copied by the kernel in one call (tens of ms at most). */
+const COPY_FILE_MAX = 16 * 1024 * 1024;
 /** Local files copied at the same time: keeps libuv's four threads busy while the hash runs here. */
 const PARALLEL = 4;
 const PROGRESS_MS = 100;
@@ -72,6 +75,7 @@ export async function stage(staticDir: string, tag: string, sources: readonly st
   } finally {
     options.signal?.removeEventListener('abort', onCancel);
     lease.signal.removeEventListener('abort', onLost);
+    await tx.close();
   }
   await lease.release();
   return tx.result();
@@ -375,17 +379,58 @@ class Transaction {
     return sha === entry.sha256;
   }
 
+  /** Workers that hash local files beside the copy; started on the first local file. */
+  private fileHasher?: FileHasher;
+
+  async close(): Promise<void> {
+    await this.fileHasher?.close();
+  }
+
+  /**
+   * A local file: the kernel copies it (copy_file_range) while a worker hashes the source, and a
+   * stat before and after makes sure the source did not change in between, so the hash is the
+   * copy's. Large files are copied in chunks instead, so that a cancel stops within 100 ms.
+   */
   private async copyLocal(src: string, part: string, e: IncomingEntry): Promise<{ size: number; sha256: string }> {
-    const hash = crypto.createHash('sha256');
-    let size = 0;
-    let input: fs.promises.FileHandle | undefined;
+    const sourceError = (err: unknown): StagingError =>
+      new StagingError('ESOURCE', `Cannot read ${src}: ${(err as Error).message}.`, { path: src, cause: err });
+    const before = await fs.promises.stat(src).catch((err: unknown) => {
+      throw sourceError(err);
+    });
+    // The limit is known to be broken before a byte is copied.
+    if (this.bytes + before.size > this.maxBytes) this.count(before.size, e.source);
+    this.currentTotal = before.size;
+    this.fileHasher ??= new FileHasher();
+    const hashing = this.fileHasher.hash(src);
+    hashing.catch(() => undefined); // awaited below; a copy failure must not leave it unobserved
+    try {
+      if (before.size <= COPY_FILE_MAX) {
+        await fs.promises.copyFile(src, part, fs.constants.COPYFILE_EXCL);
+        this.check();
+        this.count(before.size, e.source);
+        this.currentBytes = before.size;
+        this.progress(false);
+      } else {
+        await this.copyChunks(src, part, e);
+      }
+      const [hashed, after] = await Promise.all([untilAborted(hashing, this.signal), fs.promises.stat(src)]);
+      if (after.ino !== before.ino || after.size !== before.size || after.mtimeMs !== before.mtimeMs || hashed.size !== before.size) {
+        throw new StagingError('ESOURCE', `${src} changed while it was being staged; stage it again once it is complete.`, { path: src });
+      }
+      return hashed;
+    } catch (err) {
+      if (this.signal.aborted) throw this.signal.reason;
+      if (isStagingError(err)) throw err;
+      const errno = errnoCode(err);
+      if ((errno === 'ENOENT' || errno === 'EACCES' || errno === 'EPERM' || errno === 'EISDIR') && (err as { path?: string }).path === src) throw sourceError(err);
+      throw asStagingError(err, 'copy into', part);
+    }
+  }
+
+  private async copyChunks(src: string, part: string, e: IncomingEntry): Promise<void> {
+    const input = await fs.promises.open(src, 'r');
     let output: fs.promises.FileHandle | undefined;
     try {
-      try {
-        input = await fs.promises.open(src, 'r');
-      } catch (err) {
-        throw new StagingError('ESOURCE', `Cannot read ${src}: ${(err as Error).message}.`, { path: src, cause: err });
-      }
       output = await fs.promises.open(part, 'wx');
       const buf = Buffer.allocUnsafe(CHUNK);
       for (;;) {
@@ -393,20 +438,14 @@ class Transaction {
         const { bytesRead } = await input.read(buf, 0, CHUNK, null);
         if (bytesRead === 0) break;
         this.count(bytesRead, e.source);
-        const chunk = buf.subarray(0, bytesRead);
-        hash.update(chunk);
-        await output.write(chunk, 0, bytesRead);
-        size += bytesRead;
+        await output.write(buf, 0, bytesRead);
         this.currentBytes += bytesRead;
         this.progress(false);
       }
-    } catch (err) {
-      throw isStagingError(err) || this.signal.aborted ? err : asStagingError(err, 'copy to', part);
     } finally {
-      await input?.close().catch(() => undefined);
+      await input.close().catch(() => undefined);
       await output?.close().catch(() => undefined);
     }
-    return { size, sha256: hash.digest('hex') };
   }
 
   private async copyStream(content: Readable, part: string, e: IncomingEntry): Promise<{ size: number; sha256: string }> {
@@ -516,6 +555,25 @@ class Transaction {
     await Promise.all([...this.parts].map((p) => fs.promises.rm(p, { force: true, recursive: true }).catch(() => undefined)));
     this.parts.clear();
   }
+}
+
+/** `p`, or the signal's reason as soon as it aborts (a worker mid-file is stopped separately). */
+function untilAborted<T>(p: Promise<T>, signal: AbortSignal): Promise<T> {
+  if (signal.aborted) return Promise.reject(signal.reason);
+  return new Promise((resolve, reject) => {
+    const onAbort = (): void => reject(signal.reason);
+    signal.addEventListener('abort', onAbort, { once: true });
+    p.then(
+      (v) => {
+        signal.removeEventListener('abort', onAbort);
+        resolve(v);
+      },
+      (err: unknown) => {
+        signal.removeEventListener('abort', onAbort);
+        reject(err);
+      },
+    );
+  });
 }
 
 function lstatOrNull(p: string): Promise<fs.Stats | null> {
