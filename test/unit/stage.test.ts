@@ -144,6 +144,28 @@ describe('stage', () => {
     for (let i = 1; i < events.length; i++) assert.ok(events[i]!.bytes >= events[i - 1]!.bytes, 'bytes never go back');
   });
 
+  it('keeps progress per artifact while several large files are copied at once', async () => {
+    const big = path.join(root, 'big');
+    fs.mkdirSync(big);
+    // Over the size copied in one call, so they go in chunks, several at a time.
+    for (let i = 0; i < 4; i++) fs.writeFileSync(path.join(big, `image-${i}.bin`), crypto.randomBytes(20 * 1024 * 1024 + i));
+    const events: StageProgress[] = [];
+    // Many small files beside them: the total is summed while they are looked at in parallel.
+    for (let i = 0; i < 200; i++) fs.writeFileSync(path.join(big, `small-${i}.txt`), `${i}`.repeat(100));
+    const expected = fs.readdirSync(big).reduce((sum, n) => sum + fs.statSync(path.join(big, n)).size, 0);
+    const result = await stage(staticDir, 'many', [big], { onProgress: (p) => events.push({ ...p }) });
+    assert.equal(events[0]!.totalBytes, expected, 'the total is known, and right, from the first event');
+    for (const ev of events) {
+      if (ev.artifactTotal !== undefined) assert.ok(ev.artifactBytes <= ev.artifactTotal, `${ev.artifact}: ${ev.artifactBytes} of ${ev.artifactTotal}`);
+      assert.ok(ev.bytes <= ev.totalBytes!, `${ev.bytes} of ${ev.totalBytes} in all`);
+    }
+    const finished = events.filter((e) => e.done !== undefined);
+    assert.deepEqual(finished.filter((e) => e.artifact.startsWith('image')).map((e) => e.artifact).sort(), ['image-0.bin', 'image-1.bin', 'image-2.bin', 'image-3.bin']);
+    assert.equal(finished.length, 204);
+    for (const e of finished) assert.equal(e.artifactBytes, fs.statSync(path.join(big, e.artifact)).size);
+    assert.equal(events[events.length - 1]!.bytes, result.bytes);
+  });
+
   it('stops within 100 ms of a cancel, and keeps nothing of a new area', async function () {
     this.timeout(60_000);
     const big = path.join(root, 'big');
@@ -183,6 +205,8 @@ describe('stage', () => {
       fs.mkdirSync(path.join(addition, 'autotest', 'new'), { recursive: true });
       for (let i = 0; i < 6; i++) fs.writeFileSync(path.join(addition, 'autotest', 'new', `f${i}.bin`), crypto.randomBytes(300_000 + i));
       fs.writeFileSync(path.join(addition, 'extra.bin'), crypto.randomBytes(2 * 1024 * 1024 + 3));
+      // Large enough to be copied in chunks over several progress intervals.
+      fs.writeFileSync(path.join(addition, 'large.bin'), crypto.randomBytes(40 * 1024 * 1024));
       // Overwriting one earlier artifact: on failure it must come back.
       fs.writeFileSync(path.join(addition, 'autotest', 'control'), 'a new control file\n');
     });
@@ -199,7 +223,7 @@ describe('stage', () => {
     it('cancelled after each artifact, and in the middle of one', async function () {
       this.timeout(120_000);
       // Each finished artifact sends one event with `done` set, whatever the throttle.
-      const finishedEvents = 8; // six new files, extra.bin and the replaced control file
+      const finishedEvents = 9; // six new files, extra.bin, large.bin and the replaced control file
       for (let k = 0; k <= finishedEvents; k++) {
         const ac = new AbortController();
         let finished = 0;
@@ -208,8 +232,8 @@ describe('stage', () => {
           overwrite: true,
           signal: ac.signal,
           onProgress: (ev) => {
-            // k = 0: in the middle of the first artifact that reports bytes; else after the k-th.
-            if (k === 0 ? ev.done === undefined && ev.artifactBytes > 0 : ev.done !== undefined && ++finished === k) ac.abort();
+            // k = 0: at the first report of an artifact in progress; else after the k-th finished.
+            if (k === 0 ? ev.done === undefined : ev.done !== undefined && ++finished === k) ac.abort();
           },
         });
         await rejectsWith(p, 'ECANCELED');
@@ -222,7 +246,11 @@ describe('stage', () => {
     });
 
     it('stopped by the size limit at every artifact boundary', async () => {
-      const sizes = [...fs.readdirSync(path.join(addition, 'autotest', 'new')).map((n) => fs.statSync(path.join(addition, 'autotest', 'new', n)).size), fs.statSync(path.join(addition, 'extra.bin')).size];
+      const sizes = [
+        ...fs.readdirSync(path.join(addition, 'autotest', 'new')).map((n) => fs.statSync(path.join(addition, 'autotest', 'new', n)).size),
+        fs.statSync(path.join(addition, 'extra.bin')).size,
+        fs.statSync(path.join(addition, 'large.bin')).size,
+      ];
       const total = sizes.reduce((a, b) => a + b, 0) + 'a new control file\n'.length;
       const limits = new Set<number>([1, total - 1]);
       let acc = 0;

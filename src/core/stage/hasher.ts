@@ -23,6 +23,7 @@ parentPort.on('message', ({ id, file }) => {
       if (n === 0) break;
       hash.update(buf.subarray(0, n));
       size += n;
+      if (size % (16 * 1024 * 1024) === 0) parentPort.postMessage({ id, progress: size });
     }
     parentPort.postMessage({ id, size, sha256: hash.digest('hex') });
   } catch (err) {
@@ -35,6 +36,8 @@ parentPort.on('message', ({ id, file }) => {
 
 interface Reply {
   id: number;
+  /** Bytes hashed so far, sent every 16 MiB of a large file. */
+  progress?: number;
   size?: number;
   sha256?: string;
   error?: string;
@@ -43,7 +46,10 @@ interface Reply {
 
 export class FileHasher {
   private readonly workers: Worker[] = [];
-  private readonly pending = new Map<number, { resolve: (r: { size: number; sha256: string }) => void; reject: (e: Error) => void }>();
+  private readonly pending = new Map<
+    number,
+    { resolve: (r: { size: number; sha256: string }) => void; reject: (e: Error) => void; onProgress?: (bytes: number) => void }
+  >();
   private nextId = 0;
   private turn = 0;
   private closed = false;
@@ -51,12 +57,13 @@ export class FileHasher {
   /** Two workers where there are two cores or more: one per core beside the main thread's I/O. */
   constructor(private readonly size = Math.max(1, Math.min(2, os.cpus().length))) {}
 
-  hash(file: string): Promise<{ size: number; sha256: string }> {
+  /** The file's size and SHA-256; `onProgress` hears bytes hashed so far, now and then. */
+  hash(file: string, onProgress?: (bytes: number) => void): Promise<{ size: number; sha256: string }> {
     if (this.closed) return Promise.reject(new Error('the hasher was closed'));
     if (this.workers.length < this.size) this.spawn();
     const id = this.nextId++;
     return new Promise((resolve, reject) => {
-      this.pending.set(id, { resolve, reject });
+      this.pending.set(id, onProgress === undefined ? { resolve, reject } : { resolve, reject, onProgress });
       this.workers[this.turn++ % this.workers.length]!.postMessage({ id, file });
     });
   }
@@ -66,9 +73,16 @@ export class FileHasher {
     w.on('message', (r: Reply) => {
       const p = this.pending.get(r.id);
       if (p === undefined) return;
+      if (r.progress !== undefined) {
+        p.onProgress?.(r.progress);
+        return;
+      }
       this.pending.delete(r.id);
       if (r.error !== undefined) p.reject(Object.assign(new Error(r.error), r.code !== undefined ? { code: r.code } : {}));
-      else p.resolve({ size: r.size!, sha256: r.sha256! });
+      else {
+        p.onProgress?.(r.size!);
+        p.resolve({ size: r.size!, sha256: r.sha256! });
+      }
     });
     w.on('error', (err) => this.failAll(err));
     // Not unref'd: while a hash is awaited the worker may be all that keeps the process alive

@@ -106,9 +106,15 @@ class Transaction {
   /** Symlinks this call made: checked once more, resolved, before commit. */
   private readonly links: string[] = [];
   private lastProgress = 0;
+  /**
+   * Artifacts in progress (several local files are copied at once): bytes done and total. For a
+   * local file, done is the lesser of bytes copied and bytes hashed: it is not done until both are.
+   */
+  private readonly active = new Map<string, { bytes: number; total?: number }>();
+  /** The artifact reported last: the one progress events name. */
   private current = '';
-  private currentBytes = 0;
-  private currentTotal: number | undefined;
+  /** Sizes of the artifacts finished so far. */
+  private doneBytes = 0;
 
   constructor(
     private readonly lease: Lease,
@@ -154,9 +160,12 @@ class Transaction {
     const now = Date.now();
     if (!force && now - this.lastProgress < PROGRESS_MS) return;
     this.lastProgress = now;
-    const p: StageProgress = { artifact: this.current, artifactBytes: this.currentBytes, bytes: this.bytes, artifacts: this.artifacts };
-    if (this.currentTotal !== undefined) p.artifactTotal = this.currentTotal;
-    if (this.totalBytes !== undefined) p.totalBytes = Math.max(this.totalBytes, this.bytes);
+    let inFlight = 0;
+    for (const a of this.active.values()) inFlight += a.bytes;
+    const shown = this.active.get(this.current);
+    const p: StageProgress = { artifact: shown === undefined ? '' : this.current, artifactBytes: shown?.bytes ?? 0, bytes: this.doneBytes + inFlight, artifacts: this.artifacts };
+    if (shown?.total !== undefined) p.artifactTotal = shown.total;
+    if (this.totalBytes !== undefined) p.totalBytes = Math.max(this.totalBytes, p.bytes);
     if (done !== undefined) p.done = done;
     try {
       cb(p);
@@ -188,9 +197,11 @@ class Transaction {
         return tx.maxBytes - tx.bytes;
       },
       onPartBytes: (n, total) => {
+        const a = this.active.get(spec) ?? { bytes: 0 };
+        a.bytes += n;
+        if (total !== undefined) a.total = total;
+        this.active.set(spec, a);
         this.current = spec;
-        this.currentBytes += n;
-        this.currentTotal = total;
         this.progress(false);
       },
     };
@@ -308,16 +319,13 @@ class Transaction {
       e.content?.destroy();
       throw conflict(name, e, final);
     }
-    this.current = name;
-    this.currentBytes = 0;
-    this.currentTotal = e.size;
     const part = this.newPart();
     let written: { size: number; sha256: string };
     if (e.localPath !== undefined) {
       e.content?.destroy();
-      written = await this.copyLocal(e.localPath, part, e);
+      written = await this.copyLocal(name, e.localPath, part, e);
     } else if (e.content !== undefined) {
-      written = await this.copyStream(e.content, part, e);
+      written = await this.copyStream(name, e.content, part, e);
     } else {
       throw new StagingError('ESOURCE', `${e.source} gave no content for ${e.name}.`);
     }
@@ -334,7 +342,7 @@ class Transaction {
         this.parts.delete(part);
         this.manifest.artifacts[name] ??= entry;
         this.skipped.push(this.manifest.artifacts[name]!);
-        this.finished(name, entry.size, 'skipped');
+        this.finished(name, bytesOf(entry), 'skipped');
         return;
       }
       if (this.options.overwrite !== true) throw conflict(name, { name, source: entry.source }, final);
@@ -352,19 +360,17 @@ class Transaction {
       this.added.push(entry);
     }
     this.manifest.artifacts[name] = entry;
-    this.finished(name, entry.size, existing !== null ? 'replaced' : 'added');
+    this.finished(name, bytesOf(entry), existing !== null ? 'replaced' : 'added');
   }
 
   /** One event per finished artifact, naming it, whatever the throttle says. */
   private finished(name: string, size: number, done: NonNullable<StageProgress['done']>): void {
     this.artifacts++;
+    this.active.set(name, { bytes: size, total: size });
     this.current = name;
-    this.currentBytes = size;
-    this.currentTotal = size;
     this.progress(true, done);
-    this.current = '';
-    this.currentBytes = 0;
-    this.currentTotal = undefined;
+    this.active.delete(name);
+    this.doneBytes += size;
   }
 
   /** Same size and hash as what is there; the manifest's hash is trusted when the size agrees. */
@@ -391,7 +397,7 @@ class Transaction {
    * stat before and after makes sure the source did not change in between, so the hash is the
    * copy's. Large files are copied in chunks instead, so that a cancel stops within 100 ms.
    */
-  private async copyLocal(src: string, part: string, e: IncomingEntry): Promise<{ size: number; sha256: string }> {
+  private async copyLocal(name: string, src: string, part: string, e: IncomingEntry): Promise<{ size: number; sha256: string }> {
     const sourceError = (err: unknown): StagingError =>
       new StagingError('ESOURCE', `Cannot read ${src}: ${(err as Error).message}.`, { path: src, cause: err });
     const before = await fs.promises.stat(src).catch((err: unknown) => {
@@ -399,25 +405,37 @@ class Transaction {
     });
     // The limit is known to be broken before a byte is copied.
     if (this.bytes + before.size > this.maxBytes) this.count(before.size, e.source);
-    this.currentTotal = before.size;
+    let copied = 0;
+    let hashed = 0;
+    const report = (): void => {
+      this.active.set(name, { bytes: Math.min(copied, hashed), total: before.size });
+      this.current = name;
+      this.progress(false);
+    };
     this.fileHasher ??= new FileHasher();
-    const hashing = this.fileHasher.hash(src);
+    const hashing = this.fileHasher.hash(src, (n) => {
+      hashed = n;
+      report();
+    });
     hashing.catch(() => undefined); // awaited below; a copy failure must not leave it unobserved
     try {
       if (before.size <= COPY_FILE_MAX) {
         await fs.promises.copyFile(src, part, fs.constants.COPYFILE_EXCL);
         this.check();
         this.count(before.size, e.source);
-        this.currentBytes = before.size;
-        this.progress(false);
+        copied = before.size;
+        report();
       } else {
-        await this.copyChunks(src, part, e);
+        await this.copyChunks(src, part, e, (n) => {
+          copied += n;
+          report();
+        });
       }
-      const [hashed, after] = await Promise.all([untilAborted(hashing, this.signal), fs.promises.stat(src)]);
-      if (after.ino !== before.ino || after.size !== before.size || after.mtimeMs !== before.mtimeMs || hashed.size !== before.size) {
+      const [digest, after] = await Promise.all([untilAborted(hashing, this.signal), fs.promises.stat(src)]);
+      if (after.ino !== before.ino || after.size !== before.size || after.mtimeMs !== before.mtimeMs || digest.size !== before.size) {
         throw new StagingError('ESOURCE', `${src} changed while it was being staged; stage it again once it is complete.`, { path: src });
       }
-      return hashed;
+      return digest;
     } catch (err) {
       if (this.signal.aborted) throw this.signal.reason;
       if (isStagingError(err)) throw err;
@@ -427,7 +445,7 @@ class Transaction {
     }
   }
 
-  private async copyChunks(src: string, part: string, e: IncomingEntry): Promise<void> {
+  private async copyChunks(src: string, part: string, e: IncomingEntry, onCopied: (n: number) => void): Promise<void> {
     const input = await fs.promises.open(src, 'r');
     let output: fs.promises.FileHandle | undefined;
     try {
@@ -439,8 +457,7 @@ class Transaction {
         if (bytesRead === 0) break;
         this.count(bytesRead, e.source);
         await output.write(buf, 0, bytesRead);
-        this.currentBytes += bytesRead;
-        this.progress(false);
+        onCopied(bytesRead);
       }
     } finally {
       await input.close().catch(() => undefined);
@@ -448,9 +465,10 @@ class Transaction {
     }
   }
 
-  private async copyStream(content: Readable, part: string, e: IncomingEntry): Promise<{ size: number; sha256: string }> {
+  private async copyStream(name: string, content: Readable, part: string, e: IncomingEntry): Promise<{ size: number; sha256: string }> {
     const hash = crypto.createHash('sha256');
     let size = 0;
+    const total = e.size;
     const meter = new Transform({
       transform: (chunk: Buffer, _enc, done) => {
         try {
@@ -460,7 +478,8 @@ class Transaction {
         }
         hash.update(chunk);
         size += chunk.length;
-        this.currentBytes += chunk.length;
+        this.active.set(name, total === undefined ? { bytes: size } : { bytes: size, total });
+        this.current = name;
         this.progress(false);
         done(null, chunk);
       },
@@ -555,6 +574,11 @@ class Transaction {
     await Promise.all([...this.parts].map((p) => fs.promises.rm(p, { force: true, recursive: true }).catch(() => undefined)));
     this.parts.clear();
   }
+}
+
+/** What an artifact counts for in progress: its content; a link has none to copy. */
+function bytesOf(entry: ManifestEntry): number {
+  return entry.type === 'file' ? entry.size : 0;
 }
 
 /** `p`, or the signal's reason as soon as it aborts (a worker mid-file is stopped separately). */
@@ -656,7 +680,11 @@ async function localTotal(sources: readonly string[]): Promise<number | undefine
         entries.map(async (ent) => {
           const p = path.join(d, ent.name);
           if (ent.isDirectory()) stack.push(p);
-          else if (ent.isFile()) total += (await fs.promises.lstat(p).catch(() => ({ size: 0 }))).size;
+          else if (ent.isFile()) {
+            // Not `total += await …`: that reads `total` before the await and loses parallel updates.
+            const { size } = await fs.promises.lstat(p).catch(() => ({ size: 0 }));
+            total += size;
+          }
         }),
       );
     }
