@@ -54,6 +54,9 @@ export class Lease extends EventEmitter<LeaseEvents> {
   readonly holder: Holder;
   /** Whether this acquisition created the area directory. */
   readonly created: boolean;
+  /** The directories this acquisition created, the area last: a destroy removes the parents too. */
+  private readonly createdDirs: readonly string[];
+  private readonly io: Area['io'];
   readonly timing: Timing;
   private readonly controller = new AbortController();
   private status: 'held' | 'released' | 'lost' = 'held';
@@ -62,14 +65,16 @@ export class Lease extends EventEmitter<LeaseEvents> {
   private unlock?: () => Promise<void>;
 
   /** @internal */
-  constructor(area: Area, holder: Holder, created: boolean, timing: Timing, private readonly fsState: LockFsState) {
+  constructor(area: Area, holder: Holder, createdDirs: readonly string[], timing: Timing, private readonly fsState: LockFsState) {
     super();
     this.staticDir = area.staticDir;
     this.tag = area.tag;
     this.dir = area.dir;
     this.lockPath = lockPathOf(area.dir);
     this.holder = holder;
-    this.created = created;
+    this.createdDirs = [...createdDirs];
+    this.created = createdDirs.length > 0;
+    this.io = area.io;
     this.timing = timing;
   }
 
@@ -159,6 +164,10 @@ export class Lease extends EventEmitter<LeaseEvents> {
       }
       throw asStagingError(err, options.destroy === true ? 'destroy' : 'release the lock on', this.dir);
     }
+    if (options.destroy === true && refused === undefined) {
+      // A new nested area (board/branch/build) leaves no empty board/branch behind either.
+      await removeCreated(this.createdDirs.slice(0, -1), this.io);
+    }
     try {
       this.emit('released');
     } catch {
@@ -218,7 +227,7 @@ export async function acquire(staticDir: string, tag: string, options: AcquireOp
     const deadline = Date.now() + waitMs;
     for (let attempt = 0; ; attempt++) {
       if (options.signal?.aborted === true) throw cancelled(area, options.signal);
-      const outcome = await tryAcquire(area, timing, options, created.length > 0);
+      const outcome = await tryAcquire(area, timing, options, created);
       if (outcome instanceof Lease) return outcome;
       if (outcome === 'retry') continue; // the lock vanished or we took a stale one over: try again at once
       if (outcome === 'vanished') {
@@ -246,7 +255,7 @@ function cancelled(area: Area, signal: AbortSignal): StagingError {
 }
 
 /** One attempt: the lease, 'retry', 'vanished' (the area is gone), or the judged lock that stands in the way. */
-async function tryAcquire(area: Area, timing: Timing, options: AcquireOptions, created: boolean): Promise<Lease | 'retry' | 'vanished' | LockInfo> {
+async function tryAcquire(area: Area, timing: Timing, options: AcquireOptions, created: readonly string[]): Promise<Lease | 'retry' | 'vanished' | LockInfo> {
   const skewMs = await fsClockSkew(area.realStaticDir);
   const holder = makeHolder({
     staleMs: timing.staleMs,

@@ -42,7 +42,6 @@ function badTag(tag: unknown, why: string): StagingError {
 export function parseTag(tag: unknown): string[] {
   if (typeof tag !== 'string') throw badTag(tag, 'a tag must be a string');
   if (tag.length === 0) throw badTag(tag, 'it is empty; name a subdirectory of the static directory, such as "eve-release/R120-15662.0.0"');
-  // eslint-disable-next-line no-control-regex
   if (/[\u0000-\u001f\u007f]/.test(tag)) throw badTag(tag, 'it contains a NUL or control character');
   if (tag.startsWith('/') || path.isAbsolute(tag)) throw badTag(tag, 'it is an absolute path; give a path relative to the static directory');
   if (Buffer.byteLength(tag) > MAX_TAG_BYTES) throw badTag(tag, `it is longer than ${MAX_TAG_BYTES} bytes`);

@@ -4,30 +4,21 @@
  */
 import { strict as assert } from 'assert';
 import { spawn } from 'child_process';
-import { createHash } from 'crypto';
 import * as fs from 'fs';
 import * as http from 'http';
-import type { AddressInfo, Socket } from 'net';
+import type { AddressInfo } from 'net';
 import * as path from 'path';
-import type { Readable } from 'stream';
 import * as tar from 'tar';
 import { StagingError, isStagingError } from '../../src/core/errors';
 import { openSource } from '../../src/core/stage/sources';
 import { DEFAULT_MAX_BYTES, PART_PREFIX, type EntrySource, type IncomingEntry, type SourceContext } from '../../src/core/stage/types';
-import { cleanup, isRoot, run, sleep, tempDir, waitFor } from '../helpers';
+import { hashStream, python, sha, startServer, writeArchives, type TestServer } from '../fixtures';
+import { cleanup, isRoot, sleep, tempDir, waitFor } from '../helpers';
 
-const PYTHON = '/usr/bin/python3';
 /** The stated cancellation requirement. */
 const CANCEL_MS = 100;
 /** Added to it in assertions: timers and the event loop of a busy two-core CI machine. */
 const CANCEL_SLACK_MS = 50;
-
-const sha = (data: Buffer | string): string => createHash('sha256').update(data).digest('hex');
-
-async function python(code: string, ...args: string[]): Promise<void> {
-  const r = await run(PYTHON, ['-c', code, ...args]);
-  if (r.code !== 0) throw new Error(`python failed (${r.code}): ${r.stderr}`);
-}
 
 interface Seen {
   name: string;
@@ -47,12 +38,6 @@ async function seenOf(e: IncomingEntry): Promise<Seen> {
   if (e.content) s.sha256 = await hashStream(e.content);
   else if (e.localPath) s.sha256 = sha(fs.readFileSync(e.localPath));
   return s;
-}
-
-async function hashStream(stream: Readable): Promise<string> {
-  const h = createHash('sha256');
-  for await (const chunk of stream) h.update(chunk as Buffer);
-  return h.digest('hex');
 }
 
 async function collect(source: EntrySource, sources?: string[]): Promise<Seen[]> {
@@ -157,58 +142,36 @@ describe('staging sources', function () {
     fs.copyFileSync(path.join(fixtures, 'tree.tar.xz'), path.join(fixtures, 'tree.txz'));
 
     // A hostile tar: names that leave the area, devices, a FIFO, links out, a long GNU name.
-    await python(
-      `import io, sys, tarfile
-for out, mode in ((sys.argv[1], 'w'), (sys.argv[2], 'w:xz')):
-    with tarfile.open(out, mode, format=tarfile.GNU_FORMAT) as t:
-        def add(name, data=b'', kind=tarfile.REGTYPE, **kw):
-            ti = tarfile.TarInfo(name)
-            ti.type = kind
-            ti.size = len(data)
-            ti.mtime = 1700000000
-            for k, v in kw.items():
-                setattr(ti, k, v)
-            t.addfile(ti, io.BytesIO(data) if data else None)
-        add('../evil.txt', b'evil')
-        add('/etc/abs.txt', b'abs')
-        add('ok/fine.txt', b'fine')
-        add('ok/empty.txt')
-        add('dev/null', kind=tarfile.CHRTYPE, devmajor=1, devminor=3)
-        add('dev/sda', kind=tarfile.BLKTYPE, devmajor=8, devminor=0)
-        add('pipe', kind=tarfile.FIFOTYPE)
-        add('hl', kind=tarfile.LNKTYPE, linkname='../../etc/passwd')
-        add('sl', kind=tarfile.SYMTYPE, linkname='/etc/shadow')
-        add('long/' + 'x' * 150 + '.txt', b'long name')
-`,
-      path.join(fixtures, 'hostile.tar'),
-      path.join(fixtures, 'hostile.tar.xz'),
-    );
-
+    const hostile = [
+      { name: '../evil.txt', data: 'evil' },
+      { name: '/etc/abs.txt', data: 'abs' },
+      { name: 'ok/fine.txt', data: 'fine' },
+      { name: 'ok/empty.txt' },
+      { name: 'dev/null', type: 'chr', devmajor: 1, devminor: 3 },
+      { name: 'dev/sda', type: 'blk', devmajor: 8, devminor: 0 },
+      { name: 'pipe', type: 'fifo' },
+      { name: 'hl', type: 'hardlink', linkname: '../../etc/passwd' },
+      { name: 'sl', type: 'symlink', linkname: '/etc/shadow' },
+      { name: `long/${'x'.repeat(150)}.txt`, data: 'long name' },
+    ] as const;
     // Zips: a symlink (S_IFLNK in the external attributes), a directory, stored and deflated
     // files, an empty file, names that leave the area, a character device; and a big one.
-    await python(
-      `import sys, zipfile
-with zipfile.ZipFile(sys.argv[1], 'w') as z:
-    def add(name, data, mode, method=zipfile.ZIP_DEFLATED):
-        zi = zipfile.ZipInfo(name, date_time=(2024, 1, 2, 3, 4, 6))
-        zi.create_system = 3
-        zi.external_attr = mode << 16
-        zi.compress_type = method
-        z.writestr(zi, data)
-    add('dir/', b'', 0o040755, zipfile.ZIP_STORED)
-    add('dir/file.txt', b'hello zip\\n' * 100, 0o100644)
-    add('dir/stored.bin', bytes(range(256)) * 10, 0o100644, zipfile.ZIP_STORED)
-    add('dir/empty.txt', b'', 0o100644)
-    add('dir/link', b'file.txt', 0o120777)
-    add('../up.txt', b'up', 0o100644)
-    add('/abs.txt', b'abs', 0o100644)
-    add('dev/tty0', b'', 0o020620)
-with zipfile.ZipFile(sys.argv[2], 'w') as z:
-    z.writestr('random.bin', open('/dev/urandom', 'rb').read(300000))
-`,
-      path.join(fixtures, 'build.zip'),
-      path.join(fixtures, 'big.zip'),
-    );
+    const zipEntries = [
+      { name: 'dir/', type: 'dir', mode: 0o040755 },
+      { name: 'dir/file.txt', data: 'hello zip\n'.repeat(100) },
+      { name: 'dir/stored.bin', base64: Buffer.concat(Array.from({ length: 10 }, () => Buffer.from([...Array(256).keys()]))).toString('base64'), method: 'stored' },
+      { name: 'dir/empty.txt' },
+      { name: 'dir/link', type: 'symlink', linkname: 'file.txt' },
+      { name: '../up.txt', data: 'up' },
+      { name: '/abs.txt', data: 'abs' },
+      { name: 'dev/tty0', type: 'chr', mode: 0o020620 },
+    ] as const;
+    await writeArchives([
+      { file: path.join(fixtures, 'hostile.tar'), kind: 'tar', entries: [...hostile] },
+      { file: path.join(fixtures, 'hostile.tar.xz'), kind: 'tar.xz', entries: [...hostile] },
+      { file: path.join(fixtures, 'build.zip'), kind: 'zip', entries: [...zipEntries] },
+      { file: path.join(fixtures, 'big.zip'), kind: 'zip', entries: [{ name: 'random.bin', random: 300_000, method: 'stored' }] },
+    ]);
   });
 
   after(() => {
@@ -521,9 +484,8 @@ with zipfile.ZipFile(sys.argv[2], 'w') as z:
   });
 
   describe('http', () => {
-    let server: http.Server;
+    let server: TestServer;
     let base: string;
-    const sockets = new Set<Socket>();
     const closedRequests: string[] = [];
     let tarGz: Buffer;
     let tarXz: Buffer;
@@ -542,7 +504,7 @@ with zipfile.ZipFile(sys.argv[2], 'w') as z:
       tarXz = fs.readFileSync(path.join(fixtures, 'tree.tar.xz'));
       zip = fs.readFileSync(path.join(fixtures, 'build.zip'));
       bigZip = fs.readFileSync(path.join(fixtures, 'big.zip'));
-      server = http.createServer((req, res) => {
+      server = await startServer((req, res) => {
         res.on('close', () => closedRequests.push(req.url ?? ''));
         const send = (body: Buffer, type = 'application/octet-stream'): void => {
           res.writeHead(200, { 'content-type': type, 'content-length': body.length });
@@ -616,17 +578,11 @@ with zipfile.ZipFile(sys.argv[2], 'w') as z:
             res.end();
         }
       });
-      server.on('connection', (s: Socket) => {
-        sockets.add(s);
-        s.on('close', () => sockets.delete(s));
-      });
-      await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-      base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+      base = server.base;
     });
 
     after(async () => {
-      for (const s of sockets) s.destroy();
-      await new Promise((resolve) => server.close(resolve));
+      await server.close();
     });
 
     it('downloads a plain file as one entry named after the last path segment', async () => {

@@ -471,9 +471,12 @@ function openZip(file: string, label: string): Promise<yauzl.ZipFile> {
   });
 }
 
-/** The entry's name as stored (the Info-ZIP Unicode path where there is one). */
+/**
+ * The entry's name as stored (the Info-ZIP Unicode path where there is one). Strict, so that
+ * backslashes reach the stager as they are: it refuses them, rather than staging `a\b` as `a/b`.
+ */
 function zipName(entry: yauzl.Entry): string {
-  return yauzl.getFileNameLowLevel(entry.generalPurposeBitFlag, entry.fileNameRaw, entry.extraFields, false);
+  return yauzl.getFileNameLowLevel(entry.generalPurposeBitFlag, entry.fileNameRaw, entry.extraFields, true);
 }
 
 /** The Unix file type bits, where the archive was made on a Unix-like system. */

@@ -6,7 +6,7 @@
 import * as fs from 'fs';
 import { Readable, Transform } from 'stream';
 import { pipeline } from 'stream/promises';
-import { StagingError, errnoCode } from '../errors';
+import { StagingError, asStagingError, errnoCode } from '../errors';
 import { archiveKindOf, archiveKindOfContentType, canceledError, messageOf, sourceError, tarEntries, throwIfAborted, zipEntries } from './archive';
 import type { IncomingEntry, SourceContext } from './types';
 
@@ -208,9 +208,7 @@ async function download(body: Readable, part: string, url: string, ctx: SourceCo
   } catch (err) {
     if (ctx.signal.aborted) throw canceledError(ctx.signal, url);
     if (err instanceof StagingError) throw err;
-    throw new StagingError('EIO', `Could not write the download of ${url} to ${part}: ${messageOf(err)}.`, {
-      path: part,
-      cause: err,
-    });
+    // The disk's fault, not the server's: say so (a full disk gets its hint).
+    throw asStagingError(err, `write the download of ${url} to`, part);
   }
 }

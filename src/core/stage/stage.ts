@@ -40,6 +40,10 @@ const COPY_FILE_MAX = 16 * 1024 * 1024;
 /** Local files copied at the same time: keeps libuv's four threads busy while the hash runs here. */
 const PARALLEL = 4;
 const PROGRESS_MS = 100;
+/** Linux's limit on a path: a longer one cannot be created, so it is refused up front. */
+const PATH_MAX = 4096;
+/** Links followed in one resolution before it counts as a loop (the kernel's limit). */
+const MAX_LINK_DEPTH = 40;
 
 /** Stages `sources` into the area `tag`: a new build (create-once) unless `add`. */
 export async function stage(staticDir: string, tag: string, sources: readonly string[], options: StageOptions = {}): Promise<StageResult> {
@@ -187,14 +191,13 @@ class Transaction {
   }
 
   async stageSource(spec: string): Promise<void> {
-    // eslint-disable-next-line @typescript-eslint/no-this-alias
-    const tx = this;
+    const remaining = (): number => this.maxBytes - this.bytes;
     const ctx: SourceContext = {
       dir: this.dir,
       partPath: () => this.newPart('download.'),
       signal: this.signal,
       get maxBytes() {
-        return tx.maxBytes - tx.bytes;
+        return remaining();
       },
       onPartBytes: (n, total) => {
         const a = this.active.get(spec) ?? { bytes: 0 };
@@ -245,6 +248,10 @@ class Transaction {
     } catch (err) {
       e.content?.destroy();
       throw err;
+    }
+    if (Buffer.byteLength(path.join(this.dir, name)) >= PATH_MAX) {
+      e.content?.destroy();
+      throw unsafe(e, `its path in the area would be longer than the ${PATH_MAX} bytes the system allows`);
     }
     const earlier = this.writing.get(name);
     if (earlier !== undefined) await earlier.catch(() => undefined);
@@ -484,11 +491,16 @@ class Transaction {
         done(null, chunk);
       },
     });
+    const out = fs.createWriteStream(part, { flags: 'wx' });
+    let writeError: unknown;
+    out.once('error', (err) => (writeError = err));
     try {
-      await pipeline(content, meter, fs.createWriteStream(part, { flags: 'wx' }), { signal: this.signal });
+      await pipeline(content, meter, out, { signal: this.signal });
     } catch (err) {
       if (this.signal.aborted) throw this.signal.reason;
       if (isStagingError(err)) throw err;
+      // Writing failed (a full disk, permissions): the area's problem, not the source's.
+      if (writeError !== undefined) throw asStagingError(writeError, `write ${name} into`, this.dir);
       throw new StagingError('ESOURCE', `Could not stage ${e.name} from ${e.source}: ${(err as Error).message}.`, { cause: err });
     }
     return { size, sha256: hash.digest('hex') };
@@ -522,7 +534,10 @@ class Transaction {
     this.links.push(final);
   }
 
-  /** A hard link entry is staged as a copy of the artifact it names, which must already be in the area. */
+  /**
+   * A hard link entry is staged as a copy of the artifact it names, which must already be a file in
+   * the area, reached without passing through any link (a link could lead the copy outside).
+   */
   private async hardlink(name: string, e: IncomingEntry): Promise<void> {
     let targetName: string;
     try {
@@ -531,9 +546,15 @@ class Transaction {
       throw unsafe(e, `it is a hard link to ${JSON.stringify(e.linkTarget)}, which is not an entry inside the area`);
     }
     const target = path.join(this.dir, targetName);
-    const st = await lstatOrNull(target);
+    let st: fs.Stats | null = null;
+    let probe = this.dir;
+    for (const seg of targetName.split('/')) {
+      probe = path.join(probe, seg);
+      st = await lstatOrNull(probe);
+      if (st === null || st.isSymbolicLink()) break;
+    }
     if (st === null || !st.isFile()) {
-      throw unsafe(e, `it is a hard link to ${JSON.stringify(e.linkTarget)}, which is not a file staged in the area`);
+      throw unsafe(e, `it is a hard link to ${JSON.stringify(e.linkTarget)}, which is not a file staged in the area (reached without links)`);
     }
     await this.file(name, { ...e, type: 'file', localPath: target, size: st.size });
   }
@@ -541,12 +562,25 @@ class Transaction {
   /** Writes the manifest and the timestamp, then lets go of what was replaced. */
   async commit(): Promise<void> {
     this.check();
-    // A link may point out through other links made in the same call; resolved now, it cannot.
+    // A link may lead out through other links, made now or earlier, even where its target does not
+    // exist yet. So every link of the area is followed once more, as the kernel would, with what is
+    // on disk now; one that would leave the area fails the staging, whichever call made it.
     const realDir = await fs.promises.realpath(this.dir);
-    for (const link of this.links) {
-      const real = await fs.promises.realpath(link).catch(() => undefined);
-      if (real !== undefined && !isInside(realDir, real)) {
-        throw new StagingError('EUNSAFE', `Refusing ${path.relative(this.dir, link)}: through other links it leads outside the area (to ${real}).`, { path: link });
+    const links = new Set(this.links.map((l) => path.relative(this.dir, l).split(path.sep).join('/')));
+    for (const entry of Object.values(this.manifest.artifacts)) if (entry.type === 'symlink') links.add(entry.name);
+    for (const name of links) {
+      const link = path.join(realDir, name);
+      const target = await fs.promises.readlink(link).catch(() => undefined);
+      if (target === undefined) continue; // replaced by a file since: nothing to follow
+      if ((await resolveInside(realDir, path.dirname(link), target, 0)) === undefined) {
+        const made = this.links.some((l) => path.relative(this.dir, l).split(path.sep).join('/') === name);
+        throw new StagingError(
+          'EUNSAFE',
+          made
+            ? `Refusing ${name} from this staging: followed through the links of the area, it leads outside it (or loops).`
+            : `Refusing this staging: with it, the link ${name} already in the area would lead outside it (or loop).`,
+          { path: link },
+        );
       }
     }
     await writeManifest(this.dir, this.manifest);
@@ -574,6 +608,36 @@ class Transaction {
     await Promise.all([...this.parts].map((p) => fs.promises.rm(p, { force: true, recursive: true }).catch(() => undefined)));
     this.parts.clear();
   }
+}
+
+/**
+ * Where `target`, a link's content, leads from `fromDir`, following links on the way as the
+ * kernel does, and taking parts that do not exist as written. Undefined if it ever climbs above
+ * `area` (a real path), is absolute, or loops.
+ */
+async function resolveInside(area: string, fromDir: string, target: string, depth: number): Promise<string | undefined> {
+  if (depth > MAX_LINK_DEPTH || path.isAbsolute(target)) return undefined;
+  let current = fromDir;
+  for (const part of target.split('/')) {
+    if (part === '' || part === '.') continue;
+    if (part === '..') {
+      if (current === area) return undefined;
+      current = path.dirname(current);
+      continue;
+    }
+    const next = path.join(current, part);
+    const st = await lstatOrNull(next).catch(() => null);
+    if (st?.isSymbolicLink() === true) {
+      const inner = await fs.promises.readlink(next).catch(() => undefined);
+      if (inner === undefined) return undefined;
+      const resolved = await resolveInside(area, current, inner, depth + 1);
+      if (resolved === undefined) return undefined;
+      current = resolved;
+    } else {
+      current = next;
+    }
+  }
+  return current === area || isInside(area, current) ? current : undefined;
 }
 
 /** What an artifact counts for in progress: its content; a link has none to copy. */
@@ -639,7 +703,6 @@ function reservedSegment(seg: string, top: boolean): boolean {
 function checkName(e: Pick<IncomingEntry, 'name' | 'source' | 'type'>): string {
   let name = e.name;
   if (typeof name !== 'string' || name === '') throw unsafe(e, 'it has no name');
-  // eslint-disable-next-line no-control-regex
   if (/[\u0000-\u001f\u007f]/.test(name)) throw unsafe(e, 'its name contains a NUL or control character');
   if (name.includes('\\')) throw unsafe(e, 'its name contains a backslash');
   if (name.startsWith('/') || /^[A-Za-z]:/.test(name)) throw unsafe(e, 'its name is an absolute path');
