@@ -133,6 +133,25 @@ describe('stage', () => {
     assert.equal(fs.existsSync(path.join(staticDir, 'evil')), false);
   });
 
+  it('refuses a source file that changes while it is being staged, and keeps nothing', async () => {
+    const growing = path.join(root, 'growing');
+    fs.mkdirSync(growing);
+    const file = path.join(growing, 'still-being-built.bin');
+    fs.writeFileSync(file, crypto.randomBytes(40 * 1024 * 1024));
+    let appended = false;
+    const staging = stage(staticDir, 'moving', [growing], {
+      onProgress: (p) => {
+        if (!appended && p.artifact === 'still-being-built.bin' && p.done === undefined) {
+          appended = true;
+          fs.appendFileSync(file, 'more output from the build');
+        }
+      },
+    });
+    await rejectsWith(staging, 'ESOURCE', /still-being-built\.bin changed while it was being staged/);
+    assert.ok(appended, 'the file was changed mid-staging');
+    assert.equal(fs.existsSync(path.join(staticDir, 'moving')), false);
+  });
+
   it('reports progress with bytes and totals, at most about every 100 ms while bytes flow', async () => {
     const events: StageProgress[] = [];
     const result = await stage(staticDir, 'p', [build], { onProgress: (p) => events.push(p) });

@@ -16,6 +16,7 @@ parentPort.on('message', ({ id, file }) => {
   let fd;
   try {
     fd = fs.openSync(file, 'r');
+    const st = fs.fstatSync(fd);
     const hash = crypto.createHash('sha256');
     let size = 0;
     for (;;) {
@@ -25,7 +26,7 @@ parentPort.on('message', ({ id, file }) => {
       size += n;
       if (size % (16 * 1024 * 1024) === 0) parentPort.postMessage({ id, progress: size });
     }
-    parentPort.postMessage({ id, size, sha256: hash.digest('hex') });
+    parentPort.postMessage({ id, size, sha256: hash.digest('hex'), opened: { ino: st.ino, size: st.size, mtimeMs: st.mtimeMs } });
   } catch (err) {
     parentPort.postMessage({ id, error: String(err && err.message || err), code: err && err.code });
   } finally {
@@ -34,12 +35,26 @@ parentPort.on('message', ({ id, file }) => {
 });
 `;
 
+/** What a file was when the worker opened it: to tell whether it changed while it was staged. */
+export interface FileIdentity {
+  ino: number;
+  size: number;
+  mtimeMs: number;
+}
+
+export interface FileDigest {
+  size: number;
+  sha256: string;
+  opened: FileIdentity;
+}
+
 interface Reply {
   id: number;
   /** Bytes hashed so far, sent every 16 MiB of a large file. */
   progress?: number;
   size?: number;
   sha256?: string;
+  opened?: FileIdentity;
   error?: string;
   code?: string;
 }
@@ -48,7 +63,7 @@ export class FileHasher {
   private readonly workers: Worker[] = [];
   private readonly pending = new Map<
     number,
-    { resolve: (r: { size: number; sha256: string }) => void; reject: (e: Error) => void; onProgress?: (bytes: number) => void }
+    { resolve: (r: FileDigest) => void; reject: (e: Error) => void; onProgress?: (bytes: number) => void }
   >();
   private nextId = 0;
   private turn = 0;
@@ -58,7 +73,7 @@ export class FileHasher {
   constructor(private readonly size = Math.max(1, Math.min(2, os.cpus().length))) {}
 
   /** The file's size and SHA-256; `onProgress` hears bytes hashed so far, now and then. */
-  hash(file: string, onProgress?: (bytes: number) => void): Promise<{ size: number; sha256: string }> {
+  hash(file: string, onProgress?: (bytes: number) => void): Promise<FileDigest> {
     if (this.closed) return Promise.reject(new Error('the hasher was closed'));
     if (this.workers.length < this.size) this.spawn();
     const id = this.nextId++;
@@ -81,7 +96,7 @@ export class FileHasher {
       if (r.error !== undefined) p.reject(Object.assign(new Error(r.error), r.code !== undefined ? { code: r.code } : {}));
       else {
         p.onProgress?.(r.size!);
-        p.resolve({ size: r.size!, sha256: r.sha256! });
+        p.resolve({ size: r.size!, sha256: r.sha256!, opened: r.opened! });
       }
     });
     w.on('error', (err) => this.failAll(err));

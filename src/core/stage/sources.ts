@@ -62,7 +62,7 @@ async function* localEntries(spec: string, signal: AbortSignal): AsyncGenerator<
     yield* archiveFileEntries(real, kind, signal, shown);
     return;
   }
-  yield { name: path.basename(shown), type: 'file', localPath: real, size: st.size, source: shown };
+  yield { name: path.basename(shown), type: 'file', localPath: real, size: st.size, localStat: identityOf(st), source: shown };
 }
 
 /**
@@ -94,7 +94,7 @@ async function* walk(realRoot: string, rel: string, shownRoot: string, signal: A
       yield { name, type: 'directory', source };
       yield* walk(realRoot, name, shownRoot, signal);
     } else if (st.isFile()) {
-      yield { name, type: 'file', localPath: file, size: st.size, source };
+      yield { name, type: 'file', localPath: file, size: st.size, localStat: identityOf(st), source };
     } else if (st.isSymbolicLink()) {
       let linkTarget: string;
       try {
@@ -116,4 +116,9 @@ function kindOf(st: Stats): string {
   if (st.isBlockDevice()) return 'block device';
   if (st.isSymbolicLink()) return 'symbolic link';
   return 'special file';
+}
+
+/** What a local file was when the source looked at it: the stager checks it did not change since. */
+function identityOf(st: { ino: number; size: number; mtimeMs: number }): { ino: number; size: number; mtimeMs: number } {
+  return { ino: st.ino, size: st.size, mtimeMs: st.mtimeMs };
 }

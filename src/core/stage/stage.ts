@@ -8,6 +8,7 @@
  * so a later run can retry. The area never loses an artifact it had before the call.
  */
 import * as crypto from 'crypto';
+import { setMaxListeners } from 'events';
 import * as fs from 'fs';
 import * as path from 'path';
 import { Transform, type Readable } from 'stream';
@@ -37,8 +38,11 @@ import {
 const CHUNK = 4 * 1024 * 1024;
 /** Up to this size a local file is copied by the kernel in one call (tens of ms at most). */
 const COPY_FILE_MAX = 16 * 1024 * 1024;
-/** Local files copied at the same time: keeps libuv's four threads busy while the hash runs here. */
-const PARALLEL = 4;
+/**
+ * Local files staged at the same time. Most of a small file's time is waiting (on the thread
+ * pool, on a hash worker), so many in flight keep both busy; large files are few in any build.
+ */
+const PARALLEL = 8;
 const PROGRESS_MS = 100;
 /** Linux's limit on a path: a longer one cannot be created, so it is refused up front. */
 const PATH_MAX = 4096;
@@ -62,6 +66,8 @@ export async function stage(staticDir: string, tag: string, sources: readonly st
   });
   // One signal for the work: the caller's cancel, or the lock being lost.
   const work = new AbortController();
+  // Every file in flight waits on it, and each source and stream listens too.
+  setMaxListeners(PARALLEL * 4, work.signal);
   const onCancel = (): void => work.abort(new StagingError('ECANCELED', `Staging into ${lease.dir} was cancelled; nothing it wrote was kept.`, { path: lease.dir }));
   const onLost = (): void => work.abort(lease.signal.reason);
   options.signal?.addEventListener('abort', onCancel, { once: true });
@@ -316,7 +322,9 @@ class Transaction {
 
   private async file(name: string, e: IncomingEntry): Promise<void> {
     const final = path.join(this.dir, name);
-    const existing = await lstatOrNull(final);
+    // In an area this call created, only this call's own artifacts and directories can be there.
+    const mightExist = !this.lease.created || name in this.manifest.artifacts || this.knownDirs.has(final);
+    const existing = mightExist ? await lstatOrNull(final) : null;
     if (existing?.isDirectory() === true) {
       e.content?.destroy();
       throw new StagingError('ECONFLICT', `Cannot stage ${name} from ${e.source}: a directory of that name is already in ${this.dir}.`, { path: final });
@@ -407,15 +415,16 @@ class Transaction {
   private async copyLocal(name: string, src: string, part: string, e: IncomingEntry): Promise<{ size: number; sha256: string }> {
     const sourceError = (err: unknown): StagingError =>
       new StagingError('ESOURCE', `Cannot read ${src}: ${(err as Error).message}.`, { path: src, cause: err });
-    const before = await fs.promises.stat(src).catch((err: unknown) => {
+    // The size as the source saw it (its directory walk); the worker's look at the open file decides.
+    const size = e.size ?? (await fs.promises.stat(src).catch((err: unknown) => {
       throw sourceError(err);
-    });
+    })).size;
     // The limit is known to be broken before a byte is copied.
-    if (this.bytes + before.size > this.maxBytes) this.count(before.size, e.source);
+    if (this.bytes + size > this.maxBytes) this.count(size, e.source);
     let copied = 0;
     let hashed = 0;
     const report = (): void => {
-      this.active.set(name, { bytes: Math.min(copied, hashed), total: before.size });
+      this.active.set(name, { bytes: Math.min(copied, hashed), total: size });
       this.current = name;
       this.progress(false);
     };
@@ -426,23 +435,34 @@ class Transaction {
     });
     hashing.catch(() => undefined); // awaited below; a copy failure must not leave it unobserved
     try {
-      if (before.size <= COPY_FILE_MAX) {
+      let copiedBytes: number;
+      if (size <= COPY_FILE_MAX) {
         await fs.promises.copyFile(src, part, fs.constants.COPYFILE_EXCL);
         this.check();
-        this.count(before.size, e.source);
-        copied = before.size;
+        copiedBytes = size;
+        this.count(size, e.source);
+        copied = size;
         report();
       } else {
+        copiedBytes = 0;
         await this.copyChunks(src, part, e, (n) => {
           copied += n;
+          copiedBytes += n;
           report();
         });
       }
-      const [digest, after] = await Promise.all([untilAborted(hashing, this.signal), fs.promises.stat(src)]);
-      if (after.ino !== before.ino || after.size !== before.size || after.mtimeMs !== before.mtimeMs || digest.size !== before.size) {
+      // The file as the source saw it before the copy began (else as the worker found it on
+      // opening), as it is now, and what was hashed must agree: otherwise it changed while it was
+      // staged and the hash might not be the copy's.
+      const digest = await untilAborted(hashing, this.signal);
+      const after = await fs.promises.stat(src);
+      const seen = e.localStat ?? digest.opened;
+      const copiedSize = size <= COPY_FILE_MAX ? size : copiedBytes;
+      const same = (a: { ino: number; size: number; mtimeMs: number }): boolean => a.ino === after.ino && a.size === after.size && a.mtimeMs === after.mtimeMs;
+      if (!same(seen) || !same(digest.opened) || digest.size !== after.size || copiedSize !== after.size) {
         throw new StagingError('ESOURCE', `${src} changed while it was being staged; stage it again once it is complete.`, { path: src });
       }
-      return digest;
+      return { size: digest.size, sha256: digest.sha256 };
     } catch (err) {
       if (this.signal.aborted) throw this.signal.reason;
       if (isStagingError(err)) throw err;
