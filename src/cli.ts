@@ -125,7 +125,12 @@ Examples:
 
   program
     .command('lock')
-    .description('run COMMAND while holding the lock of TAG, and exit with its exit code (like flock(1)).\nIf the lock is lost while it runs, COMMAND is stopped (SIGTERM, then SIGKILL after 5 s).\nCOMMAND sees DEVSERVER_STAGING_DIR (the area) and DEVSERVER_STAGING_TAG. SIGTERM and SIGHUP\nare passed on to it; Ctrl-C reaches it from the terminal directly. Ctrl-C while waiting exits 130.')
+    .description(
+      'run COMMAND while holding the lock of TAG, and exit with its exit code (like flock(1)). ' +
+        'If the lock is lost while it runs, COMMAND is stopped (SIGTERM, then SIGKILL after 5 s). ' +
+        'COMMAND sees DEVSERVER_STAGING_DIR (the area) and DEVSERVER_STAGING_TAG. SIGTERM and SIGHUP ' +
+        'are passed on to it; Ctrl-C reaches it from the terminal directly. Ctrl-C while waiting exits 130.',
+    )
     .argument('<tag>', 'the staging area, relative to the static directory; created if missing')
     .argument('<command...>', 'the command to run, after --')
     .option('--create-once', 'the area must not exist yet (a new build); fail if it does')
@@ -234,7 +239,10 @@ Examples:
 
   program
     .command('force-release')
-    .description("remove another holder's lock on TAG (ours or the Python devserver's) and record it in the audit log\n(<static-dir>/.devserver-staging/audit.log). A holder still running learns it lost the lock.")
+    .description(
+      "remove another holder's lock on TAG (ours or the Python devserver's) and record it in the audit log " +
+        '(<static-dir>/.devserver-staging/audit.log). A holder still running learns it lost the lock.',
+    )
     .argument('<tag>', 'the staging area, relative to the static directory')
     .action(async (tag: string) => {
       const g = globals();
@@ -244,7 +252,7 @@ Examples:
 
   program
     .command('destroy')
-    .description('remove the staging area TAG and everything in it, atomically (it vanishes at once).\nRefused while someone else holds it, unless --force.')
+    .description('remove the staging area TAG and everything in it, atomically (it vanishes at once). Refused while someone else holds it, unless --force.')
     .argument('<tag>', 'the staging area, relative to the static directory')
     .option('-f, --force', "force-release another holder's lock first (recorded in the audit log)")
     .action(async (tag: string, o: { force?: boolean }) => {
