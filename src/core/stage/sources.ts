@@ -119,6 +119,6 @@ function kindOf(st: Stats): string {
 }
 
 /** What a local file was when the source looked at it: the stager checks it did not change since. */
-function identityOf(st: { ino: number; size: number; mtimeMs: number }): { ino: number; size: number; mtimeMs: number } {
-  return { ino: st.ino, size: st.size, mtimeMs: st.mtimeMs };
+function identityOf(st: { dev: number; ino: number; size: number; mtimeMs: number }): { dev: number; ino: number; size: number; mtimeMs: number } {
+  return { dev: st.dev, ino: st.ino, size: st.size, mtimeMs: st.mtimeMs };
 }

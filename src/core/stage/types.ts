@@ -32,11 +32,11 @@ export interface IncomingEntry {
    */
   localPath?: string;
   /**
-   * For `localPath` files: the file's inode, size and mtime when the source looked at it, before
+   * For `localPath` files: the file's device, inode, size and mtime when the source looked at it, before
    * anything was copied. The stager refuses the file if it differs afterwards (it changed while it
    * was being staged, so its hash might not be the copy's).
    */
-  localStat?: { ino: number; size: number; mtimeMs: number };
+  localStat?: { dev: number; ino: number; size: number; mtimeMs: number };
 }
 
 /** A source of entries: a local directory, files, an archive or a URL, already opened. */
