@@ -5,6 +5,9 @@ import { spawn, type ChildProcess, type SpawnOptions } from 'child_process';
 import * as fs from 'fs';
 import * as os from 'os';
 import * as path from 'path';
+import { strict as assert } from 'assert';
+import { StagingError } from '../src/core/errors';
+import { OWNER_FILE } from '../src/core/protocol';
 
 export const ROOT = path.resolve(__dirname, '..', '..');
 /** The built command-line tool, as users run it. */
@@ -152,3 +155,31 @@ export function snapshot(dir: string): Map<string, string> {
 }
 
 export const isRoot = typeof process.getuid === 'function' && process.getuid() === 0;
+
+/** Awaits `p`, which must reject with a StagingError of `code` whose message names `part`. */
+export async function rejectsWith(p: Promise<unknown>, code: string, part?: string | RegExp): Promise<StagingError> {
+  try {
+    await p;
+  } catch (err) {
+    assert.ok(err instanceof StagingError, `expected a StagingError, got ${String(err)}`);
+    assert.equal(err.code, code, err.message);
+    if (typeof part === 'string') assert.ok(err.message.includes(part), `message should name ${part}: ${err.message}`);
+    else if (part !== undefined) assert.match(err.message, part);
+    return err;
+  }
+  assert.fail(`expected ${code}`);
+}
+
+/** The owner token of the lock directory `lockPath`, as on disk now. */
+export function readToken(lockPath: string): string | undefined {
+  try {
+    return (JSON.parse(fs.readFileSync(path.join(lockPath, OWNER_FILE), 'utf8')) as { token?: string }).token;
+  } catch {
+    return undefined;
+  }
+}
+
+/** A line of figures under the current test in mocha's output. */
+export function report(line: string): void {
+  console.log(`      ${line}`);
+}

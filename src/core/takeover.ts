@@ -15,6 +15,7 @@ import * as crypto from 'crypto';
 import * as fs from 'fs';
 import * as path from 'path';
 import { errnoCode } from './errors';
+import { parseHolder } from './holder';
 import type { LockIdentity } from './judge';
 import { CLAIM_PREFIX, LOCK_TRASH_PREFIX, OWNER_FILE } from './protocol';
 
@@ -58,14 +59,7 @@ export async function dropClaim(claim: string): Promise<void> {
 
 function readToken(lockPath: string): Promise<string | undefined> {
   return fs.promises.readFile(path.join(lockPath, OWNER_FILE), 'utf8').then(
-    (text) => {
-      try {
-        const t = (JSON.parse(text) as { token?: unknown }).token;
-        return typeof t === 'string' && t !== '' ? t : undefined;
-      } catch {
-        return undefined;
-      }
-    },
+    (text) => parseHolder(text)?.token || undefined,
     () => undefined,
   );
 }

@@ -14,19 +14,7 @@ import { inspect } from '../../src/core/inspect';
 import { acquire } from '../../src/core/lock';
 import { AUDIT_LOG, CLAIM_PREFIX, LOCK_NAME, META_DIR, OWNER_FILE } from '../../src/core/protocol';
 import { forceRelease } from '../../src/core/remove';
-import { type Msg, WORKERS, cleanup, exitOf, expectMessage, exited, isRoot, killAll, sleep, startWorker, stderrOf, tempDir, track, waitFor } from '../helpers';
-
-function readToken(lockPath: string): string | undefined {
-  try {
-    return (JSON.parse(fs.readFileSync(path.join(lockPath, OWNER_FILE), 'utf8')) as { token?: string }).token;
-  } catch {
-    return undefined;
-  }
-}
-
-function report(line: string): void {
-  console.log(`      ${line}`);
-}
+import { type Msg, WORKERS, cleanup, exitOf, expectMessage, exited, isRoot, killAll, readToken, report, sleep, startWorker, stderrOf, tempDir, track, waitFor } from '../helpers';
 
 /** A process that existed and has exited (and been reaped): its pid and start time. */
 async function deadProcess(): Promise<{ pid: number; processStart: string | undefined }> {

@@ -13,7 +13,7 @@ import { inspect, list } from '../../src/core/inspect';
 import { acquire, heldLeases } from '../../src/core/lock';
 import { AUDIT_LOG, LOCK_NAME, META_DIR } from '../../src/core/protocol';
 import { forceRelease } from '../../src/core/remove';
-import { cleanup, cli, isRoot, run, sleep, snapshot, tempDir } from '../helpers';
+import { cleanup, cli, isRoot, report, run, sleep, snapshot, tempDir } from '../helpers';
 
 const PYTHON = '/usr/bin/python3';
 const TAG = 'eve-release/R120-15662.0.0';
@@ -76,10 +76,6 @@ interface Released {
   outcome: string;
   message?: string;
   unlockError?: boolean;
-}
-
-function report(line: string): void {
-  console.log(`      ${line}`);
 }
 
 /** A running Python holder, steered through stdin, answering in JSON lines on stdout. */

@@ -15,21 +15,9 @@ import { inspect, list } from '../../src/core/inspect';
 import { acquire, heldLeases } from '../../src/core/lock';
 import { LOCK_NAME, META_DIR, OWNER_FILE } from '../../src/core/protocol';
 import type { LockState } from '../../src/core/types';
-import { type Msg, WORKERS, cleanup, exitOf, expectMessage, isRoot, killAll, run, sleep, snapshot, startWorker, tempDir, track, waitFor } from '../helpers';
+import { type Msg, WORKERS, cleanup, exitOf, expectMessage, isRoot, killAll, readToken, report, run, sleep, snapshot, startWorker, tempDir, track, waitFor } from '../helpers';
 
 const timing = { staleMs: 2_000, refreshMs: 1_000 };
-
-function report(line: string): void {
-  console.log(`      ${line}`);
-}
-
-function readToken(lockPath: string): string | undefined {
-  try {
-    return (JSON.parse(fs.readFileSync(path.join(lockPath, OWNER_FILE), 'utf8')) as { token?: string }).token;
-  } catch {
-    return undefined;
-  }
-}
 
 /** Whether `cmd args` can run and exits 0. */
 async function works(cmd: string, args: string[]): Promise<boolean> {

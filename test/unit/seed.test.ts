@@ -9,19 +9,7 @@ import { acquire, release, withLock } from '../../src/core/lock';
 import { inspect } from '../../src/core/inspect';
 import { destroy, forceRelease } from '../../src/core/remove';
 import { StagingError } from '../../src/core/errors';
-import { cleanup, snapshot, tempDir } from '../helpers';
-
-async function rejectsWith(p: Promise<unknown>, code: string, pathPart?: string): Promise<StagingError> {
-  try {
-    await p;
-  } catch (err) {
-    assert.ok(err instanceof StagingError, `expected a StagingError, got ${String(err)}`);
-    assert.equal(err.code, code, err.message);
-    if (pathPart !== undefined) assert.ok(err.message.includes(pathPart), `message should name ${pathPart}: ${err.message}`);
-    return err;
-  }
-  assert.fail(`expected ${code}`);
-}
+import { cleanup, rejectsWith, snapshot, tempDir } from '../helpers';
 
 describe('devserver locking cases', () => {
   let root: string;

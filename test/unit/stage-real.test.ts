@@ -15,7 +15,7 @@ import { META_DIR, TRASH_DIR } from '../../src/core/protocol';
 import { stage } from '../../src/core/stage/stage';
 import { MANIFEST_FILE, type Manifest, type StageProgress } from '../../src/core/stage/types';
 import { differences, partsIn, sha, startServer, tree, writeArchives, type EntrySpec, type TestServer } from '../fixtures';
-import { WORKERS, cleanup, isRoot, run, tempDir } from '../helpers';
+import { cleanup, isRoot, report, run, tempDir, WORKERS } from '../helpers';
 
 /** The stated cancellation requirement. */
 const CANCEL_MS = 100;
@@ -24,10 +24,6 @@ const CANCEL_MS = 100;
  * and the event loop and timers of a busy two-core CI machine.
  */
 const CANCEL_SLACK_MS = 50;
-
-function report(line: string): void {
-  console.log(`      ${line}`);
-}
 
 async function rejection(p: Promise<unknown>): Promise<StagingError> {
   try {

@@ -6,12 +6,11 @@ import { strict as assert } from 'assert';
 import * as crypto from 'crypto';
 import * as fs from 'fs';
 import * as path from 'path';
-import { StagingError } from '../../src/core/errors';
 import { inspect } from '../../src/core/inspect';
 import { acquire } from '../../src/core/lock';
 import { stage } from '../../src/core/stage/stage';
 import { MANIFEST_FILE, TIMESTAMP_FILE, type Manifest, type StageProgress } from '../../src/core/stage/types';
-import { cleanup, snapshot, tempDir } from '../helpers';
+import { cleanup, rejectsWith, snapshot, tempDir } from '../helpers';
 
 const sha = (b: Buffer | string): string => crypto.createHash('sha256').update(b).digest('hex');
 
@@ -35,19 +34,6 @@ function artifactsOf(dir: string): Map<string, string> {
   const all = contents(dir);
   for (const k of [...all.keys()]) if (k === MANIFEST_FILE || k === TIMESTAMP_FILE) all.delete(k);
   return all;
-}
-
-async function rejectsWith(p: Promise<unknown>, code: string, part?: string | RegExp): Promise<StagingError> {
-  try {
-    await p;
-  } catch (err) {
-    assert.ok(err instanceof StagingError, `expected a StagingError, got ${String(err)}`);
-    assert.equal(err.code, code, err.message);
-    if (typeof part === 'string') assert.ok(err.message.includes(part), `message should name ${part}: ${err.message}`);
-    else if (part !== undefined) assert.match(err.message, part);
-    return err;
-  }
-  assert.fail(`expected ${code}`);
 }
 
 describe('stage', () => {

@@ -16,8 +16,9 @@ import { pipeline } from 'stream/promises';
 import { StagingError, asStagingError, errnoCode, isStagingError } from '../errors';
 import { acquire, type Lease } from '../lock';
 import { LOCK_NAME, LOCK_TARGET, META_DIR } from '../protocol';
+import { formatBytes } from '../format';
 import { isInside } from '../tags';
-import { ioFor } from '../io';
+import { asyncIo, ioFor } from '../io';
 import { FileHasher } from './hasher';
 import { emptyManifest, readManifest, writeManifest } from './manifest';
 import { openSource } from './sources';
@@ -332,7 +333,7 @@ class Transaction {
     const final = path.join(this.dir, name);
     // In an area this call created, only this call's own artifacts and directories can be there.
     const mightExist = !this.lease.created || name in this.manifest.artifacts || this.knownDirs.has(final);
-    const existing = mightExist ? await lstatOrNull(final) : null;
+    const existing = mightExist ? await asyncIo.lstatOrNull(final) : null;
     if (existing?.isDirectory() === true) {
       e.content?.destroy();
       throw new StagingError('ECONFLICT', `Cannot stage ${name} from ${e.source}: a directory of that name is already in ${this.dir}.`, { path: final });
@@ -583,7 +584,7 @@ class Transaction {
     if (!isInside(this.dir, path.resolve(path.dirname(final), target))) {
       throw unsafe(e, `it is a symbolic link to ${JSON.stringify(target)}, which leads outside the area`);
     }
-    const existing = await lstatOrNull(final);
+    const existing = await asyncIo.lstatOrNull(final);
     if (existing?.isDirectory() === true) {
       throw new StagingError('ECONFLICT', `Cannot stage ${name} from ${e.source}: a directory of that name is already in ${this.dir}.`, { path: final });
     }
@@ -618,7 +619,7 @@ class Transaction {
     let probe = this.dir;
     for (const seg of targetName.split('/')) {
       probe = path.join(probe, seg);
-      st = await lstatOrNull(probe);
+      st = await asyncIo.lstatOrNull(probe);
       if (st === null || st.isSymbolicLink()) break;
     }
     if (st === null || !st.isFile()) {
@@ -694,7 +695,7 @@ async function resolveInside(area: string, fromDir: string, target: string, dept
       continue;
     }
     const next = path.join(current, part);
-    const st = await lstatOrNull(next).catch(() => null);
+    const st = await asyncIo.lstatOrNull(next).catch(() => null);
     if (st?.isSymbolicLink() === true) {
       const inner = await fs.promises.readlink(next).catch(() => undefined);
       if (inner === undefined) return undefined;
@@ -732,12 +733,6 @@ function untilAborted<T>(p: Promise<T>, signal: AbortSignal): Promise<T> {
   });
 }
 
-function lstatOrNull(p: string): Promise<fs.Stats | null> {
-  return fs.promises.lstat(p).catch((err: unknown) => {
-    if (errnoCode(err) === 'ENOENT') return null;
-    throw err;
-  });
-}
 
 async function hashFile(p: string): Promise<{ size: number; sha256: string }> {
   const hash = crypto.createHash('sha256');
@@ -821,15 +816,4 @@ async function localTotal(sources: readonly string[]): Promise<number | undefine
     }
   }
   return total;
-}
-
-export function formatBytes(n: number): string {
-  const units = ['B', 'KiB', 'MiB', 'GiB', 'TiB'];
-  let v = n;
-  let i = 0;
-  while (v >= 1024 && i < units.length - 1) {
-    v /= 1024;
-    i++;
-  }
-  return `${i === 0 ? v : v.toFixed(1)} ${units[i]}`;
 }

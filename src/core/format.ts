@@ -1,0 +1,17 @@
+/** Sizes as people read them, for messages of the core and output of the command line. */
+
+const BINARY = ['B', 'KiB', 'MiB', 'GiB', 'TiB', 'PiB'];
+
+/** 1536 -> "1.5 KiB"; whole bytes below 1 KiB. */
+export function formatBytes(bytes: number): string {
+  if (!Number.isFinite(bytes) || bytes < 0) return '-';
+  let value = bytes;
+  let unit = 0;
+  while (value >= 1024 && unit < BINARY.length - 1) {
+    value /= 1024;
+    unit++;
+  }
+  if (unit === 0) return `${bytes} B`;
+  // One decimal, except where it would read as more precision than there is (1023.9 GiB).
+  return `${value >= 100 ? Math.round(value) : value.toFixed(1)} ${BINARY[unit]}`;
+}
