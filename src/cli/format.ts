@@ -1,17 +1,9 @@
 /** Human-readable output of the command-line tool. `--json` bypasses all of this. */
 import { describeHolder } from '../core/lock';
+import { formatDuration } from '../core/format';
 import type { ListEntry, LockInfo } from '../core/types';
 
-export function formatDuration(ms: number | undefined): string {
-  if (ms === undefined || !Number.isFinite(ms)) return '-';
-  const s = Math.round(ms / 1000);
-  if (s < 90) return `${s} s`;
-  const m = Math.round(s / 60);
-  if (m < 90) return `${m} min`;
-  const h = Math.round(m / 60);
-  if (h < 48) return `${h} h`;
-  return `${Math.round(h / 24)} d`;
-}
+export { formatDuration };
 
 function holderShort(info: LockInfo): string {
   if (info.holder !== undefined) return `${info.holder.user}@${info.holder.hostname}:${info.holder.pid}`;

@@ -15,3 +15,15 @@ export function formatBytes(bytes: number): string {
   // One decimal, except where it would read as more precision than there is (1023.9 GiB).
   return `${value >= 100 ? Math.round(value) : value.toFixed(1)} ${BINARY[unit]}`;
 }
+
+/** A duration as people say it: "12 s", "4 min", "3 h", "2 d"; '-' when unknown. */
+export function formatDuration(ms: number | undefined): string {
+  if (ms === undefined || !Number.isFinite(ms)) return '-';
+  const s = Math.max(0, Math.round(ms / 1000));
+  if (s < 90) return `${s} s`;
+  const m = Math.round(s / 60);
+  if (m < 90) return `${m} min`;
+  const h = Math.round(m / 60);
+  if (h < 48) return `${h} h`;
+  return `${Math.round(h / 24)} d`;
+}

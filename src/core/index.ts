@@ -5,6 +5,7 @@
 export { acquire, withLock, release, heldLeases, describeHolder, Lease } from './lock';
 export type { AcquireOptions, ReleaseOptions, LeaseEvents } from './lock';
 export { inspect, list } from './inspect';
+export { lockIdOf } from './judge';
 export { forceRelease, destroy, appendAudit } from './remove';
 export type { ForceReleaseOptions, DestroyOptions, AuditEntry } from './remove';
 export { stage } from './stage/stage';
@@ -15,5 +16,7 @@ export { MANIFEST_FILE, TIMESTAMP_FILE, DEFAULT_MAX_BYTES } from './stage/types'
 export { parseTag, isInside } from './tags';
 export { StagingError, isStagingError } from './errors';
 export type { ErrorCode } from './errors';
-export { DEFAULT_TIMING, LOCK_NAME, LOCK_TARGET, OWNER_FILE, META_DIR, AUDIT_LOG } from './protocol';
+export { isOnThisMachine, isHolderAlive } from './holder';
+export { clampTiming, isProtocolName, DEFAULT_TIMING, LOCK_NAME, LOCK_TARGET, OWNER_FILE, META_DIR, AUDIT_LOG } from './protocol';
 export type { Holder, LegacyHolder, ListEntry, LockInfo, LockState, Timing } from './types';
+export { formatBytes, formatDuration } from './format';

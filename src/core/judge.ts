@@ -67,6 +67,7 @@ export async function judgeLock(
   const info = baseInfo(area, true);
   const heartbeatAgeMs = Math.max(0, nowFsMs - st.mtimeMs);
   info.heartbeatAgeMs = heartbeatAgeMs;
+  info.lockId = lockIdOf(st);
   const identity: LockIdentity = { ino: st.ino, mtimeMs: st.mtimeMs, isDirectory: st.isDirectory() };
 
   if (!st.isDirectory()) {
@@ -172,4 +173,12 @@ async function readLegacyHolder(dir: string, lockStat: fs.Stats): Promise<Legacy
     }
   }
   return { hostname: 'unknown', pidAndHash: '' };
+}
+
+/**
+ * Tells one lock (directory or legacy file) from a later one in the same place by what a
+ * heartbeat leaves alone: inode and birth time. Cheap enough to check on every watcher event.
+ */
+export function lockIdOf(st: Pick<fs.Stats, 'ino' | 'birthtimeMs'>): string {
+  return `${st.ino}:${st.birthtimeMs}`;
 }

@@ -55,6 +55,8 @@ export interface LockInfo {
   legacy?: LegacyHolder;
   /** Milliseconds since the holder's last heartbeat (the lock's mtime), by the filesystem's clock. */
   heartbeatAgeMs?: number;
+  /** Identifies this lock instance (inode and birth time): unchanged by heartbeats, changed by a new lock. */
+  lockId?: string;
   /** Milliseconds since the lock was taken, where known. */
   ageMs?: number;
   /** Why a lock is `stale`. */

@@ -1,0 +1,56 @@
+/**
+ * The extension's settings, read in one place. Paths are expanded here (`~`, `${userHome}`,
+ * `${workspaceFolder}`) so that nothing downstream sees an unexpanded one.
+ */
+import * as os from 'os';
+import * as path from 'path';
+import * as vscode from 'vscode';
+import { DEFAULT_TIMING, clampTiming, type Timing } from './core';
+
+export const SECTION = 'devserverStaging';
+
+export interface Settings {
+  /** Absolute static directories, in the order configured, without duplicates. */
+  staticDirs: string[];
+  timing: Timing;
+}
+
+export function expandPath(raw: string, workspaceFolder: string | undefined): string | undefined {
+  let p = raw.trim();
+  if (p === '') return undefined;
+  p = p.replace(/\$\{userHome\}/g, os.homedir());
+  if (p.includes('${workspaceFolder}')) {
+    // A workspace-relative directory means nothing without a workspace.
+    if (workspaceFolder === undefined) return undefined;
+    p = p.replace(/\$\{workspaceFolder\}/g, workspaceFolder);
+  }
+  if (p === '~' || p.startsWith('~/')) p = path.join(os.homedir(), p.slice(1));
+  if (!path.isAbsolute(p)) {
+    if (workspaceFolder === undefined) return undefined;
+    p = path.join(workspaceFolder, p);
+  }
+  return path.normalize(p).replace(/(.)\/+$/, '$1');
+}
+
+export function readSettings(): Settings {
+  const c = vscode.workspace.getConfiguration(SECTION);
+  const folder = vscode.workspace.workspaceFolders?.[0]?.uri.fsPath;
+  const dirs: string[] = [];
+  for (const raw of c.get<unknown[]>('staticDirs', [])) {
+    if (typeof raw !== 'string') continue;
+    const p = expandPath(raw, folder);
+    if (p !== undefined && !dirs.includes(p)) dirs.push(p);
+  }
+  const timing = clampTiming({
+    staleMs: c.get<number>('staleSeconds', DEFAULT_TIMING.staleMs / 1000) * 1000,
+    refreshMs: c.get<number>('refreshSeconds', DEFAULT_TIMING.refreshMs / 1000) * 1000,
+  });
+  return { staticDirs: dirs, timing };
+}
+
+/** Fires with fresh settings whenever one of ours changes. */
+export function onDidChangeSettings(listener: (s: Settings) => void): vscode.Disposable {
+  return vscode.workspace.onDidChangeConfiguration((e) => {
+    if (e.affectsConfiguration(SECTION)) listener(readSettings());
+  });
+}

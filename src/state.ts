@@ -1,0 +1,302 @@
+/**
+ * What the extension knows of the lock states on disk: the listings the tree has asked for, kept
+ * current by the watcher and two timers, and a change event that names only the areas whose
+ * state (or set of children) really changed. The decisions themselves are the core's.
+ */
+import * as fs from 'fs';
+import * as path from 'path';
+import * as vscode from 'vscode';
+import { LOCK_NAME, inspect, lockIdOf, isHolderAlive, isOnThisMachine, isProtocolName, list, type ListEntry, type Timing } from './core';
+import type { Log } from './log';
+import { DirectoryWatcher, type WatchEvent } from './watcher';
+
+/** An area by its static directory and tag; the tag '' is the static directory itself. */
+export interface AreaRef {
+  staticDir: string;
+  tag: string;
+}
+
+export interface StateChange extends AreaRef {
+  /** `state`: the area's own lock changed. `children`: its subdirectories came or went. */
+  what: 'state' | 'children';
+}
+
+export const keyOf = (staticDir: string, tag: string): string => `${staticDir}\0${tag}`;
+
+/** What a tree item shows of a lock; anything else (heartbeat age) may change silently. */
+function stateKey(e: ListEntry): string {
+  return [e.state, e.holder?.token ?? '', e.holder?.clientId ?? '', e.legacy?.pidAndHash ?? '', e.exists].join('\0');
+}
+
+/** What an area needs after events: a look at its lock's identity, a judgement, a listing. */
+interface Pending extends AreaRef {
+  probe: boolean;
+  lock: boolean;
+  children: boolean;
+}
+
+/** Events in one directory within this window count as one. */
+const SETTLE_MS = 15;
+/** How often holders on this machine are checked for having died. */
+const LIVENESS_MS = 1_000;
+
+export class LockStates implements vscode.Disposable {
+  private readonly _onDidChange = new vscode.EventEmitter<StateChange[]>();
+  readonly onDidChange = this._onDidChange.event;
+
+  private readonly listings = new Map<string, ListEntry[]>();
+  private readonly entries = new Map<string, { entry: ListEntry; at: number }>();
+  private readonly dirs = new Map<string, AreaRef>();
+  private readonly pending = new Map<string, Pending>();
+  private readonly queues = new Map<string, Promise<unknown>>();
+  private readonly watcher: DirectoryWatcher;
+  private settleTimer: NodeJS.Timeout | undefined;
+  private staleTimer: NodeJS.Timeout | undefined;
+  private livenessTimer: NodeJS.Timeout | undefined;
+  private disposed = false;
+  /** Disk work done so far: directory listings and single-lock judgements. */
+  readonly work = { listings: 0, inspections: 0, probes: 0 };
+
+  constructor(
+    private timing: Timing,
+    private readonly log: Log,
+  ) {
+    this.watcher = new DirectoryWatcher(
+      (e) => this.onWatchEvent(e),
+      (dir, err) => log.warn(`Cannot watch ${dir} (${String(err)}); its lock states update on refresh only.`),
+    );
+  }
+
+  /** The subdirectories of an area (or of the static directory, for tag ''), listed once and then kept current. */
+  children(staticDir: string, tag: string): Promise<ListEntry[]> {
+    const cached = this.listings.get(keyOf(staticDir, tag));
+    if (cached !== undefined) return Promise.resolve(cached);
+    return this.serial(keyOf(staticDir, tag), () => this.relist(staticDir, tag, false));
+  }
+
+  entry(staticDir: string, tag: string): ListEntry | undefined {
+    return this.entries.get(keyOf(staticDir, tag))?.entry;
+  }
+
+  /** Every known area in a state other than free. */
+  locked(): ListEntry[] {
+    return [...this.entries.values()].map((v) => v.entry).filter((e) => e.state !== 'free');
+  }
+
+  /** Forgets everything, as after a change of settings or an explicit refresh. */
+  reset(timing?: Timing): void {
+    if (timing !== undefined) this.timing = timing;
+    this.listings.clear();
+    this.entries.clear();
+    this.dirs.clear();
+    this.pending.clear();
+    this.watcher.dispose();
+    this.scheduleTimers();
+  }
+
+  get watchedDirectories(): number {
+    return this.watcher.size;
+  }
+
+  /** Runs one job at a time per key, so that two listings of one directory never cross. */
+  private serial<T>(key: string, job: () => Promise<T>): Promise<T> {
+    const prev = this.queues.get(key) ?? Promise.resolve();
+    const next = prev.then(job, job);
+    const settled = next.then(
+      () => undefined,
+      () => undefined,
+    );
+    this.queues.set(key, settled);
+    void settled.then(() => {
+      if (this.queues.get(key) === settled) this.queues.delete(key);
+    });
+    return next;
+  }
+
+  private async relist(staticDir: string, tag: string, notify: boolean): Promise<ListEntry[]> {
+    const key = keyOf(staticDir, tag);
+    const dir = tag === '' ? staticDir : path.join(staticDir, tag);
+    // Watch before listing: a change between the two is then seen rather than lost.
+    this.watchDir(dir, { staticDir, tag });
+    this.work.listings++;
+    const fresh = await list(staticDir, tag, this.timing);
+    if (this.disposed) return fresh;
+    const old = this.listings.get(key);
+    this.listings.set(key, fresh);
+    const now = Date.now();
+    for (const e of fresh) {
+      this.entries.set(keyOf(staticDir, e.tag), { entry: e, at: now });
+      this.watchDir(e.dir, { staticDir, tag: e.tag });
+    }
+    const changes: StateChange[] = [];
+    if (old !== undefined) {
+      const names = new Set(fresh.map((e) => e.name));
+      const gone = old.filter((e) => !names.has(e.name));
+      for (const e of gone) this.forget(staticDir, e.tag, e.dir);
+      // A new directory's watch starts after the listing read it: a lock taken in between would
+      // be missed, so look at its lock once more.
+      const known = new Set(old.map((e) => e.name));
+      for (const e of fresh) if (!known.has(e.name)) this.mark({ staticDir, tag: e.tag }, { lock: true });
+      if (gone.length > 0 || old.length !== fresh.length) {
+        changes.push({ staticDir, tag, what: 'children' });
+      } else {
+        const before = new Map(old.map((e) => [e.name, e]));
+        for (const e of fresh) if (stateKey(before.get(e.name)!) !== stateKey(e)) changes.push({ staticDir, tag: e.tag, what: 'state' });
+      }
+    }
+    this.scheduleTimers();
+    if (notify && changes.length > 0) this._onDidChange.fire(changes);
+    return fresh;
+  }
+
+  /** Judges one area's lock again and reports it if its state changed. */
+  private async recheck(staticDir: string, tag: string): Promise<void> {
+    const key = keyOf(staticDir, tag);
+    const known = this.entries.get(key);
+    if (known === undefined) return;
+    this.work.inspections++;
+    const info = await inspect(staticDir, tag, this.timing).catch(() => undefined);
+    if (this.disposed) return;
+    if (info === undefined || !info.exists) {
+      // Gone, or unreadable: the parent's listing decides what remains.
+      const parent = path.posix.dirname(tag);
+      await this.relist(staticDir, parent === '.' ? '' : parent, true).catch(() => undefined);
+      return;
+    }
+    const entry: ListEntry = { name: known.entry.name, ...info };
+    this.entries.set(key, { entry, at: Date.now() });
+    const parentTag = path.posix.dirname(tag) === '.' ? '' : path.posix.dirname(tag);
+    const siblings = this.listings.get(keyOf(staticDir, parentTag));
+    const i = siblings?.findIndex((e) => e.name === entry.name) ?? -1;
+    if (siblings !== undefined && i >= 0) siblings[i] = entry;
+    this.scheduleTimers();
+    if (stateKey(known.entry) !== stateKey(entry)) this._onDidChange.fire([{ staticDir, tag, what: 'state' }]);
+  }
+
+  private watchDir(dir: string, ref: AreaRef): void {
+    this.dirs.set(dir, ref);
+    this.watcher.watch(dir);
+  }
+
+  private forget(staticDir: string, tag: string, dir: string): void {
+    const prefix = keyOf(staticDir, tag);
+    for (const k of [...this.entries.keys()]) if (k === prefix || k.startsWith(`${prefix}/`)) this.entries.delete(k);
+    for (const k of [...this.listings.keys()]) if (k === prefix || k.startsWith(`${prefix}/`)) this.listings.delete(k);
+    for (const d of [...this.dirs.keys()]) if (d === dir || d.startsWith(`${dir}/`)) this.dirs.delete(d);
+    this.watcher.unwatchTree(dir);
+  }
+
+  private onWatchEvent(e: WatchEvent): void {
+    const ref = this.dirs.get(e.dir);
+    if (ref === undefined) return;
+    if (e.name === LOCK_NAME) {
+      // Taken, released, or only a heartbeat: inotify reports a directory's utimes like a
+      // rename, so a look at the lock's identity tells which before any real work is done.
+      if (ref.tag !== '') this.mark(ref, { probe: true });
+      return;
+    }
+    // Writes into files (artifacts being staged) change no lock state and no listing.
+    if (e.kind === 'change') return;
+    if (e.name !== null && isProtocolName(e.name)) {
+      // Claims of a takeover, legacy lock files: the lock itself may have changed.
+      if (ref.tag !== '') this.mark(ref, { lock: true });
+      return;
+    }
+    const listed = this.listings.has(keyOf(ref.staticDir, ref.tag));
+    this.mark(ref, { lock: e.name === null && ref.tag !== '', children: listed || e.name === null });
+  }
+
+  private mark(ref: AreaRef, what: Partial<Pending>): void {
+    if (what.lock !== true && what.children !== true && what.probe !== true) return;
+    const key = keyOf(ref.staticDir, ref.tag);
+    const p = this.pending.get(key) ?? { staticDir: ref.staticDir, tag: ref.tag, lock: false, children: false, probe: false };
+    p.lock ||= what.lock === true;
+    p.children ||= what.children === true;
+    p.probe ||= what.probe === true;
+    this.pending.set(key, p);
+    this.settleTimer ??= setTimeout(() => this.flush(), SETTLE_MS);
+  }
+
+  private flush(): void {
+    this.settleTimer = undefined;
+    const jobs = [...this.pending.values()];
+    this.pending.clear();
+    for (const p of jobs) {
+      void this.serial(keyOf(p.staticDir, p.tag), async () => {
+        if (p.children && this.listings.has(keyOf(p.staticDir, p.tag))) await this.relist(p.staticDir, p.tag, true);
+        if (p.lock || (p.probe && !(await this.sameLock(p)))) await this.recheck(p.staticDir, p.tag);
+      }).catch((err: unknown) => this.log.warn(`Could not update ${p.tag || p.staticDir}: ${String(err)}`));
+    }
+  }
+
+  /** Whether the lock on disk is still the one last judged, and that judgement cannot have aged. */
+  private async sameLock(ref: AreaRef): Promise<boolean> {
+    const known = this.entry(ref.staticDir, ref.tag);
+    if (known === undefined) return true;
+    // A stale lock that is touched again may have a live holder once more.
+    if (known.state === 'stale') return false;
+    this.work.probes++;
+    const st = await fs.promises.lstat(known.lockPath).catch(() => null);
+    return (st === null ? undefined : lockIdOf(st)) === known.lockId;
+  }
+
+  /**
+   * A lock turns stale without any file event: its holder stops refreshing it, or dies. Check
+   * held locks when their heartbeat would expire, and holders on this machine every second
+   * (a cheap look at /proc), and only while some lock is held.
+   */
+  private scheduleTimers(): void {
+    if (this.disposed) return;
+    clearTimeout(this.staleTimer);
+    this.staleTimer = undefined;
+    let next = Infinity;
+    let local = false;
+    for (const { entry, at } of this.entries.values()) {
+      if (entry.state !== 'held') continue;
+      const threshold = Math.max(this.timing.staleMs, entry.holder?.staleMs ?? 0);
+      next = Math.min(next, at + threshold - (entry.heartbeatAgeMs ?? 0));
+      if (entry.holder !== undefined && isOnThisMachine(entry.holder)) local = true;
+    }
+    if (next !== Infinity) {
+      // A little past the expiry, so that the judge agrees it has passed.
+      this.staleTimer = setTimeout(() => this.checkExpired(), Math.max(50, next - Date.now() + 100));
+    }
+    if (local && this.livenessTimer === undefined) {
+      this.livenessTimer = setInterval(() => this.checkLiveness(), LIVENESS_MS);
+    } else if (!local && this.livenessTimer !== undefined) {
+      clearInterval(this.livenessTimer);
+      this.livenessTimer = undefined;
+    }
+  }
+
+  private checkExpired(): void {
+    const now = Date.now();
+    let due = 0;
+    for (const { entry, at } of [...this.entries.values()]) {
+      if (entry.state !== 'held') continue;
+      const threshold = Math.max(this.timing.staleMs, entry.holder?.staleMs ?? 0);
+      if (at + threshold - (entry.heartbeatAgeMs ?? 0) <= now) {
+        this.mark(entry, { lock: true });
+        due++;
+      }
+    }
+    // Each recheck schedules the next expiry itself.
+    if (due === 0) this.scheduleTimers();
+  }
+
+  private checkLiveness(): void {
+    for (const { entry } of this.entries.values()) {
+      const h = entry.holder;
+      if (entry.state === 'held' && h !== undefined && isOnThisMachine(h) && !isHolderAlive(h)) this.mark(entry, { lock: true });
+    }
+  }
+
+  dispose(): void {
+    this.disposed = true;
+    clearTimeout(this.settleTimer);
+    clearTimeout(this.staleTimer);
+    clearInterval(this.livenessTimer);
+    this.watcher.dispose();
+    this._onDidChange.dispose();
+  }
+}

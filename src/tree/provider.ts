@@ -1,0 +1,133 @@
+/**
+ * The "Staging Areas" view: static directories at the root, their subdirectories below with
+ * their lock states. Nodes are kept by identity so that a change refreshes just its own item,
+ * and `getParent` can walk up for `reveal`.
+ */
+import * as fs from 'fs';
+import * as path from 'path';
+import * as vscode from 'vscode';
+import { errorMessage } from '../errors';
+import { keyOf, type LockStates, type StateChange } from '../state';
+import { AreaNode } from './areaNode';
+import { StaticDirNode } from './staticDirNode';
+
+export type Node = StaticDirNode | AreaNode;
+
+export class StagingTreeProvider implements vscode.TreeDataProvider<Node>, vscode.Disposable {
+  private readonly _onDidChangeTreeData = new vscode.EventEmitter<Node | Node[] | undefined>();
+  readonly onDidChangeTreeData = this._onDidChangeTreeData.event;
+  private readonly roots = new Map<string, StaticDirNode>();
+  private readonly areas = new Map<string, AreaNode>();
+  private readonly subscription: vscode.Disposable;
+
+  constructor(
+    private staticDirs: readonly string[],
+    private readonly states: LockStates,
+  ) {
+    this.subscription = states.onDidChange((changes) => this.onStatesChanged(changes));
+  }
+
+  /** New settings: new roots, and everything listed again. */
+  setStaticDirs(dirs: readonly string[]): void {
+    this.staticDirs = dirs;
+    this.refresh();
+  }
+
+  /** Lists everything again from disk. */
+  refresh(): void {
+    this.roots.clear();
+    this.areas.clear();
+    this._onDidChangeTreeData.fire(undefined);
+  }
+
+  getTreeItem(node: Node): vscode.TreeItem {
+    return node.toTreeItem();
+  }
+
+  resolveTreeItem(item: vscode.TreeItem, node: Node): vscode.TreeItem {
+    if (node instanceof AreaNode) item.tooltip = node.tooltip();
+    return item;
+  }
+
+  getParent(node: Node): Node | undefined {
+    return node.parent;
+  }
+
+  async getChildren(node?: Node): Promise<Node[]> {
+    if (node === undefined) return Promise.all(this.staticDirs.map((d) => this.rootNode(d)));
+    if (node instanceof StaticDirNode && node.problem !== undefined) return [];
+    const staticDir = node instanceof StaticDirNode ? node.dir : node.entry.staticDir;
+    const tag = node instanceof StaticDirNode ? '' : node.entry.tag;
+    let entries;
+    try {
+      entries = await this.states.children(staticDir, tag);
+    } catch (err) {
+      if (node instanceof StaticDirNode) {
+        // Shown on the root item itself, never as a notification from here.
+        node.problem = errorMessage(err);
+        this._onDidChangeTreeData.fire(node);
+      }
+      return [];
+    }
+    return entries.map((e) => {
+      const key = keyOf(staticDir, e.tag);
+      let child = this.areas.get(key);
+      if (child === undefined) {
+        child = new AreaNode(node, e);
+        this.areas.set(key, child);
+      } else {
+        child.entry = e;
+      }
+      return child;
+    });
+  }
+
+  /** The node of an area the tree has shown, if any. */
+  find(staticDir: string, tag: string): Node | undefined {
+    return tag === '' ? this.roots.get(staticDir) : this.areas.get(keyOf(staticDir, tag));
+  }
+
+  private async rootNode(dir: string): Promise<StaticDirNode> {
+    let node = this.roots.get(dir);
+    if (node === undefined) {
+      node = new StaticDirNode(dir);
+      this.roots.set(dir, node);
+    }
+    node.problem = await fs.promises.stat(dir).then(
+      (st) => (st.isDirectory() ? undefined : vscode.l10n.t('not a directory')),
+      (err: NodeJS.ErrnoException) => (err.code === 'ENOENT' ? vscode.l10n.t('does not exist') : vscode.l10n.t('cannot be read ({0})', err.code ?? String(err))),
+    );
+    return node;
+  }
+
+  private onStatesChanged(changes: StateChange[]): void {
+    const nodes: Node[] = [];
+    for (const c of changes) {
+      const node = this.find(c.staticDir, c.tag);
+      if (node === undefined) continue;
+      if (node instanceof AreaNode) {
+        const fresh = this.states.entry(c.staticDir, c.tag);
+        if (fresh !== undefined) node.entry = fresh;
+      }
+      if (c.what === 'children') this.forgetBelow(c.staticDir, c.tag);
+      nodes.push(node);
+    }
+    if (nodes.length > 0) this._onDidChangeTreeData.fire(nodes);
+  }
+
+  /** Drops nodes of areas that no longer exist below `tag`; the rest keep their identity. */
+  private forgetBelow(staticDir: string, tag: string): void {
+    const prefix = keyOf(staticDir, tag === '' ? '' : `${tag}/`);
+    for (const [k, n] of this.areas) {
+      if (k.startsWith(prefix) && this.states.entry(staticDir, n.entry.tag) === undefined) this.areas.delete(k);
+    }
+  }
+
+  dispose(): void {
+    this.subscription.dispose();
+    this._onDidChangeTreeData.dispose();
+  }
+}
+
+export const isAreaNode = (n: unknown): n is AreaNode => n instanceof AreaNode;
+export const dirOf = (n: Node): string => (n instanceof StaticDirNode ? n.dir : path.join(n.entry.staticDir, n.entry.tag));

@@ -1,0 +1,184 @@
+import { strict as assert } from 'assert';
+import type { ChildProcess } from 'child_process';
+import * as fs from 'fs';
+import * as path from 'path';
+import * as vscode from 'vscode';
+import type { LockState } from '../../src/core';
+import type { DevserverStagingApi } from '../../src/extension';
+import type { AreaNode } from '../../src/tree/areaNode';
+import type { Node } from '../../src/tree/provider';
+import { cleanup, exitOf, killAll, report, sleep, waitFor } from '../helpers';
+import { api } from './activate.test';
+import { TAGS, holdWithCli, makeBuild, makeFixture, type Fixture } from './fixture';
+
+let ext: DevserverStagingApi;
+let fx: Fixture & { holder: ChildProcess };
+
+async function setStaticDirs(dirs: string[] | undefined): Promise<void> {
+  await vscode.workspace.getConfiguration('devserverStaging').update('staticDirs', dirs, vscode.ConfigurationTarget.Global);
+}
+
+/** Walks the tree as VS Code would, down to the node of `tag`. */
+async function nodeOf(tag: string): Promise<AreaNode> {
+  const roots = await ext.tree.getChildren();
+  const root = roots.find((r) => r.kind === 'staticDir' && r.dir === fx.staticDir);
+  assert.ok(root, `a root for ${fx.staticDir}`);
+  let node: Node = root;
+  const parts = tag.split('/');
+  for (let i = 0; i < parts.length; i++) {
+    const children: Node[] = await ext.tree.getChildren(node);
+    const next = children.find((c) => c.kind === 'area' && c.entry.tag === parts.slice(0, i + 1).join('/'));
+    assert.ok(next, `${parts.slice(0, i + 1).join('/')} is in the tree`);
+    node = next;
+  }
+  return node as AreaNode;
+}
+
+function itemOf(node: Node): vscode.TreeItem {
+  return ext.tree.getTreeItem(node) as vscode.TreeItem;
+}
+
+function iconOf(item: vscode.TreeItem): string {
+  return (item.iconPath as vscode.ThemeIcon).id;
+}
+
+/**
+ * Resolves when the tree announces a change after which `tag` shows `state`; the time is
+ * counted from `since` (when the lock changed on disk).
+ */
+function treeShows(tag: string, state: LockState, timeoutMs: number): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const started = Date.now();
+    const sub = ext.tree.onDidChangeTreeData(async () => {
+      const node = await nodeOf(tag).catch(() => undefined);
+      if (node !== undefined && node.entry.state === state && itemOf(node).contextValue === `area.${state}`) {
+        sub.dispose();
+        clearTimeout(timer);
+        resolve(Date.now() - started);
+      }
+    });
+    const timer = setTimeout(() => {
+      sub.dispose();
+      reject(new Error(`the tree did not show ${tag} as ${state} within ${timeoutMs} ms`));
+    }, timeoutMs);
+  });
+}
+
+/** The moment a path appears or disappears, seen by polling every 2 ms. */
+async function whenExists(p: string, exists: boolean): Promise<number> {
+  await waitFor(() => (fs.existsSync(p) === exists ? true : undefined), 10_000, `${p} to ${exists ? 'appear' : 'go'}`, 2);
+  return Date.now();
+}
+
+describe('the Staging Areas tree', function () {
+  before(async () => {
+    ext = await api();
+    fx = await makeFixture();
+    await setStaticDirs([fx.staticDir]);
+    await waitFor(async () => ((await ext.tree.getChildren()).length === 1 ? true : undefined), 5_000, 'the static directory to show');
+  });
+
+  after(async () => {
+    await setStaticDirs(undefined);
+    await killAll();
+    cleanup(fx.staticDir);
+  });
+
+  it('shows the static directory, its boards and builds in natural order', async () => {
+    const [root] = await ext.tree.getChildren();
+    assert.equal(itemOf(root!).contextValue, 'staticDir');
+    const boards = (await ext.tree.getChildren(root)).map((n) => (n as AreaNode).entry.name);
+    assert.deepEqual(boards, ['eve-release', 'hatch-paladin', 'octopus-release']);
+    const eve = (await nodeOf('eve-release')) as AreaNode;
+    const builds = (await ext.tree.getChildren(eve)).map((n) => (n as AreaNode).entry.name);
+    assert.deepEqual(builds, ['R9-12739.0.0', 'R10-12871.0.0', 'R120-15662.0.0']);
+  });
+
+  it('shows each lock state with its own icon, words and context value', async function () {
+    const expect: [string, LockState, string, RegExp][] = [
+      [TAGS.free, 'free', 'unlock', /^$/],
+      [TAGS.held, 'held', 'lock', /^\S+@\S+$/],
+      [TAGS.stale, 'stale', 'warning', /^stale · chrome-bot@buildbot-7$/],
+    ];
+    if (fx.legacy) expect.push([TAGS.legacy, 'legacy', 'lock', /^legacy lock · \S+$/]);
+    for (const [tag, state, icon, description] of expect) {
+      const item = itemOf(await nodeOf(tag));
+      assert.equal(item.contextValue, `area.${state}`, tag);
+      assert.equal(iconOf(item), icon, tag);
+      assert.match(String(item.description), description, tag);
+      assert.equal(item.label, path.basename(tag));
+    }
+    if (!fx.legacy) this.skip();
+  });
+
+  it('puts the holder and the ages in the tooltip, never in the label', async () => {
+    const node = await nodeOf(TAGS.held);
+    const item = ext.tree.resolveTreeItem(itemOf(node), node);
+    const tip = (item.tooltip as vscode.MarkdownString).value;
+    assert.match(tip, new RegExp(`pid ${fx.holder.pid}`));
+    assert.match(tip, /integration test/);
+    assert.match(tip, /Heartbeat: \d+ s ago/);
+    const stale = ext.tree.resolveTreeItem(itemOf(await nodeOf(TAGS.stale)), await nodeOf(TAGS.stale));
+    assert.match((stale.tooltip as vscode.MarkdownString).value, /buildbot\\-7, pid 41812/);
+    assert.match((stale.tooltip as vscode.MarkdownString).value, /Acquired: .*60 min/);
+  });
+
+  it('shows a lock taken by another process within a second, and its release', async () => {
+    const lock = path.join(fx.staticDir, TAGS.free2, 'devserver.lock');
+    await nodeOf(TAGS.free2);
+    const shown = treeShows(TAGS.free2, 'held', 10_000);
+    const holder = await holdWithCli(fx.staticDir, TAGS.free2);
+    const taken = await whenExists(lock, true);
+    await shown;
+    const heldAfter = Date.now() - taken;
+    const freed = treeShows(TAGS.free2, 'free', 10_000);
+    holder.kill('SIGTERM');
+    const released = await whenExists(lock, false);
+    await freed;
+    const freeAfter = Date.now() - released;
+    report(`held shown ${heldAfter} ms after the lock appeared; free shown ${freeAfter} ms after it went`);
+    assert.ok(heldAfter < 1000, `held after ${heldAfter} ms`);
+    assert.ok(freeAfter < 1000, `free after ${freeAfter} ms`);
+    await exitOf(holder);
+  });
+
+  it('sees a build made with mkdir -p and locked at once by another process', async () => {
+    await nodeOf('eve-release');
+    const tag = 'eve-release/R121-15700.0.0';
+    const shown = treeShows(tag, 'held', 10_000);
+    makeBuild(fx.staticDir, tag);
+    await holdWithCli(fx.staticDir, tag);
+    const ms = await shown;
+    report(`new build shown held ${ms} ms after its directory was made`);
+  });
+
+  it('does not refresh anything for heartbeats', async () => {
+    const tag = 'octopus-release/R120-15662.0.0';
+    makeBuild(fx.staticDir, tag);
+    await waitFor(() => nodeOf(tag).catch(() => undefined), 5_000, `${tag} in the tree`);
+    await holdWithCli(fx.staticDir, tag, ['--stale', '2', '--refresh', '1']);
+    await waitFor(async () => ((await nodeOf(tag)).entry.state === 'held' ? true : undefined), 5_000, `${tag} held`);
+    const lock = path.join(fx.staticDir, tag, 'devserver.lock');
+    const before = fs.statSync(lock).mtimeMs;
+    let events = 0;
+    const sub = ext.tree.onDidChangeTreeData(() => events++);
+    const { listings, inspections } = ext.states.work;
+    await sleep(3_500);
+    sub.dispose();
+    assert.ok(fs.statSync(lock).mtimeMs > before, 'the holder refreshed its lock meanwhile');
+    assert.equal(events, 0, 'tree change events during 3.5 s of heartbeats');
+    assert.deepEqual([ext.states.work.listings, ext.states.work.inspections], [listings, inspections], 'listings and lock judgements during 3.5 s of heartbeats');
+  });
+
+  it('shows a killed holder as stale', async () => {
+    const tag = 'hatch-paladin/R121-15701.0.0';
+    makeBuild(fx.staticDir, tag);
+    await waitFor(() => nodeOf(tag).catch(() => undefined), 5_000, `${tag} in the tree`);
+    const holder = await holdWithCli(fx.staticDir, tag);
+    await waitFor(async () => ((await nodeOf(tag)).entry.state === 'held' ? true : undefined), 5_000, `${tag} held`);
+    const stale = treeShows(tag, 'stale', 10_000 + 1_000);
+    holder.kill('SIGKILL');
+    const ms = await stale;
+    report(`killed holder shown stale after ${ms} ms`);
+  });
+});

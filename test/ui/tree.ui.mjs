@@ -1,0 +1,108 @@
+#!/usr/bin/env node
+// The tree as a user sees it: the demo static directory (free, held, stale and legacy builds)
+// opened in the headless VS Code, the view opened and its boards expanded in the browser, the
+// rows on screen checked, and a screenshot taken (.cache/ui/tree-view.png; with
+// --update-screenshots also media/screenshots/ for the README).
+import * as fs from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { chromiumArgs, root } from '../../scripts/vscode/headless.mjs';
+import { HELD_TAG, prepareDemo, startHeadless } from '../../scripts/start.mjs';
+
+const outDir = path.join(root, '.cache', 'ui');
+
+/** Each check: what must be on screen, as the row's accessible label ("label description"). */
+function expectations(legacy) {
+  const user = os.userInfo().username;
+  const host = os.hostname();
+  const rows = [
+    ['a free build', /^R9-12739\.0\.0\s*$/],
+    ['the held build with its holder', new RegExp(`^${path.basename(HELD_TAG).replace(/\./g, '\\.')} ${user}@${host}$`)],
+    ['the stale build with its last holder', /^R119-15633\.0\.0 stale · chrome-bot@buildbot-7$/],
+  ];
+  if (legacy) rows.push(['the legacy lock', new RegExp(`^R120-15663\\.0\\.0-rc1 legacy lock · ${host}$`)]);
+  return rows;
+}
+
+export async function runUiCheck({ updateScreenshots = false, log = console.log } = {}) {
+  fs.rmSync(outDir, { recursive: true, force: true });
+  const demo = await prepareDemo(outDir);
+  const server = await startHeadless({ workspace: demo.workspace, home: path.join(outDir, 'vscode') });
+  const { chromium } = await import('playwright-core');
+  const browser = await chromium.launch({ executablePath: server.bin.chromium, args: chromiumArgs, headless: true });
+  let passed = 0;
+  let failed = 0;
+  try {
+    const page = await browser.newPage({ viewport: { width: 1100, height: 560 } });
+    await page.goto(server.url);
+    const container = page.locator('.activitybar [aria-label^="Devserver Staging"]').first();
+    await container.waitFor({ timeout: 60_000 });
+    await container.click();
+    const row = (label) => page.locator(`.monaco-list-row[aria-label^="${label}"]`).first();
+    await row('eve-release').waitFor({ timeout: 30_000 });
+    for (const board of ['eve-release', 'octopus-release', 'hatch-paladin']) {
+      await row(board).click();
+      await page.waitForTimeout(300);
+    }
+    // Notifications (none expected) would cover the view.
+    await page.keyboard.press('Escape');
+    const deadline = Date.now() + 10_000;
+    let labels = [];
+    for (const [what, pattern] of expectations(demo.legacy)) {
+      let ok = false;
+      while (!ok && Date.now() < deadline) {
+        labels = await page.$$eval('.monaco-list-row', (els) => els.map((e) => e.getAttribute('aria-label') ?? ''));
+        ok = labels.some((l) => pattern.test(l));
+        if (!ok) await page.waitForTimeout(200);
+      }
+      if (ok) passed++;
+      else failed++;
+      log(`    ${ok ? '✔' : '✘'} on screen: ${what}`);
+    }
+    if (failed > 0) log(`      rows on screen: ${JSON.stringify(labels)}`);
+    // A wider side bar, as a user would drag it, so that descriptions are not cut off.
+    const sash = page.locator('.part.sidebar').first();
+    const box = await sash.boundingBox();
+    if (box) {
+      await page.mouse.move(box.x + box.width + 1, box.y + box.height / 2);
+      await page.mouse.down();
+      await page.mouse.move(box.x + 420, box.y + box.height / 2, { steps: 5 });
+      await page.mouse.up();
+    }
+    await page.mouse.move(900, 500);
+    await page.waitForTimeout(500);
+    const shots = [];
+    const shoot = async (name) => {
+      const file = path.join(outDir, name);
+      await page.screenshot({ path: file, clip: { x: 0, y: 0, width: 820, height: 420 } });
+      shots.push(file);
+    };
+    await shoot('tree-view.png');
+    // The held build's tooltip: holder, purpose, ages.
+    await row(path.basename(HELD_TAG)).hover();
+    await page.locator('.monaco-hover').first().waitFor({ timeout: 5_000 }).catch(() => undefined);
+    await page.waitForTimeout(500);
+    await shoot('tree-tooltip.png');
+    for (const file of shots) {
+      log(`      screenshot: ${path.relative(process.cwd(), file)}`);
+      if (updateScreenshots) fs.copyFileSync(file, path.join(root, 'media', 'screenshots', path.basename(file)));
+    }
+  } finally {
+    await browser.close().catch(() => undefined);
+    await server.stop();
+    demo.holder.kill('SIGTERM');
+  }
+  log(`\nui: ${passed} passed, ${failed} failed, ${demo.legacy ? 0 : 1} skipped`);
+  return failed === 0 ? 0 : 1;
+}
+
+if (process.argv[1] === fileURLToPath(import.meta.url)) {
+  runUiCheck({ updateScreenshots: process.argv.includes('--update-screenshots') }).then(
+    (code) => process.exit(code),
+    (err) => {
+      console.error(`The UI check could not run: ${err instanceof Error ? err.message : err}`);
+      process.exit(1);
+    },
+  );
+}
