@@ -25,13 +25,28 @@ const readyFile = path.join(cacheDir, 'ready.json');
 
 const say = (msg) => process.stderr.write(`[headless vscode] ${msg}\n`);
 
-/** npm, run by the machine's own Node, installing exact versions into `dir`. */
-function npmInstall(dir, specs, env = {}) {
+/** The machine's npm, as a script that any Node can run. */
+function npmCli() {
+  if (process.env.npm_execpath && process.env.npm_execpath.endsWith('.js')) return process.env.npm_execpath;
+  const candidates = [path.join(path.dirname(process.execPath), '..', 'lib', 'node_modules', 'npm', 'bin', 'npm-cli.js')];
+  try {
+    candidates.push(path.join(path.dirname(fs.realpathSync(execFileSync('sh', ['-c', 'command -v npm'], { encoding: 'utf8' }).trim())), 'npm-cli.js'));
+  } catch {
+    // No npm on the PATH: only the first guess remains.
+  }
+  const found = candidates.find((c) => fs.existsSync(c));
+  if (found === undefined) throw new Error('Cannot find npm (npm-cli.js) to install the headless VS Code with.');
+  return found;
+}
+
+/**
+ * Installs exact versions into `dir` with the machine's npm run by `node`: npm puts the Node
+ * that runs it first on the PATH of install scripts, and code-server's refuses any but Node 24.
+ */
+function npmInstall(dir, specs, { node = process.execPath, env = {} } = {}) {
   fs.mkdirSync(dir, { recursive: true });
   if (!fs.existsSync(path.join(dir, 'package.json'))) fs.writeFileSync(path.join(dir, 'package.json'), '{"private":true}\n');
-  const npmCli = process.env.npm_execpath && process.env.npm_execpath.endsWith('.js') ? [process.execPath, process.env.npm_execpath] : ['npm'];
-  const [cmd, ...pre] = npmCli;
-  execFileSync(cmd, [...pre, 'install', '--no-save', '--no-audit', '--no-fund', '--no-package-lock', '--loglevel=error', ...specs], {
+  execFileSync(node, [npmCli(), 'install', '--no-save', '--no-audit', '--no-fund', '--no-package-lock', '--loglevel=error', ...specs], {
     cwd: dir,
     stdio: ['ignore', 'inherit', 'inherit'],
     env: { ...process.env, ...env },
@@ -89,8 +104,8 @@ export async function ensureHeadless() {
     const node24Pkg = path.dirname(path.dirname(node24));
     // code-server's postinstall and native modules must see Node 24, not the machine's Node.
     npmInstall(codeServerDir, [`code-server@${VERSIONS.codeServer}`], {
-      PATH: `${path.dirname(node24)}${path.delimiter}${process.env.PATH}`,
-      npm_config_nodedir: node24Pkg,
+      node: node24,
+      env: { PATH: `${path.dirname(node24)}${path.delimiter}${process.env.PATH}`, npm_config_nodedir: node24Pkg },
     });
     fs.writeFileSync(readyFile, JSON.stringify({ node: VERSIONS.node, codeServer: VERSIONS.codeServer, installedAt: new Date().toISOString() }, null, 2));
     say(`installed in ${Math.round((Date.now() - started) / 1000)} s.`);

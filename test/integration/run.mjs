@@ -49,7 +49,9 @@ try {
 }
 // The same extension seen through the browser, as a user sees it: only the headless route has
 // a browser to look with.
-if (route === 'headless' && !process.argv.includes('--no-ui')) {
+if (route === 'headless' && !process.argv.includes('--no-ui') && code !== 0) {
+  console.log('\nui: skipped, because the integration suites did not pass.');
+} else if (route === 'headless' && !process.argv.includes('--no-ui')) {
   const { runUiCheck } = await import('../ui/tree.ui.mjs');
   const ui = await runUiCheck({ updateScreenshots: process.argv.includes('--update-screenshots') }).catch((err) => {
     console.error(`The UI check could not run: ${err instanceof Error ? err.message : err}`);
