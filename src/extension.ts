@@ -1,10 +1,21 @@
 import * as vscode from 'vscode';
 import { chooseStaticDirCommand } from './commands/chooseStaticDir';
+import { copyPathCommand } from './commands/copyPath';
+import { destroyCommand } from './commands/destroy';
+import { forceReleaseCommand } from './commands/forceRelease';
+import { lockForWindowCommand } from './commands/lockForWindow';
+import { openInTerminalCommand } from './commands/openInTerminal';
 import { refreshCommand } from './commands/refresh';
+import { releaseWindowLockCommand } from './commands/releaseWindowLock';
+import { revealInExplorerCommand } from './commands/revealInExplorer';
+import { showLogCommand } from './commands/showLog';
 import { onDidChangeSettings, readSettings } from './config';
 import { createLog } from './log';
+import { prompts, type Prompts } from './prompts';
 import { LockStates } from './state';
+import { StatusBar } from './statusBar';
 import { StagingTreeProvider, type Node } from './tree/provider';
+import { WindowLocks } from './windowLocks';
 
 export const VIEW_ID = 'devserverStaging.areas';
 
@@ -13,29 +24,49 @@ export interface DevserverStagingApi {
   tree: StagingTreeProvider;
   states: LockStates;
   view: vscode.TreeView<Node>;
+  windowLocks: WindowLocks;
+  statusBar: StatusBar;
+  prompts: Prompts;
 }
 
 /** Composition root: builds the parts, connects them, and hands every disposable to VS Code. */
 export function activate(context: vscode.ExtensionContext): DevserverStagingApi {
   const log = createLog();
-  const settings = readSettings();
+  let settings = readSettings();
+  const timing = () => settings.timing;
   const states = new LockStates(settings.timing, log);
-  const tree = new StagingTreeProvider(settings.staticDirs, states);
+  const windowLocks = new WindowLocks(settings.timing, log);
+  const tree = new StagingTreeProvider(settings.staticDirs, states, windowLocks);
   const view = vscode.window.createTreeView(VIEW_ID, { treeDataProvider: tree, showCollapseAll: true, canSelectMany: true });
+  const statusBar = new StatusBar(states, windowLocks, settings.staticDirs);
   context.subscriptions.push(
     log,
     states,
     tree,
     view,
+    statusBar,
+    // Disposed when the window closes: releases the locks it holds.
+    windowLocks,
     onDidChangeSettings((s) => {
+      settings = s;
       states.reset(s.timing);
+      windowLocks.setTiming(s.timing);
       tree.setStaticDirs(s.staticDirs);
+      statusBar.setStaticDirs(s.staticDirs);
     }),
     refreshCommand(tree, states, log),
     chooseStaticDirCommand(log),
+    lockForWindowCommand(states, windowLocks, log),
+    releaseWindowLockCommand(states, windowLocks, log),
+    forceReleaseCommand(states, windowLocks, prompts, timing, log),
+    destroyCommand(states, windowLocks, prompts, timing, log),
+    copyPathCommand(states, log),
+    revealInExplorerCommand(states, log),
+    openInTerminalCommand(states, log),
+    showLogCommand(log),
   );
   log.info(`Activated with ${settings.staticDirs.length} static director${settings.staticDirs.length === 1 ? 'y' : 'ies'}.`);
-  return { tree, states, view };
+  return { tree, states, view, windowLocks, statusBar, prompts };
 }
 
 export function deactivate(): void {

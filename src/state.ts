@@ -78,6 +78,11 @@ export class LockStates implements vscode.Disposable {
     return this.entries.get(keyOf(staticDir, tag))?.entry;
   }
 
+  /** Every area listed so far. */
+  known(): ListEntry[] {
+    return [...this.entries.values()].map((v) => v.entry);
+  }
+
   /** Every known area in a state other than free. */
   locked(): ListEntry[] {
     return [...this.entries.values()].map((v) => v.entry).filter((e) => e.state !== 'free');

@@ -30,8 +30,9 @@ export class AreaNode {
   }
 
   /** A short word for who holds it, never anything that changes with the passing of time. */
-  description(): string {
+  description(mine = false): string {
     const e = this.entry;
+    if (mine && e.state === 'held') return vscode.l10n.t('held by this window');
     switch (e.state) {
       case 'free':
         return '';
@@ -44,14 +45,15 @@ export class AreaNode {
     }
   }
 
-  toTreeItem(): vscode.TreeItem {
+  /** `mine`: the lock is held by this window, which changes the words and the menu. */
+  toTreeItem(mine = false): vscode.TreeItem {
     const e = this.entry;
     const look = LOOKS[e.state];
     const item = new vscode.TreeItem(e.name, vscode.TreeItemCollapsibleState.Collapsed);
     item.id = this.id;
-    item.description = this.description();
+    item.description = this.description(mine);
     item.iconPath = new vscode.ThemeIcon(look.icon, look.color !== undefined ? new vscode.ThemeColor(look.color) : undefined);
-    item.contextValue = `area.${e.state}`;
+    item.contextValue = mine && e.state === 'held' ? 'area.held.mine' : `area.${e.state}`;
     item.resourceUri = vscode.Uri.file(e.dir);
     // The tooltip is filled in on hover (resolveTreeItem), when its ages are current.
     return item;

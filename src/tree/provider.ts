@@ -8,6 +8,7 @@ import * as path from 'path';
 import * as vscode from 'vscode';
 import { errorMessage } from '../errors';
 import { keyOf, type LockStates, type StateChange } from '../state';
+import type { WindowLocks } from '../windowLocks';
 import { AreaNode } from './areaNode';
 import { StaticDirNode } from './staticDirNode';
 
@@ -18,13 +19,21 @@ export class StagingTreeProvider implements vscode.TreeDataProvider<Node>, vscod
   readonly onDidChangeTreeData = this._onDidChangeTreeData.event;
   private readonly roots = new Map<string, StaticDirNode>();
   private readonly areas = new Map<string, AreaNode>();
-  private readonly subscription: vscode.Disposable;
+  private readonly subscriptions: vscode.Disposable[];
 
   constructor(
     private staticDirs: readonly string[],
     private readonly states: LockStates,
+    private readonly windowLocks: WindowLocks,
   ) {
-    this.subscription = states.onDidChange((changes) => this.onStatesChanged(changes));
+    this.subscriptions = [
+      states.onDidChange((changes) => this.onStatesChanged(changes)),
+      // Which locks are this window's changes the menus of those items only.
+      windowLocks.onDidChange(() => {
+        const mine = [...this.areas.values()].filter((n) => n.entry.state === 'held');
+        if (mine.length > 0) this._onDidChangeTreeData.fire(mine);
+      }),
+    ];
   }
 
   /** New settings: new roots, and everything listed again. */
@@ -41,6 +50,7 @@ export class StagingTreeProvider implements vscode.TreeDataProvider<Node>, vscod
   }
 
   getTreeItem(node: Node): vscode.TreeItem {
+    if (node instanceof AreaNode) return node.toTreeItem(this.windowLocks.has(node.entry.staticDir, node.entry.tag));
     return node.toTreeItem();
   }
 
@@ -124,7 +134,7 @@ export class StagingTreeProvider implements vscode.TreeDataProvider<Node>, vscod
   }
 
   dispose(): void {
-    this.subscription.dispose();
+    for (const s of this.subscriptions) s.dispose();
     this._onDidChangeTreeData.dispose();
   }
 }

@@ -1,0 +1,74 @@
+/**
+ * Locks this window holds: taken on request, refreshed by the core while the window lives,
+ * released when the user says so or the window closes. A lost lock is reported to the user.
+ */
+import * as os from 'os';
+import * as vscode from 'vscode';
+import { acquire, type Lease, type Timing } from './core';
+import { errorMessage } from './errors';
+import type { Log } from './log';
+
+export class WindowLocks implements vscode.Disposable {
+  private readonly leases = new Map<string, { lease: Lease; since: number }>();
+  private readonly _onDidChange = new vscode.EventEmitter<void>();
+  readonly onDidChange = this._onDidChange.event;
+  /** How this window names itself to other holders and in the audit log. */
+  readonly clientId = `vscode:${os.hostname()}:${vscode.env.sessionId.slice(0, 8)}:${process.pid}`;
+
+  constructor(
+    private timing: Timing,
+    private readonly log: Log,
+  ) {}
+
+  setTiming(timing: Timing): void {
+    this.timing = timing;
+  }
+
+  private static key(staticDir: string, tag: string): string {
+    return `${staticDir}\0${tag}`;
+  }
+
+  has(staticDir: string, tag: string): boolean {
+    return this.leases.has(WindowLocks.key(staticDir, tag));
+  }
+
+  get all(): Lease[] {
+    return [...this.leases.values()].map((v) => v.lease);
+  }
+
+  /** Takes the lock of an existing area for this window. Fails at once (ELOCKED) if it is held. */
+  async lock(staticDir: string, tag: string): Promise<Lease> {
+    const started = Date.now();
+    const lease = await acquire(staticDir, tag, { ...this.timing, createOnce: false, clientId: this.clientId, purpose: vscode.l10n.t('held in VS Code') });
+    const key = WindowLocks.key(staticDir, tag);
+    this.leases.set(key, { lease, since: Date.now() });
+    lease.once('lost', (reason) => {
+      this.leases.delete(key);
+      this._onDidChange.fire();
+      this.log.warn(`Lost the lock on ${tag}: ${reason.message}`);
+      void vscode.window.showWarningMessage(vscode.l10n.t('This window lost its lock on {0}: {1}', tag, reason.message));
+    });
+    this.log.info(`Locked ${tag} in ${staticDir} for this window (took ${Date.now() - started} ms).`);
+    this._onDidChange.fire();
+    return lease;
+  }
+
+  async release(staticDir: string, tag: string): Promise<void> {
+    const key = WindowLocks.key(staticDir, tag);
+    const held = this.leases.get(key);
+    if (held === undefined) return;
+    this.leases.delete(key);
+    this._onDidChange.fire();
+    await held.lease.release();
+    this.log.info(`Released ${tag} in ${staticDir} (held ${Math.round((Date.now() - held.since) / 1000)} s).`);
+  }
+
+  /** The window is closing: let every lock go, so that nobody has to wait for it to turn stale. */
+  dispose(): void {
+    for (const { lease } of this.leases.values()) {
+      lease.release().catch((err: unknown) => this.log.warn(`Could not release ${lease.tag}: ${errorMessage(err)}`));
+    }
+    this.leases.clear();
+    this._onDidChange.dispose();
+  }
+}
