@@ -49,8 +49,16 @@ function npmInstall(dir, specs, { node = process.execPath, env = {} } = {}) {
   execFileSync(node, [npmCli(), 'install', '--no-save', '--no-audit', '--no-fund', '--no-package-lock', '--loglevel=error', ...specs], {
     cwd: dir,
     stdio: ['ignore', 'inherit', 'inherit'],
-    env: { ...process.env, ...env },
+    env: { ...withoutNpmConfig(process.env), ...env },
   });
+}
+
+/**
+ * The environment without what an outer `npm run` put there: npm reads npm_config_* as its own
+ * settings, and code-server's install script reads the Node version from npm_config_user_agent.
+ */
+function withoutNpmConfig(env) {
+  return Object.fromEntries(Object.entries(env).filter(([k]) => !/^npm_/i.test(k)));
 }
 
 function readReady() {
