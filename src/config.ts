@@ -13,6 +13,8 @@ export interface Settings {
   /** Absolute static directories, in the order configured, without duplicates. */
   staticDirs: string[];
   timing: Timing;
+  /** List shown directories again this often (0: never), for filesystems without file events. */
+  pollMs: number;
 }
 
 export function expandPath(raw: string, workspaceFolder: string | undefined): string | undefined {
@@ -45,7 +47,8 @@ export function readSettings(): Settings {
     staleMs: c.get<number>('staleSeconds', DEFAULT_TIMING.staleMs / 1000) * 1000,
     refreshMs: c.get<number>('refreshSeconds', DEFAULT_TIMING.refreshMs / 1000) * 1000,
   });
-  return { staticDirs: dirs, timing };
+  const poll = c.get<number>('pollSeconds', 0);
+  return { staticDirs: dirs, timing, pollMs: Number.isFinite(poll) && poll > 0 ? Math.max(1_000, poll * 1000) : 0 };
 }
 
 /** Fires with fresh settings whenever one of ours changes. */

@@ -1,6 +1,8 @@
 import * as vscode from 'vscode';
+import { addArtifactsCommand } from './commands/addArtifacts';
 import { chooseStaticDirCommand } from './commands/chooseStaticDir';
 import { copyPathCommand } from './commands/copyPath';
+import { createStaticDirCommand } from './commands/createStaticDir';
 import { destroyCommand } from './commands/destroy';
 import { forceReleaseCommand } from './commands/forceRelease';
 import { lockForWindowCommand } from './commands/lockForWindow';
@@ -9,6 +11,7 @@ import { refreshCommand } from './commands/refresh';
 import { releaseWindowLockCommand } from './commands/releaseWindowLock';
 import { revealInExplorerCommand } from './commands/revealInExplorer';
 import { showLogCommand } from './commands/showLog';
+import { stageBuildCommand } from './commands/stageBuild';
 import { onDidChangeSettings, readSettings } from './config';
 import { createLog } from './log';
 import { prompts, type Prompts } from './prompts';
@@ -35,6 +38,7 @@ export function activate(context: vscode.ExtensionContext): DevserverStagingApi 
   let settings = readSettings();
   const timing = () => settings.timing;
   const states = new LockStates(settings.timing, log);
+  states.setPolling(settings.pollMs);
   const windowLocks = new WindowLocks(settings.timing, log);
   const tree = new StagingTreeProvider(settings.staticDirs, states, windowLocks);
   const view = vscode.window.createTreeView(VIEW_ID, { treeDataProvider: tree, showCollapseAll: true, canSelectMany: true });
@@ -50,12 +54,14 @@ export function activate(context: vscode.ExtensionContext): DevserverStagingApi 
     onDidChangeSettings((s) => {
       settings = s;
       states.reset(s.timing);
+      states.setPolling(s.pollMs);
       windowLocks.setTiming(s.timing);
       tree.setStaticDirs(s.staticDirs);
       statusBar.setStaticDirs(s.staticDirs);
     }),
     refreshCommand(tree, states, log),
     chooseStaticDirCommand(log),
+    createStaticDirCommand(tree, states, log),
     lockForWindowCommand(states, windowLocks, log),
     releaseWindowLockCommand(states, windowLocks, log),
     forceReleaseCommand(states, windowLocks, prompts, timing, log),
@@ -64,6 +70,8 @@ export function activate(context: vscode.ExtensionContext): DevserverStagingApi 
     revealInExplorerCommand(states, log),
     openInTerminalCommand(states, log),
     showLogCommand(log),
+    stageBuildCommand(() => settings.staticDirs, windowLocks, statusBar, timing, log),
+    addArtifactsCommand(states, windowLocks, statusBar, timing, log),
   );
   log.info(`Activated with ${settings.staticDirs.length} static director${settings.staticDirs.length === 1 ? 'y' : 'ies'}.`);
   return { tree, states, view, windowLocks, statusBar, prompts };

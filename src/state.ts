@@ -6,7 +6,7 @@
 import * as fs from 'fs';
 import * as path from 'path';
 import * as vscode from 'vscode';
-import { LOCK_NAME, inspect, lockIdOf, isHolderAlive, isOnThisMachine, isProtocolName, list, type ListEntry, type Timing } from './core';
+import { LOCK_NAME, MANIFEST_FILE, inspect, lockIdOf, isHolderAlive, isOnThisMachine, isProtocolName, list, type ListEntry, type Timing } from './core';
 import type { Log } from './log';
 import { DirectoryWatcher, type WatchEvent } from './watcher';
 
@@ -17,8 +17,15 @@ export interface AreaRef {
 }
 
 export interface StateChange extends AreaRef {
-  /** `state`: the area's own lock changed. `children`: its subdirectories came or went. */
+  /** `state`: the area's own lock changed. `children`: its subdirectories or files came or went. */
   what: 'state' | 'children';
+}
+
+/** A file in a build: what the tree shows below the build's subdirectories. */
+export interface Artifact {
+  name: string;
+  path: string;
+  size: number;
 }
 
 export const keyOf = (staticDir: string, tag: string): string => `${staticDir}\0${tag}`;
@@ -35,8 +42,13 @@ interface Pending extends AreaRef {
   children: boolean;
 }
 
-/** Events in one directory within this window count as one. */
+/** Lock events in one directory within this window count as one. */
 const SETTLE_MS = 15;
+/**
+ * Files coming and going (a build being staged) are gathered for longer: each listing reads every
+ * file's size, and a staging of thousands of files must not turn into thousands of listings.
+ */
+const SETTLE_LISTING_MS = 200;
 /** How often holders on this machine are checked for having died. */
 const LIVENESS_MS = 1_000;
 
@@ -45,12 +57,15 @@ export class LockStates implements vscode.Disposable {
   readonly onDidChange = this._onDidChange.event;
 
   private readonly listings = new Map<string, ListEntry[]>();
+  private readonly files = new Map<string, Artifact[]>();
   private readonly entries = new Map<string, { entry: ListEntry; at: number }>();
   private readonly dirs = new Map<string, AreaRef>();
   private readonly pending = new Map<string, Pending>();
   private readonly queues = new Map<string, Promise<unknown>>();
   private readonly watcher: DirectoryWatcher;
   private settleTimer: NodeJS.Timeout | undefined;
+  private listingTimer: NodeJS.Timeout | undefined;
+  private pollTimer: NodeJS.Timeout | undefined;
   private staleTimer: NodeJS.Timeout | undefined;
   private livenessTimer: NodeJS.Timeout | undefined;
   private disposed = false;
@@ -74,6 +89,11 @@ export class LockStates implements vscode.Disposable {
     return this.serial(keyOf(staticDir, tag), () => this.relist(staticDir, tag, false));
   }
 
+  /** The files of an area listed with `children`: its artifacts. */
+  artifacts(staticDir: string, tag: string): Artifact[] {
+    return this.files.get(keyOf(staticDir, tag)) ?? [];
+  }
+
   entry(staticDir: string, tag: string): ListEntry | undefined {
     return this.entries.get(keyOf(staticDir, tag))?.entry;
   }
@@ -88,10 +108,28 @@ export class LockStates implements vscode.Disposable {
     return [...this.entries.values()].map((v) => v.entry).filter((e) => e.state !== 'free');
   }
 
+  /**
+   * Lists every shown directory again every `ms` (0: never). Network filesystems deliver no
+   * file events; only what changed is reported, as for events.
+   */
+  setPolling(ms: number): void {
+    clearInterval(this.pollTimer);
+    this.pollTimer = undefined;
+    if (ms > 0) {
+      this.pollTimer = setInterval(() => {
+        for (const k of this.listings.keys()) {
+          const [staticDir, tag] = k.split('\0') as [string, string];
+          this.mark({ staticDir, tag }, { children: true });
+        }
+      }, ms);
+    }
+  }
+
   /** Forgets everything, as after a change of settings or an explicit refresh. */
   reset(timing?: Timing): void {
     if (timing !== undefined) this.timing = timing;
     this.listings.clear();
+    this.files.clear();
     this.entries.clear();
     this.dirs.clear();
     this.pending.clear();
@@ -124,10 +162,12 @@ export class LockStates implements vscode.Disposable {
     // Watch before listing: a change between the two is then seen rather than lost.
     this.watchDir(dir, { staticDir, tag });
     this.work.listings++;
-    const fresh = await list(staticDir, tag, this.timing);
+    const [fresh, files] = await Promise.all([list(staticDir, tag, this.timing), tag === '' ? [] : readArtifacts(dir)]);
     if (this.disposed) return fresh;
     const old = this.listings.get(key);
+    const oldFiles = this.files.get(key);
     this.listings.set(key, fresh);
+    this.files.set(key, files);
     const now = Date.now();
     for (const e of fresh) {
       this.entries.set(keyOf(staticDir, e.tag), { entry: e, at: now });
@@ -142,7 +182,7 @@ export class LockStates implements vscode.Disposable {
       // be missed, so look at its lock once more.
       const known = new Set(old.map((e) => e.name));
       for (const e of fresh) if (!known.has(e.name)) this.mark({ staticDir, tag: e.tag }, { lock: true });
-      if (gone.length > 0 || old.length !== fresh.length) {
+      if (gone.length > 0 || old.length !== fresh.length || filesKey(oldFiles ?? []) !== filesKey(files)) {
         changes.push({ staticDir, tag, what: 'children' });
       } else {
         const before = new Map(old.map((e) => [e.name, e]));
@@ -187,6 +227,7 @@ export class LockStates implements vscode.Disposable {
     const prefix = keyOf(staticDir, tag);
     for (const k of [...this.entries.keys()]) if (k === prefix || k.startsWith(`${prefix}/`)) this.entries.delete(k);
     for (const k of [...this.listings.keys()]) if (k === prefix || k.startsWith(`${prefix}/`)) this.listings.delete(k);
+    for (const k of [...this.files.keys()]) if (k === prefix || k.startsWith(`${prefix}/`)) this.files.delete(k);
     for (const d of [...this.dirs.keys()]) if (d === dir || d.startsWith(`${dir}/`)) this.dirs.delete(d);
     this.watcher.unwatchTree(dir);
   }
@@ -219,13 +260,19 @@ export class LockStates implements vscode.Disposable {
     p.children ||= what.children === true;
     p.probe ||= what.probe === true;
     this.pending.set(key, p);
-    this.settleTimer ??= setTimeout(() => this.flush(), SETTLE_MS);
+    // Only a directory with files (a build being staged) waits longer; a board or the static
+    // directory gaining a build is news to show at once.
+    const hasFiles = (this.files.get(key)?.length ?? 0) > 0;
+    if (p.lock || p.probe || !hasFiles) this.settleTimer ??= setTimeout(() => this.flush(false), SETTLE_MS);
+    else this.listingTimer ??= setTimeout(() => this.flush(true), SETTLE_LISTING_MS);
   }
 
-  private flush(): void {
-    this.settleTimer = undefined;
-    const jobs = [...this.pending.values()];
-    this.pending.clear();
+  /** Runs what is pending: everything, or (`listingsOnly`) just what waits for a listing alone. */
+  private flush(listingsOnly: boolean): void {
+    if (listingsOnly) this.listingTimer = undefined;
+    else this.settleTimer = undefined;
+    const jobs = [...this.pending.values()].filter((p) => !listingsOnly || !(p.lock || p.probe || (this.files.get(keyOf(p.staticDir, p.tag))?.length ?? 0) === 0));
+    for (const p of jobs) this.pending.delete(keyOf(p.staticDir, p.tag));
     for (const p of jobs) {
       void this.serial(keyOf(p.staticDir, p.tag), async () => {
         if (p.children && this.listings.has(keyOf(p.staticDir, p.tag))) await this.relist(p.staticDir, p.tag, true);
@@ -299,9 +346,29 @@ export class LockStates implements vscode.Disposable {
   dispose(): void {
     this.disposed = true;
     clearTimeout(this.settleTimer);
+    clearTimeout(this.listingTimer);
+    clearInterval(this.pollTimer);
     clearTimeout(this.staleTimer);
     clearInterval(this.livenessTimer);
     this.watcher.dispose();
     this._onDidChange.dispose();
   }
 }
+
+/** The files of a build directory, with sizes; the tool's own bookkeeping left out. */
+async function readArtifacts(dir: string): Promise<Artifact[]> {
+  const entries = await fs.promises.readdir(dir, { withFileTypes: true }).catch(() => []);
+  const files = entries.filter((e) => !e.isDirectory() && !isProtocolName(e.name) && e.name !== MANIFEST_FILE);
+  const sized = await Promise.all(
+    files.map(async (e) => {
+      const p = path.join(dir, e.name);
+      const st = await fs.promises.stat(p).catch(() => undefined);
+      // A link to a directory is a subdirectory, listed as such.
+      return st?.isDirectory() === true ? undefined : { name: e.name, path: p, size: st?.size ?? 0 };
+    }),
+  );
+  return sized.filter((a): a is Artifact => a !== undefined).sort((a, b) => naturalOrder.compare(a.name, b.name));
+}
+
+const naturalOrder = new Intl.Collator('en', { numeric: true });
+const filesKey = (files: readonly Artifact[]): string => files.map((f) => `${f.name}\0${f.size}`).join('\0');

@@ -10,6 +10,7 @@ export class StatusBar implements vscode.Disposable {
   private readonly item = vscode.window.createStatusBarItem('devserverStaging.status', vscode.StatusBarAlignment.Left, 50);
   private readonly subscriptions: vscode.Disposable[];
   private configured: boolean;
+  private staging = 0;
 
   constructor(
     private readonly states: LockStates,
@@ -21,6 +22,18 @@ export class StatusBar implements vscode.Disposable {
     this.configured = staticDirs.length > 0;
     this.subscriptions = [states.onDidChange(() => this.update()), windowLocks.onDidChange(() => this.update())];
     this.update();
+  }
+
+  /** Shows a spinner while `work` (a staging) runs. */
+  async busy<T>(work: Promise<T>): Promise<T> {
+    this.staging++;
+    this.update();
+    try {
+      return await work;
+    } finally {
+      this.staging--;
+      this.update();
+    }
   }
 
   /** What the item shows, and whether it is shown. */
@@ -41,9 +54,11 @@ export class StatusBar implements vscode.Disposable {
     const mine = this.windowLocks.all;
     const others = this.states.locked().filter((e) => (e.state === 'held' || e.state === 'stale') && !this.windowLocks.has(e.staticDir, e.tag));
     const stale = others.filter((e) => e.state === 'stale').length;
-    this.item.text = `$(lock) ${mine.length} · ${others.length}${stale > 0 ? ` $(warning) ${stale}` : ''}`;
+    const spinner = this.staging > 0 ? '$(sync~spin) ' : '';
+    this.item.text = `${spinner}$(lock) ${mine.length} · ${others.length}${stale > 0 ? ` $(warning) ${stale}` : ''}`;
     const md = new vscode.MarkdownString(undefined, true);
     md.appendMarkdown(`**${vscode.l10n.t('Devserver Staging')}**\n\n`);
+    if (this.staging > 0) md.appendMarkdown(`$(sync~spin) ${vscode.l10n.t('Staging: {0}', this.staging)}  \n`);
     md.appendMarkdown(`${vscode.l10n.t('Held by this window: {0}', mine.length)}  \n`);
     for (const l of mine) md.appendMarkdown(`$(lock) ${l.tag}  \n`);
     md.appendMarkdown(`${vscode.l10n.t('Held or stale elsewhere: {0}', others.length)}  \n`);

@@ -1,6 +1,6 @@
 /** A subdirectory of a static directory: a board grouping builds, or a build. */
 import * as vscode from 'vscode';
-import { formatDuration as formatAge, type ListEntry, type LockState } from '../core';
+import { formatBytes, formatDuration as formatAge, type ListEntry, type LockState } from '../core';
 import type { StaticDirNode } from './staticDirNode';
 
 interface Look {
@@ -59,7 +59,7 @@ export class AreaNode {
     return item;
   }
 
-  tooltip(now = Date.now()): vscode.MarkdownString {
+  tooltip(contents?: { artifacts: number; bytes: number }, now = Date.now()): vscode.MarkdownString {
     const e = this.entry;
     const md = new vscode.MarkdownString(undefined, true);
     md.appendMarkdown(`**${escape(e.tag)}** — $(${LOOKS[e.state].icon}) ${LOOKS[e.state].label}\n\n`);
@@ -78,6 +78,7 @@ export class AreaNode {
     if (e.heartbeatAgeMs !== undefined && e.state !== 'free') rows.push([vscode.l10n.t('Heartbeat'), vscode.l10n.t('{0} ago', formatAge(e.heartbeatAgeMs))]);
     if (e.holderAlive !== undefined) rows.push([vscode.l10n.t('Process'), e.holderAlive ? vscode.l10n.t('running') : vscode.l10n.t('gone')]);
     if (e.staleReason !== undefined) rows.push([vscode.l10n.t('Why stale'), e.staleReason]);
+    if (contents !== undefined) rows.push([vscode.l10n.t('Contents'), vscode.l10n.t('{0} artifacts, {1}', contents.artifacts, formatBytes(contents.bytes))]);
     for (const [k, v] of rows) md.appendMarkdown(`${escape(k)}: ${escape(v)}  \n`);
     md.appendMarkdown('\n');
     md.appendCodeblock(e.dir, 'text');

@@ -6,13 +6,15 @@
 import * as fs from 'fs';
 import * as path from 'path';
 import * as vscode from 'vscode';
+import { MANIFEST_FILE, isProtocolName, type Manifest } from '../core';
 import { errorMessage } from '../errors';
 import { keyOf, type LockStates, type StateChange } from '../state';
 import type { WindowLocks } from '../windowLocks';
 import { AreaNode } from './areaNode';
+import { ArtifactNode } from './artifactNode';
 import { StaticDirNode } from './staticDirNode';
 
-export type Node = StaticDirNode | AreaNode;
+export type Node = StaticDirNode | AreaNode | ArtifactNode;
 
 export class StagingTreeProvider implements vscode.TreeDataProvider<Node>, vscode.Disposable {
   private readonly _onDidChangeTreeData = new vscode.EventEmitter<Node | Node[] | undefined>();
@@ -54,8 +56,8 @@ export class StagingTreeProvider implements vscode.TreeDataProvider<Node>, vscod
     return node.toTreeItem();
   }
 
-  resolveTreeItem(item: vscode.TreeItem, node: Node): vscode.TreeItem {
-    if (node instanceof AreaNode) item.tooltip = node.tooltip();
+  async resolveTreeItem(item: vscode.TreeItem, node: Node): Promise<vscode.TreeItem> {
+    if (node instanceof AreaNode) item.tooltip = node.tooltip(await contentsOf(node.entry.dir));
     return item;
   }
 
@@ -65,6 +67,7 @@ export class StagingTreeProvider implements vscode.TreeDataProvider<Node>, vscod
 
   async getChildren(node?: Node): Promise<Node[]> {
     if (node === undefined) return Promise.all(this.staticDirs.map((d) => this.rootNode(d)));
+    if (node instanceof ArtifactNode) return [];
     if (node instanceof StaticDirNode && node.problem !== undefined) return [];
     const staticDir = node instanceof StaticDirNode ? node.dir : node.entry.staticDir;
     const tag = node instanceof StaticDirNode ? '' : node.entry.tag;
@@ -79,7 +82,7 @@ export class StagingTreeProvider implements vscode.TreeDataProvider<Node>, vscod
       }
       return [];
     }
-    return entries.map((e) => {
+    const areas = entries.map((e) => {
       const key = keyOf(staticDir, e.tag);
       let child = this.areas.get(key);
       if (child === undefined) {
@@ -90,6 +93,8 @@ export class StagingTreeProvider implements vscode.TreeDataProvider<Node>, vscod
       }
       return child;
     });
+    if (node instanceof StaticDirNode) return areas;
+    return [...areas, ...this.states.artifacts(staticDir, tag).map((a) => new ArtifactNode(node, a))];
   }
 
   /** The node of an area the tree has shown, if any. */
@@ -140,4 +145,22 @@ export class StagingTreeProvider implements vscode.TreeDataProvider<Node>, vscod
 }
 
 export const isAreaNode = (n: unknown): n is AreaNode => n instanceof AreaNode;
-export const dirOf = (n: Node): string => (n instanceof StaticDirNode ? n.dir : path.join(n.entry.staticDir, n.entry.tag));
+export const dirOf = (n: Node): string => (n instanceof StaticDirNode ? n.dir : n instanceof ArtifactNode ? n.artifact.path : path.join(n.entry.staticDir, n.entry.tag));
+
+/**
+ * Size and artifact count for a tooltip: from the manifest where staging wrote one (a single
+ * read), else from the files at the top of the build.
+ */
+async function contentsOf(dir: string): Promise<{ artifacts: number; bytes: number } | undefined> {
+  try {
+    const manifest = JSON.parse(await fs.promises.readFile(path.join(dir, MANIFEST_FILE), 'utf8')) as Manifest;
+    const all = Object.values(manifest.artifacts);
+    return { artifacts: all.length, bytes: all.reduce((n, a) => n + a.size, 0) };
+  } catch {
+    const entries = await fs.promises.readdir(dir, { withFileTypes: true }).catch(() => undefined);
+    if (entries === undefined) return undefined;
+    const files = entries.filter((e) => e.isFile() && !isProtocolName(e.name));
+    const sizes = await Promise.all(files.map((e) => fs.promises.stat(path.join(dir, e.name)).then((s) => s.size, () => 0)));
+    return { artifacts: files.length, bytes: sizes.reduce((a, b) => a + b, 0) };
+  }
+}

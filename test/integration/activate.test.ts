@@ -68,7 +68,7 @@ describe('activation and manifest', () => {
 
   it('declares every setting it reads, defaulting to no static directory', () => {
     const props = manifest.contributes.configuration.properties;
-    for (const k of ['devserverStaging.staticDirs', 'devserverStaging.staleSeconds', 'devserverStaging.refreshSeconds', 'devserverStaging.confirmDestructiveActions']) assert.ok(k in props, k);
+    for (const k of ['devserverStaging.staticDirs', 'devserverStaging.staleSeconds', 'devserverStaging.refreshSeconds', 'devserverStaging.confirmDestructiveActions', 'devserverStaging.pollSeconds']) assert.ok(k in props, k);
     assert.deepEqual(vscode.workspace.getConfiguration('devserverStaging').get('staticDirs'), []);
   });
 });

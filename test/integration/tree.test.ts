@@ -113,12 +113,12 @@ describe('the Staging Areas tree', function () {
 
   it('puts the holder and the ages in the tooltip, never in the label', async () => {
     const node = await nodeOf(TAGS.held);
-    const item = ext.tree.resolveTreeItem(itemOf(node), node);
+    const item = await ext.tree.resolveTreeItem(itemOf(node), node);
     const tip = (item.tooltip as vscode.MarkdownString).value;
     assert.match(tip, new RegExp(`pid ${fx.holder.pid}`));
     assert.match(tip, /integration test/);
     assert.match(tip, /Heartbeat: \d+ s ago/);
-    const stale = ext.tree.resolveTreeItem(itemOf(await nodeOf(TAGS.stale)), await nodeOf(TAGS.stale));
+    const stale = await ext.tree.resolveTreeItem(itemOf(await nodeOf(TAGS.stale)), await nodeOf(TAGS.stale));
     assert.match((stale.tooltip as vscode.MarkdownString).value, /buildbot\\-7, pid 41812/);
     assert.match((stale.tooltip as vscode.MarkdownString).value, /Acquired: .*60 min/);
   });

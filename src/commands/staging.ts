@@ -1,0 +1,98 @@
+/**
+ * What Stage Build and Add Artifacts share: asking for sources, and running the core's stage()
+ * with progress, a working Cancel, and a word with the user on a conflict.
+ */
+import * as vscode from 'vscode';
+import { formatBytes, isStagingError, stage, type StageResult, type Timing } from '../core';
+import type { Log } from '../log';
+import type { StatusBar } from '../statusBar';
+import type { WindowLocks } from '../windowLocks';
+
+/** Arguments a script or test can pass instead of answering the pickers. */
+export interface StagingArgs {
+  staticDir?: string;
+  tag?: string;
+  sources?: string[];
+  overwrite?: boolean;
+  /** Aborts the staging as the Cancel button does. */
+  signal?: AbortSignal;
+}
+
+/** Asks where the artifacts come from: a folder, files, an archive or a URL. */
+export async function pickSources(title: string): Promise<string[] | undefined> {
+  const kinds = [
+    { label: `$(folder) ${vscode.l10n.t('Folder…')}`, source: 'folder' as const, detail: vscode.l10n.t('Copy a directory of artifacts') },
+    { label: `$(files) ${vscode.l10n.t('Files…')}`, source: 'files' as const, detail: vscode.l10n.t('Copy one or more files') },
+    { label: `$(file-zip) ${vscode.l10n.t('Archive…')}`, source: 'archive' as const, detail: vscode.l10n.t('Unpack a .tar, .tar.gz, .tar.xz or .zip') },
+    { label: `$(globe) ${vscode.l10n.t('URL…')}`, source: 'url' as const, detail: vscode.l10n.t('Download over http(s); archives are unpacked') },
+  ];
+  const kind = (await vscode.window.showQuickPick(kinds, { title, placeHolder: vscode.l10n.t('Where do the artifacts come from?') }))?.source;
+  if (kind === undefined) return undefined;
+  if (kind === 'url') {
+    const url = await vscode.window.showInputBox({
+      title,
+      prompt: vscode.l10n.t('An http(s) URL of a file or an archive'),
+      placeHolder: 'https://example.com/builds/R120/image.tar.xz',
+      validateInput: (v) => (/^https?:\/\/\S+$/.test(v.trim()) ? undefined : vscode.l10n.t('Give an http:// or https:// URL.')),
+    });
+    return url === undefined ? undefined : [url.trim()];
+  }
+  const picked = await vscode.window.showOpenDialog({
+    title,
+    canSelectFolders: kind === 'folder',
+    canSelectFiles: kind !== 'folder',
+    canSelectMany: kind === 'files',
+    openLabel: vscode.l10n.t('Stage'),
+    ...(kind === 'archive' ? { filters: { [vscode.l10n.t('Archives')]: ['tar', 'gz', 'tgz', 'xz', 'txz', 'zip'] } } : {}),
+  });
+  return picked?.map((u) => u.fsPath);
+}
+
+/** Stages `sources` into the area with progress and Cancel; offers Overwrite on a conflict. */
+export async function runStaging(
+  what: { staticDir: string; tag: string; add: boolean; sources: string[]; overwrite?: boolean; signal?: AbortSignal },
+  deps: { timing: Timing; windowLocks: WindowLocks; statusBar: StatusBar; log: Log },
+): Promise<StageResult | undefined> {
+  const { staticDir, tag, add, sources } = what;
+  const started = Date.now();
+  const title = add ? vscode.l10n.t('Adding artifacts to {0}', tag) : vscode.l10n.t('Staging {0}', tag);
+  const attempt = (overwrite: boolean): Thenable<StageResult> =>
+    vscode.window.withProgress({ location: vscode.ProgressLocation.Notification, title, cancellable: true }, (progress, token) => {
+      const abort = new AbortController();
+      token.onCancellationRequested(() => abort.abort());
+      what.signal?.addEventListener('abort', () => abort.abort(), { once: true });
+      if (what.signal?.aborted === true) abort.abort();
+      let reported = 0;
+      return deps.statusBar.busy(
+        stage(staticDir, tag, sources, {
+          ...deps.timing,
+          add,
+          overwrite,
+          signal: abort.signal,
+          clientId: deps.windowLocks.clientId,
+          purpose: vscode.l10n.t('staging from VS Code'),
+          onProgress: (p) => {
+            const pct = p.totalBytes !== undefined && p.totalBytes > 0 ? (100 * p.bytes) / p.totalBytes : undefined;
+            const size = p.totalBytes !== undefined ? `${formatBytes(p.bytes)} / ${formatBytes(p.totalBytes)}` : formatBytes(p.bytes);
+            progress.report({ message: `${p.artifact || '…'} (${size})`, ...(pct !== undefined ? { increment: pct - reported } : {}) });
+            if (pct !== undefined) reported = pct;
+          },
+        }),
+      );
+    });
+  let result: StageResult;
+  try {
+    result = await attempt(what.overwrite === true);
+  } catch (err) {
+    if (!(isStagingError(err) && err.code === 'ECONFLICT') || what.overwrite !== undefined) throw err;
+    const overwrite = vscode.l10n.t('Overwrite');
+    const choice = await vscode.window.showWarningMessage(err.message, { modal: true, detail: vscode.l10n.t('Nothing was changed. Overwrite replaces the artifacts that differ.') }, overwrite);
+    if (choice !== overwrite) return undefined;
+    result = await attempt(true);
+  }
+  const secs = ((Date.now() - started) / 1000).toFixed(1);
+  const summary = vscode.l10n.t('{0}: {1} added, {2} unchanged, {3} replaced ({4}) in {5} s.', tag, result.added.length, result.skipped.length, result.replaced.length, formatBytes(result.bytes), secs);
+  deps.log.info(`Staged ${sources.join(', ')} into ${tag} in ${staticDir}: ${summary}`);
+  void vscode.window.showInformationMessage(summary);
+  return result;
+}
