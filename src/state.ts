@@ -55,6 +55,9 @@ const LIVENESS_MS = 1_000;
 export class LockStates implements vscode.Disposable {
   private readonly _onDidChange = new vscode.EventEmitter<StateChange[]>();
   readonly onDidChange = this._onDidChange.event;
+  /** Fires when a directory was listed for the first time: more areas are known. */
+  private readonly _onDidList = new vscode.EventEmitter<AreaRef>();
+  readonly onDidList = this._onDidList.event;
 
   private readonly listings = new Map<string, ListEntry[]>();
   private readonly files = new Map<string, Artifact[]>();
@@ -96,6 +99,11 @@ export class LockStates implements vscode.Disposable {
 
   entry(staticDir: string, tag: string): ListEntry | undefined {
     return this.entries.get(keyOf(staticDir, tag))?.entry;
+  }
+
+  /** Lists each static directory and the level below it, so that their builds are known. */
+  scan(staticDirs: readonly string[]): void {
+    for (const d of staticDirs) void this.children(d, '').catch(() => undefined);
   }
 
   /** Every area listed so far. */
@@ -191,6 +199,10 @@ export class LockStates implements vscode.Disposable {
     }
     this.scheduleTimers();
     if (notify && changes.length > 0) this._onDidChange.fire(changes);
+    if (old === undefined) this._onDidList.fire({ staticDir, tag });
+    // One level below a static directory are the boards; listing them too makes every build
+    // known (and watched) before anyone expands a board, so the status bar can count them.
+    if (tag === '') for (const e of fresh) if (!this.listings.has(keyOf(staticDir, e.tag))) void this.children(staticDir, e.tag).catch(() => undefined);
     return fresh;
   }
 
@@ -352,6 +364,7 @@ export class LockStates implements vscode.Disposable {
     clearInterval(this.livenessTimer);
     this.watcher.dispose();
     this._onDidChange.dispose();
+    this._onDidList.dispose();
   }
 }
 

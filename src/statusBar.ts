@@ -20,7 +20,8 @@ export class StatusBar implements vscode.Disposable {
     this.item.name = vscode.l10n.t('Devserver Staging');
     this.item.command = 'devserverStaging.areas.focus';
     this.configured = staticDirs.length > 0;
-    this.subscriptions = [states.onDidChange(() => this.update()), windowLocks.onDidChange(() => this.update())];
+    this.subscriptions = [states.onDidChange(() => this.update()), windowLocks.onDidChange(() => this.update()), states.onDidList(() => this.update())];
+    states.scan(staticDirs);
     this.update();
   }
 
@@ -43,6 +44,7 @@ export class StatusBar implements vscode.Disposable {
 
   setStaticDirs(dirs: readonly string[]): void {
     this.configured = dirs.length > 0;
+    this.states.scan(dirs);
     this.update();
   }
 

@@ -84,6 +84,12 @@ describe('the Staging Areas tree', function () {
     cleanup(fx.staticDir);
   });
 
+  it('counts held and stale builds in the status bar without anyone expanding a board', async () => {
+    // One held by the CLI, one stale; the legacy lock is neither.
+    const text = await waitFor(() => (ext.statusBar.text === '$(lock) 0 · 2 $(warning) 1' ? ext.statusBar.text : undefined), 5_000, `the status bar to count (it shows ${ext.statusBar.text})`);
+    assert.equal(text, '$(lock) 0 · 2 $(warning) 1');
+  });
+
   it('shows the static directory, its boards and builds in natural order', async () => {
     const [root] = await ext.tree.getChildren();
     assert.equal(itemOf(root!).contextValue, 'staticDir');
