@@ -51,9 +51,10 @@ export async function runUiCheck({ updateScreenshots = false, log = console.log 
     let labels = [];
     for (const [what, pattern] of expectations(demo.legacy)) {
       let ok = false;
-      while (!ok && Date.now() < deadline) {
+      for (let first = true; !ok && (first || Date.now() < deadline); first = false) {
         labels = await page.$$eval('.monaco-list-row', (els) => els.map((e) => e.getAttribute('aria-label') ?? ''));
-        ok = labels.some((l) => pattern.test(l));
+        // VS Code appends ", has actions" to rows with inline buttons.
+        ok = labels.some((l) => pattern.test(l.replace(/, has actions$/, '')));
         if (!ok) await page.waitForTimeout(200);
       }
       if (ok) passed++;
@@ -73,17 +74,65 @@ export async function runUiCheck({ updateScreenshots = false, log = console.log 
     await page.mouse.move(900, 500);
     await page.waitForTimeout(500);
     const shots = [];
-    const shoot = async (name) => {
+    const shoot = async (name, clip = { x: 0, y: 0, width: 820, height: 420 }) => {
       const file = path.join(outDir, name);
-      await page.screenshot({ path: file, clip: { x: 0, y: 0, width: 820, height: 420 } });
+      await page.screenshot({ path: file, clip });
       shots.push(file);
     };
+    /** One more check of what is on screen, counted like the rows above. */
+    const check = async (what, probe) => {
+      const ok = await probe().catch(() => false);
+      if (ok) passed++;
+      else failed++;
+      log(`    ${ok ? '✔' : '✘'} on screen: ${what}`);
+    };
     await shoot('tree-view.png');
+
     // The held build's tooltip: holder, purpose, ages.
     await row(path.basename(HELD_TAG)).hover();
     await page.locator('.monaco-hover').first().waitFor({ timeout: 5_000 }).catch(() => undefined);
     await page.waitForTimeout(500);
     await shoot('tree-tooltip.png');
+    await page.mouse.move(900, 500);
+
+    // The status bar item: this window holds nothing; one build held and one stale elsewhere.
+    const status = page.locator('.statusbar-item[id="devserver-staging.devserver-staging.devserverStaging.status"], .statusbar-item[id$="devserverStaging.status"]').first();
+    await check('the status bar item counting 1 held and 1 stale build', async () => {
+      await status.waitFor({ timeout: 5_000 });
+      return /0 · 2\s*1/.test((await status.innerText()).replace(/\s+/g, ' '));
+    });
+    await status.hover();
+    await page.waitForTimeout(1200);
+    const vp = page.viewportSize();
+    await shoot('status-bar.png', { x: 0, y: vp.height - 260, width: 520, height: 260 });
+    await page.mouse.move(900, 300);
+
+    // The context menu of the stale build, with Force Release and Destroy in their own group.
+    const staleRow = row('R119-15633.0.0 stale');
+    await staleRow.click({ button: 'right' });
+    const menu = page.locator('.context-view .monaco-menu, .monaco-menu-container').first();
+    await check('the context menu of a stale build offering Force Release… and Destroy…', async () => {
+      await menu.waitFor({ timeout: 5_000 });
+      const text = await menu.innerText();
+      return text.includes('Force Release…') && text.includes('Destroy…') && text.includes('Lock for This Window');
+    });
+    await page.waitForTimeout(300);
+    await shoot('context-menu.png', { x: 0, y: 0, width: 820, height: 560 });
+
+    // Force Release… from that menu: the modal must name the holder before anything happens.
+    await menu.getByText('Force Release…').first().click();
+    const dialog = page.locator('.monaco-dialog-box').first();
+    await check('the force-release dialog naming the holder and its age', async () => {
+      await dialog.waitFor({ timeout: 5_000 });
+      const text = await dialog.innerText();
+      return text.includes('octopus-release/R119-15633.0.0') && text.includes('chrome-bot@buildbot-7') && text.includes('another machine');
+    });
+    await page.waitForTimeout(300);
+    await shoot('force-release-dialog.png', { x: 0, y: 0, width: vp.width, height: vp.height });
+    // Cancel: the lock must still be there.
+    await page.keyboard.press('Escape');
+    await page.waitForTimeout(300);
+    await check('the stale lock still there after Cancel', async () => fs.existsSync(path.join(demo.staticDir, 'octopus-release', 'R119-15633.0.0', 'devserver.lock')));
     for (const file of shots) {
       log(`      screenshot: ${path.relative(process.cwd(), file)}`);
       if (updateScreenshots) fs.copyFileSync(file, path.join(root, 'media', 'screenshots', path.basename(file)));
