@@ -187,4 +187,23 @@ describe('the Staging Areas tree', function () {
     const ms = await stale;
     report(`killed holder shown stale after ${ms} ms`);
   });
+
+  it('shows a lock of another machine stale once its heartbeat is older than the threshold, with no file event', async () => {
+    const tag = 'hatch-paladin/R122-15702.0.0';
+    makeBuild(fx.staticDir, tag);
+    await waitFor(() => nodeOf(tag).catch(() => undefined), 5_000, `${tag} in the tree`);
+    // A holder on another machine, refreshing every 1 s with a 2 s threshold, that just stopped.
+    const lock = path.join(fx.staticDir, tag, 'devserver.lock');
+    fs.mkdirSync(lock);
+    const owner = { pid: 4242, hostname: 'buildbot-9', user: 'chrome-bot', clientId: 'buildbot-9:4242', acquiredAt: new Date().toISOString(), token: 'fixture0remote', staleMs: 2000, refreshMs: 1000 };
+    fs.writeFileSync(path.join(lock, 'owner.json'), JSON.stringify(owner));
+    const stopped = Date.now();
+    await vscode.workspace.getConfiguration('devserverStaging').update('staleSeconds', 2, vscode.ConfigurationTarget.Global);
+    try {
+      await waitFor(async () => ((await nodeOf(tag)).entry.state === 'stale' ? true : undefined), 2_000 + 1_000 + 1_000, `${tag} stale`, 50);
+      report(`remote holder shown stale ${Date.now() - stopped} ms after its last heartbeat (threshold 2000 ms)`);
+    } finally {
+      await vscode.workspace.getConfiguration('devserverStaging').update('staleSeconds', undefined, vscode.ConfigurationTarget.Global);
+    }
+  });
 });
