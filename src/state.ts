@@ -61,6 +61,8 @@ export class LockStates implements vscode.Disposable {
 
   private readonly listings = new Map<string, ListEntry[]>();
   private readonly files = new Map<string, Artifact[]>();
+  /** Directories whose listing has begun: events from then on may change it. */
+  private readonly listed = new Set<string>();
   private readonly entries = new Map<string, { entry: ListEntry; at: number }>();
   private readonly dirs = new Map<string, AreaRef>();
   private readonly pending = new Map<string, Pending>();
@@ -138,6 +140,7 @@ export class LockStates implements vscode.Disposable {
     if (timing !== undefined) this.timing = timing;
     this.listings.clear();
     this.files.clear();
+    this.listed.clear();
     this.entries.clear();
     this.dirs.clear();
     this.pending.clear();
@@ -168,6 +171,7 @@ export class LockStates implements vscode.Disposable {
     const key = keyOf(staticDir, tag);
     const dir = tag === '' ? staticDir : path.join(staticDir, tag);
     // Watch before listing: a change between the two is then seen rather than lost.
+    this.listed.add(key);
     this.watchDir(dir, { staticDir, tag });
     this.work.listings++;
     const [fresh, files] = await Promise.all([list(staticDir, tag, this.timing), tag === '' ? [] : readArtifacts(dir)]);
@@ -240,6 +244,7 @@ export class LockStates implements vscode.Disposable {
     for (const k of [...this.entries.keys()]) if (k === prefix || k.startsWith(`${prefix}/`)) this.entries.delete(k);
     for (const k of [...this.listings.keys()]) if (k === prefix || k.startsWith(`${prefix}/`)) this.listings.delete(k);
     for (const k of [...this.files.keys()]) if (k === prefix || k.startsWith(`${prefix}/`)) this.files.delete(k);
+    for (const k of [...this.listed]) if (k === prefix || k.startsWith(`${prefix}/`)) this.listed.delete(k);
     for (const d of [...this.dirs.keys()]) if (d === dir || d.startsWith(`${dir}/`)) this.dirs.delete(d);
     this.watcher.unwatchTree(dir);
   }
@@ -260,7 +265,7 @@ export class LockStates implements vscode.Disposable {
       if (ref.tag !== '') this.mark(ref, { lock: true });
       return;
     }
-    const listed = this.listings.has(keyOf(ref.staticDir, ref.tag));
+    const listed = this.listed.has(keyOf(ref.staticDir, ref.tag));
     this.mark(ref, { lock: e.name === null && ref.tag !== '', children: listed || e.name === null });
   }
 
@@ -287,7 +292,7 @@ export class LockStates implements vscode.Disposable {
     for (const p of jobs) this.pending.delete(keyOf(p.staticDir, p.tag));
     for (const p of jobs) {
       void this.serial(keyOf(p.staticDir, p.tag), async () => {
-        if (p.children && this.listings.has(keyOf(p.staticDir, p.tag))) await this.relist(p.staticDir, p.tag, true);
+        if (p.children && this.listed.has(keyOf(p.staticDir, p.tag))) await this.relist(p.staticDir, p.tag, true);
         if (p.lock || (p.probe && !(await this.sameLock(p)))) await this.recheck(p.staticDir, p.tag);
       }).catch((err: unknown) => this.log.warn(`Could not update ${p.tag || p.staticDir}: ${String(err)}`));
     }

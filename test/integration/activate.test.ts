@@ -15,8 +15,9 @@ export async function api(): Promise<DevserverStagingApi> {
 
 interface Manifest {
   activationEvents: string[];
+  capabilities: { untrustedWorkspaces: { supported: string | boolean } };
   contributes: {
-    commands: { command: string; title: string }[];
+    commands: { command: string; title: string; enablement?: string }[];
     menus: Record<string, { command?: string; submenu?: string }[]>;
     views: Record<string, { id: string }[]>;
     viewsContainers: { activitybar: { id: string; icon: string }[] };
@@ -58,6 +59,14 @@ describe('activation and manifest', () => {
     assert.ok(container);
     assert.ok(fs.existsSync(path.join(ROOT, container.icon)), container.icon);
     assert.deepEqual(manifest.contributes.views['devserverStaging']!.map((v) => v.id), ['devserverStaging.areas']);
+  });
+
+  it('limits an untrusted workspace to viewing: every command that changes the disk needs trust', () => {
+    const changing = ['devserverStaging.stageBuild', 'devserverStaging.addArtifacts', 'devserverStaging.lockForWindow', 'devserverStaging.forceRelease', 'devserverStaging.destroy'];
+    for (const c of manifest.contributes.commands) {
+      assert.equal(c.enablement === 'isWorkspaceTrusted', changing.includes(c.command), `${c.command} enablement ${c.enablement}`);
+    }
+    assert.equal(manifest.capabilities.untrustedWorkspaces.supported, 'limited');
   });
 
   it('has a translation for every %key% in package.json', () => {

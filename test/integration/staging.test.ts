@@ -74,10 +74,17 @@ describe('staging from VS Code', function () {
     assert.equal(sha(path.join(dir, 'chromiumos_test_image.tar.xz')), sha(path.join(sourceDir, 'chromiumos_test_image.tar.xz')));
     assert.ok(fs.existsSync(path.join(dir, 'payloads', 'full.bin')));
     assert.equal(fs.existsSync(path.join(dir, 'devserver.lock')), false, 'the lock is released');
+    let last = '';
     const children = await waitFor(async () => {
-      const c = await childrenOf('eve/R7').catch(() => undefined);
+      const c = await childrenOf('eve/R7').catch((e: unknown) => {
+        last = String(e);
+        return undefined;
+      });
+      if (c !== undefined) last = c.map((n) => n.kind).join(',');
       return c !== undefined && c.length >= 3 ? c : undefined;
-    }, 3_000, 'R7 with its contents');
+    }, 3_000, 'R7 with its contents').catch((e: unknown) => {
+      throw new Error(`${String(e)}; last seen: ${last}`);
+    });
     const shown = children.map((n) => {
       const item = ext.tree.getTreeItem(n) as vscode.TreeItem;
       return `${n.kind}:${String(item.label)}:${String(item.description)}`;
