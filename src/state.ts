@@ -115,7 +115,7 @@ export class LockStates implements vscode.Disposable {
 
   /** Every known area in a state other than free. */
   locked(): ListEntry[] {
-    return [...this.entries.values()].map((v) => v.entry).filter((e) => e.state !== 'free');
+    return this.known().filter((e) => e.state !== 'free');
   }
 
   /**
