@@ -300,13 +300,25 @@ export class LockStates implements vscode.Disposable {
 
   /** Whether the lock on disk is still the one last judged, and that judgement cannot have aged. */
   private async sameLock(ref: AreaRef): Promise<boolean> {
-    const known = this.entry(ref.staticDir, ref.tag);
+    const key = keyOf(ref.staticDir, ref.tag);
+    const known = this.entries.get(key);
     if (known === undefined) return true;
-    // A stale lock that is touched again may have a live holder once more.
-    if (known.state === 'stale') return false;
+    const e = known.entry;
+    // A stale lock that is touched again may have a live holder once more; a lock judged before
+    // its holder had written the owner record has a holder to show now.
+    if (e.state === 'stale' || (e.state === 'held' && e.holder === undefined)) return false;
     this.work.probes++;
-    const st = await fs.promises.lstat(known.lockPath).catch(() => null);
-    return (st === null ? undefined : lockIdOf(st)) === known.lockId;
+    const st = await fs.promises.lstat(e.lockPath).catch(() => null);
+    if ((st === null ? undefined : lockIdOf(st)) !== e.lockId) return false;
+    // A heartbeat: the lock's expiry moves with it, and the stale timer has nothing to judge
+    // again. The mtime is read as local time, which it is where inotify reports heartbeats (local
+    // filesystems); the expiry never moves earlier than judged.
+    const now = Date.now();
+    if (st !== null && e.state === 'held' && st.mtimeMs > known.at - (e.heartbeatAgeMs ?? 0)) {
+      e.heartbeatAgeMs = Math.max(0, now - st.mtimeMs);
+      known.at = now;
+    }
+    return true;
   }
 
   /**

@@ -1,0 +1,477 @@
+/**
+ * The extension measured inside a real VS Code: loaded by the extension host in place of a test
+ * suite (bench/vscode/run.mjs starts it). Prints figures; asserts no timing. See bench/README.md.
+ *
+ * Environment:
+ *   DEVSERVER_STAGING_BENCH_PARTS        comma-separated, of activation,latency,cpu (default all)
+ *   DEVSERVER_STAGING_BENCH_EVENTS       lock and release events each for the latency (default 60)
+ *   DEVSERVER_STAGING_BENCH_CPU_SECONDS  seconds of CPU measured in each state (default 60)
+ *   DEVSERVER_STAGING_BENCH_OUT          a file to write the figures to, as JSON
+ */
+import { spawn, type ChildProcess } from 'child_process';
+import * as fs from 'fs';
+import * as os from 'os';
+import * as path from 'path';
+import { performance } from 'perf_hooks';
+import * as vscode from 'vscode';
+import type { DevserverStagingApi } from '../../src/extension';
+import type { Node } from '../../src/tree/provider';
+import { median, p95 } from '../stats';
+
+const T0 = Date.now();
+const EXTENSION_ID = 'devserver-staging.devserver-staging';
+/** Lines the headless runner relays out of VS Code (see test/integration/index.ts). */
+const MARK = '::test:: ';
+
+const env = process.env;
+const PARTS = new Set((env['DEVSERVER_STAGING_BENCH_PARTS'] ?? 'activation,latency,cpu').split(',').map((s) => s.trim()));
+const EVENTS = Number(env['DEVSERVER_STAGING_BENCH_EVENTS'] ?? 60);
+const CPU_MS = Number(env['DEVSERVER_STAGING_BENCH_CPU_SECONDS'] ?? 60) * 1000;
+
+const LATENCY_BOARD = 'latency-board';
+const LATENCY_BUILDS = 5;
+const CPU_BOARDS = 4;
+const CPU_BUILDS_PER_BOARD = 25;
+const CPU_WORKERS = 4;
+const CPU_ROUNDS = 2;
+
+/** Figures by name, for the runner's summary over several runs. */
+const figures: Record<string, number> = {};
+
+function say(line = ''): void {
+  console.log(MARK + line);
+}
+
+const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+const ms1 = (v: number): string => (Number.isFinite(v) ? v.toFixed(1) : '-');
+
+function spread(samples: readonly number[]): { median: number; p95: number; max: number } {
+  return { median: median(samples), p95: p95(samples), max: samples.length === 0 ? NaN : Math.max(...samples) };
+}
+
+async function waitUntil(check: () => boolean, timeoutMs: number, what: string): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!check()) {
+    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
+    await sleep(20);
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Activation
+
+/** VS Code's own marks in the extension host (epoch ms, whole milliseconds), by name. */
+function vscodeMarks(): Map<string, number> {
+  const perf = (globalThis as { MonacoPerformanceMarks?: { getMarks(): { name: string; startTime: number }[] } }).MonacoPerformanceMarks;
+  return new Map((perf?.getMarks() ?? []).map((m) => [m.name, m.startTime]));
+}
+
+/**
+ * Activates the extension, or waits for VS Code's own activation (onStartupFinished), which
+ * usually comes before the extension host loads this file. Either way VS Code marks when it
+ * started loading the extension's code, when that was loaded, when it called activate() and when
+ * activate() returned: those marks are the figures.
+ */
+async function activate(): Promise<DevserverStagingApi> {
+  const ext = vscode.extensions.getExtension<DevserverStagingApi>(EXTENSION_ID);
+  if (ext === undefined) throw new Error(`${EXTENSION_ID} is not installed in this VS Code`);
+  const askedAt = Date.now();
+  const t = performance.now();
+  const api = await ext.activate();
+  const callMs = performance.now() - t;
+  if (!PARTS.has('activation')) return api;
+
+  const marks = vscodeMarks();
+  const at = (what: string): number => marks.get(`code/extHost/${what}/${EXTENSION_ID}`) ?? NaN;
+  const origin = Math.round(marks.get('code/timeOrigin') ?? performance.timeOrigin);
+  const willLoad = at('willLoadExtensionCode');
+  const didLoad = at('didLoadExtensionCode');
+  const willActivate = at('willActivateExtension');
+  const didActivate = at('didActivateExtension');
+  const since = (t: number): string => `${ms1(t - origin).padStart(7)} ms`;
+  say('activation (VS Code\'s marks in the extension host, whole milliseconds)');
+  say(`   extension host process started                      ${since(origin)}`);
+  say(`   extension host ready                                 ${since(marks.get('code/extHost/ready') ?? NaN)}`);
+  say(`   started loading the extension's code                 ${since(willLoad)}`);
+  say(`   loaded it (evaluated dist/extension.js)              ${since(didLoad)}`);
+  say(`   called activate()                                    ${since(willActivate)}`);
+  say(`   activate() returned                                  ${since(didActivate)}`);
+  say(`   the benchmark was loaded                             ${since(T0)}`);
+  say(`   -> loading the code                                  ${ms1(didLoad - willLoad).padStart(7)} ms`);
+  say(`   -> then VS Code preparing the extension's context    ${ms1(willActivate - didLoad).padStart(7)} ms (its stored state; begun with the loading)`);
+  say(`   -> activate() itself                                 ${ms1(didActivate - willActivate).padStart(7)} ms`);
+  say(`   -> from starting to load to activate() returned      ${ms1(didActivate - willLoad).padStart(7)} ms`);
+  if (willLoad < askedAt) say(`   activated by VS Code (onStartupFinished), ${willLoad < T0 ? 'before the benchmark was loaded' : 'while the benchmark started'}`);
+  else say(`   activated by the benchmark's getExtension().activate(), which took ${ms1(callMs)} ms`);
+  say();
+  figures['activation: start loading -> activate() returned, ms'] = didActivate - willLoad;
+  figures['activation: loading the code, ms'] = didLoad - willLoad;
+  figures['activation: then preparing the context, ms'] = willActivate - didLoad;
+  figures['activation: activate() itself, ms'] = didActivate - willActivate;
+  return api;
+}
+
+// ---------------------------------------------------------------------------------------------
+// A static directory, and workers that lock in it
+
+function makeStaticDir(): string {
+  const staticDir = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'dss-bench-vscode-')), 'static');
+  const make = (tag: string): void => {
+    fs.mkdirSync(path.join(staticDir, tag), { recursive: true });
+    fs.writeFileSync(path.join(staticDir, tag, 'autotest.tar'), 'x');
+  };
+  for (let i = 0; i < LATENCY_BUILDS; i++) make(`${LATENCY_BOARD}/R${100 + i}-1.0.0`);
+  for (const tag of cpuTags()) make(tag);
+  return staticDir;
+}
+
+function cpuTags(): string[] {
+  const tags: string[] = [];
+  for (let b = 0; b < CPU_BOARDS; b++) for (let i = 0; i < CPU_BUILDS_PER_BOARD; i++) tags.push(`cpu-board-${b}/R${100 + i}-1.0.0`);
+  return tags;
+}
+
+class Worker {
+  private readonly child: ChildProcess;
+  private next = 0;
+  private readonly calls = new Map<number, { resolve: (t: [number, number][]) => void; reject: (e: Error) => void }>();
+  private stderr = '';
+
+  constructor(private readonly staticDir: string) {
+    // The extension host's Node (an Electron one in desktop VS Code: run it as Node).
+    this.child = spawn(process.execPath, [path.join(__dirname, 'lock-worker.js')], {
+      stdio: ['ignore', 'ignore', 'pipe', 'ipc'],
+      env: { ...process.env, ELECTRON_RUN_AS_NODE: '1' },
+    });
+    this.child.stderr!.on('data', (d: Buffer) => (this.stderr += d.toString()));
+    this.child.on('message', (m: { type: string; id: number; times?: [number, number][]; message?: string }) => {
+      const call = this.calls.get(m.id);
+      this.calls.delete(m.id);
+      if (m.type === 'done') call?.resolve(m.times!);
+      else call?.reject(new Error(m.message));
+    });
+    this.child.on('exit', (code, signal) => {
+      for (const c of this.calls.values()) c.reject(new Error(`a lock worker exited (${code ?? signal}): ${this.stderr}`));
+      this.calls.clear();
+    });
+  }
+
+  /** Takes or releases the locks of `tags`, one after the other: [before, after] of each. */
+  call(type: 'lock' | 'release', tags: string[]): Promise<[number, number][]> {
+    const id = this.next++;
+    return new Promise((resolve, reject) => {
+      this.calls.set(id, { resolve, reject });
+      this.child.send({ type, id, staticDir: this.staticDir, tags });
+    });
+  }
+
+  /** Lets the worker release what it holds and exit; kills it if it does not. */
+  async stop(): Promise<void> {
+    if (this.child.exitCode !== null || this.child.signalCode !== null) return;
+    const exited = new Promise<void>((r) => this.child.once('exit', () => r()));
+    this.child.disconnect();
+    const timer = setTimeout(() => this.child.kill('SIGKILL'), 5_000);
+    await exited;
+    clearTimeout(timer);
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Watching the tree
+
+/** Counts what the tree does, and what VS Code asks of it (it asks only for items it shows). */
+class TreeProbe implements vscode.Disposable {
+  events = 0;
+  getTreeItem = 0;
+  getChildren = 0;
+  private readonly waiters = new Set<() => void>();
+  private readonly fetchWaiters = new Set<(n: Node) => void>();
+  private readonly sub: vscode.Disposable;
+  private readonly restore: () => void;
+
+  constructor(private readonly api: DevserverStagingApi) {
+    this.sub = api.tree.onDidChangeTreeData(() => {
+      this.events++;
+      for (const w of [...this.waiters]) w();
+    });
+    // VS Code calls the provider's methods through the object it was given: counting them there
+    // tells what the workbench fetched, and when.
+    const tree = api.tree;
+    const getTreeItem = tree.getTreeItem;
+    const getChildren = tree.getChildren;
+    tree.getTreeItem = (n: Node) => {
+      this.getTreeItem++;
+      for (const w of [...this.fetchWaiters]) w(n);
+      return getTreeItem.call(tree, n);
+    };
+    tree.getChildren = (n?: Node) => {
+      this.getChildren++;
+      return getChildren.call(tree, n);
+    };
+    this.restore = () => {
+      tree.getTreeItem = getTreeItem;
+      tree.getChildren = getChildren;
+    };
+  }
+
+  /**
+   * When (Date.now()) the tree first announces a change after which `tag` is in `state`, and
+   * how long after that VS Code first fetched the item (undefined if it did not within a second:
+   * a view not on screen is not fetched). Date.now(), because the other process's times are.
+   */
+  expect(staticDir: string, tag: string, state: string, timeoutMs: number): Promise<{ event: number; fetchMs?: number }> {
+    return new Promise((resolve, reject) => {
+      let event: number | undefined;
+      let eventPerf = 0;
+      const done = (fetchMs?: number): void => {
+        this.fetchWaiters.delete(onFetch);
+        clearTimeout(fetchTimer);
+        resolve({ event: event!, ...(fetchMs !== undefined ? { fetchMs } : {}) });
+      };
+      const onFetch = (n: Node): void => {
+        if (n.kind === 'area' && n.entry.staticDir === staticDir && n.entry.tag === tag && n.entry.state === state) done(performance.now() - eventPerf);
+      };
+      let fetchTimer: NodeJS.Timeout | undefined;
+      const onEvent = (): void => {
+        const n = this.api.tree.find(staticDir, tag);
+        if (n === undefined || n.kind !== 'area' || n.entry.state !== state) return;
+        event = Date.now();
+        eventPerf = performance.now();
+        this.waiters.delete(onEvent);
+        clearTimeout(timer);
+        this.fetchWaiters.add(onFetch);
+        fetchTimer = setTimeout(() => done(), 1_000);
+      };
+      const timer = setTimeout(() => {
+        this.waiters.delete(onEvent);
+        reject(new Error(`the tree did not show ${tag} as ${state} within ${timeoutMs} ms`));
+      }, timeoutMs);
+      this.waiters.add(onEvent);
+    });
+  }
+
+  dispose(): void {
+    this.sub.dispose();
+    this.restore();
+  }
+}
+
+/** Expands `tag`'s board as VS Code would, and in the view on screen. */
+async function expandBoard(api: DevserverStagingApi, staticDir: string, board: string): Promise<number> {
+  const [root] = await api.tree.getChildren();
+  if (root === undefined) throw new Error('the tree shows no static directory');
+  const boards = await api.tree.getChildren(root);
+  const node = boards.find((n) => n.kind === 'area' && n.entry.tag === board);
+  if (node === undefined) throw new Error(`the tree does not show ${board} in ${staticDir}`);
+  const builds = await api.tree.getChildren(node);
+  await api.view.reveal(node, { select: false, focus: false, expand: true }).then(undefined, () => undefined);
+  return builds.length;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Latency: another process takes or releases a lock -> the tree shows it
+
+async function latency(api: DevserverStagingApi, probe: TreeProbe, staticDir: string): Promise<void> {
+  say(`latency: another process takes or releases a lock -> the tree's item changes (${EVENTS} of each)`);
+  await expandBoard(api, staticDir, LATENCY_BOARD);
+  const tags = Array.from({ length: LATENCY_BUILDS }, (_, i) => `${LATENCY_BOARD}/R${100 + i}-1.0.0`);
+  const worker = new Worker(staticDir);
+  const s = {
+    lock: { fromBefore: [] as number[], fromAfter: [] as number[], call: [] as number[], fetch: [] as number[] },
+    release: { fromBefore: [] as number[], fromAfter: [] as number[], call: [] as number[], fetch: [] as number[] },
+  };
+  try {
+    // Warm-up: the worker loads the core, the extension's paths get their first run.
+    for (const tag of tags) {
+      const held = probe.expect(staticDir, tag, 'held', 10_000);
+      await worker.call('lock', [tag]);
+      await held;
+      const free = probe.expect(staticDir, tag, 'free', 10_000);
+      await worker.call('release', [tag]);
+      await free;
+    }
+    await sleep(500);
+    for (let i = 0; i < EVENTS; i++) {
+      const tag = tags[i % tags.length]!;
+      for (const [op, state] of [
+        ['lock', 'held'],
+        ['release', 'free'],
+      ] as const) {
+        const seen = probe.expect(staticDir, tag, state, 10_000);
+        const [[before, after]] = (await worker.call(op, [tag])) as [[number, number]];
+        const { event, fetchMs } = await seen;
+        s[op].fromBefore.push(event - before);
+        s[op].fromAfter.push(event - after);
+        s[op].call.push(after - before);
+        if (fetchMs !== undefined) s[op].fetch.push(fetchMs);
+        // Events 300-600 ms apart: far enough that each is handled alone.
+        await sleep(300 + Math.random() * 300);
+      }
+    }
+  } finally {
+    await worker.stop();
+  }
+  for (const op of ['lock', 'release'] as const) {
+    const v = s[op];
+    const a = spread(v.fromBefore);
+    const f = spread(v.fetch);
+    const what = op === 'lock' ? 'take -> held ' : 'release -> free';
+    say(`   ${what}  median ${ms1(a.median).padStart(6)} ms   p95 ${ms1(a.p95).padStart(6)} ms   max ${ms1(a.max).padStart(6)} ms   (${v.fromBefore.length} events)`);
+    say(`      the ${op === 'lock' ? 'acquire' : 'release'} call itself took median ${ms1(median(v.call))} ms, max ${ms1(Math.max(...v.call))} ms; counted from its return instead: median ${ms1(median(v.fromAfter))} ms, p95 ${ms1(p95(v.fromAfter))} ms`);
+    if (v.fetch.length > 0) {
+      say(`      then VS Code fetched the changed item: median +${f.median.toFixed(2)} ms, p95 +${f.p95.toFixed(2)} ms, max +${f.max.toFixed(2)} ms (${v.fetch.length} of ${v.fromBefore.length} events)`);
+    } else {
+      say('      VS Code did not fetch the changed item within a second (the view is not on screen)');
+    }
+    figures[`latency: ${what.trim()}, median ms`] = a.median;
+    figures[`latency: ${what.trim()}, p95 ms`] = a.p95;
+    figures[`latency: ${what.trim()}, max ms`] = a.max;
+  }
+  say('   (aim: p95 under 300 ms; times are from right before the other process\'s acquire or release call)');
+  say();
+}
+
+// ---------------------------------------------------------------------------------------------
+// CPU of the extension host: nothing held, then 100 locks held (and refreshed) by other processes
+
+interface Window {
+  cpuMs: number;
+  wallMs: number;
+  elu: number;
+  work: { listings: number; inspections: number; probes: number };
+  events: number;
+  getTreeItem: number;
+  getChildren: number;
+}
+
+async function measureWindow(api: DevserverStagingApi, probe: TreeProbe, ms: number): Promise<Window> {
+  const cpu0 = process.cpuUsage();
+  const elu0 = performance.eventLoopUtilization();
+  const work0 = { ...api.states.work };
+  const c0 = { events: probe.events, getTreeItem: probe.getTreeItem, getChildren: probe.getChildren };
+  const t0 = performance.now();
+  await sleep(ms);
+  const cpu = process.cpuUsage(cpu0);
+  const elu = performance.eventLoopUtilization(elu0);
+  const w = api.states.work;
+  return {
+    cpuMs: (cpu.user + cpu.system) / 1000,
+    wallMs: performance.now() - t0,
+    elu: elu.utilization,
+    work: { listings: w.listings - work0.listings, inspections: w.inspections - work0.inspections, probes: w.probes - work0.probes },
+    events: probe.events - c0.events,
+    getTreeItem: probe.getTreeItem - c0.getTreeItem,
+    getChildren: probe.getChildren - c0.getChildren,
+  };
+}
+
+function describeWindow(name: string, w: Window): void {
+  const pct = (100 * w.cpuMs) / w.wallMs;
+  say(`   ${name.padEnd(26)} CPU ${w.cpuMs.toFixed(0).padStart(6)} ms in ${(w.wallMs / 1000).toFixed(1)} s (${pct.toFixed(2)}% of a core; event loop busy ${(100 * w.elu).toFixed(2)}%)`);
+  say(`   ${''.padEnd(26)} listings ${w.work.listings}, inspections ${w.work.inspections}, probes ${w.work.probes}, tree events ${w.events}; VS Code fetched ${w.getTreeItem} items, ${w.getChildren} child lists`);
+}
+
+function addWindows(a: Window, b: Window): Window {
+  return {
+    cpuMs: a.cpuMs + b.cpuMs,
+    wallMs: a.wallMs + b.wallMs,
+    elu: (a.elu * a.wallMs + b.elu * b.wallMs) / (a.wallMs + b.wallMs),
+    work: { listings: a.work.listings + b.work.listings, inspections: a.work.inspections + b.work.inspections, probes: a.work.probes + b.work.probes },
+    events: a.events + b.events,
+    getTreeItem: a.getTreeItem + b.getTreeItem,
+    getChildren: a.getChildren + b.getChildren,
+  };
+}
+
+/**
+ * Two states, measured in alternating windows (nothing held, all held, nothing held, all held)
+ * so that a burst of load from elsewhere on the machine is less likely to hit only one of them.
+ * Taking and releasing the locks happens between windows, and settles before the next opens.
+ */
+async function cpu(api: DevserverStagingApi, probe: TreeProbe, staticDir: string): Promise<void> {
+  const tags = cpuTags();
+  const windowMs = CPU_MS / CPU_ROUNDS;
+  say(`extension-host CPU, the tree showing ${tags.length} builds: nothing held, and all held by ${CPU_WORKERS} other processes (heartbeat every 2.5 s);`);
+  say(`   ${CPU_MS / 1000} s of each, in ${CPU_ROUNDS} alternating windows of ${windowMs / 1000} s`);
+  let shown = 0;
+  for (let b = 0; b < CPU_BOARDS; b++) shown += await expandBoard(api, staticDir, `cpu-board-${b}`);
+  if (shown !== tags.length) throw new Error(`the tree shows ${shown} builds, not ${tags.length}`);
+  const state = (tag: string): string | undefined => api.states.entry(staticDir, tag)?.state;
+  const noHolder = (): number => tags.filter((t) => state(t) === 'held' && api.states.entry(staticDir, t)!.holder === undefined).length;
+
+  const workers = Array.from({ length: CPU_WORKERS }, () => new Worker(staticDir));
+  const per = Math.ceil(tags.length / CPU_WORKERS);
+  const share = (i: number): string[] => tags.slice(i * per, (i + 1) * per);
+  let idle: Window | undefined;
+  let held: Window | undefined;
+  const perWindow: string[] = [];
+  const withoutHolder: number[] = [];
+  try {
+    for (let round = 0; round < CPU_ROUNDS; round++) {
+      await sleep(3_000);
+      const i = await measureWindow(api, probe, windowMs);
+      idle = idle === undefined ? i : addWindows(idle, i);
+      await Promise.all(workers.map((w, k) => w.call('lock', share(k))));
+      await waitUntil(() => tags.every((t) => state(t) === 'held'), 30_000, `the tree to show all ${tags.length} builds held`);
+      // The first heartbeats, and whatever the takes set off, pass before the window opens.
+      await sleep(3_000);
+      withoutHolder.push(noHolder());
+      const h = await measureWindow(api, probe, windowMs);
+      held = held === undefined ? h : addWindows(held, h);
+      const stillHeld = tags.filter((t) => state(t) === 'held').length;
+      if (stillHeld !== tags.length) say(`   (only ${stillHeld} of ${tags.length} were still shown held at the end of a window)`);
+      perWindow.push(`${i.cpuMs.toFixed(0)} / ${h.cpuMs.toFixed(0)}`);
+      await Promise.all(workers.map((w, k) => w.call('release', share(k))));
+      await waitUntil(() => tags.every((t) => state(t) === 'free'), 30_000, `the tree to show all ${tags.length} builds free again`);
+    }
+  } finally {
+    await Promise.all(workers.map((w) => w.stop()));
+  }
+
+  describeWindow('nothing held:', idle!);
+  describeWindow(`${tags.length} held elsewhere:`, held!);
+  say(`   CPU per window, nothing held / held: ${perWindow.join(', ')} ms`);
+  const ratio = held!.cpuMs / idle!.cpuMs;
+  const extra = held!.cpuMs - idle!.cpuMs;
+  say(`   ratio ${ratio.toFixed(2)}x; extra CPU ${(extra / (held!.wallMs / 1000)).toFixed(1)} ms per second` + (held!.work.probes > 0 ? ` (${((1000 * extra) / held!.work.probes).toFixed(0)} µs per heartbeat seen)` : ''));
+  say(`   builds shown held but without their holder when a held window opened: ${withoutHolder.join(', ')} (of ${tags.length})`);
+  say('   (aim: no listings, no inspections and no tree events while nothing changes state)');
+  say();
+  figures['cpu: nothing held, ms per minute'] = (idle!.cpuMs * 60_000) / idle!.wallMs;
+  figures['cpu: 100 held, ms per minute'] = (held!.cpuMs * 60_000) / held!.wallMs;
+  figures['cpu: ratio held/nothing'] = ratio;
+  figures['cpu: 100 held, listings per minute'] = (held!.work.listings * 60_000) / held!.wallMs;
+  figures['cpu: 100 held, inspections per minute'] = (held!.work.inspections * 60_000) / held!.wallMs;
+  figures['cpu: 100 held, probes per minute'] = (held!.work.probes * 60_000) / held!.wallMs;
+  figures['cpu: 100 held, tree events per minute'] = (held!.events * 60_000) / held!.wallMs;
+  figures['cpu: shown held without holder'] = withoutHolder.reduce((a, b) => a + b, 0);
+}
+
+// ---------------------------------------------------------------------------------------------
+
+export async function run(): Promise<void> {
+  const staticDir = PARTS.has('latency') || PARTS.has('cpu') ? makeStaticDir() : undefined;
+  const config = vscode.workspace.getConfiguration('devserverStaging');
+  if (staticDir !== undefined) await config.update('staticDirs', [staticDir], vscode.ConfigurationTarget.Global);
+  const api = await activate();
+  if (staticDir === undefined) return writeFigures();
+
+  const probe = new TreeProbe(api);
+  try {
+    // The view on screen, as a user would have it.
+    await vscode.commands.executeCommand('workbench.view.extension.devserverStaging');
+    await waitUntil(() => api.view.visible, 10_000, 'the view to be visible').catch(() => say('(the view did not become visible: VS Code will not fetch items)'));
+    if (PARTS.has('latency')) await latency(api, probe, staticDir);
+    if (PARTS.has('cpu')) await cpu(api, probe, staticDir);
+  } finally {
+    probe.dispose();
+    await config.update('staticDirs', undefined, vscode.ConfigurationTarget.Global);
+    fs.rmSync(path.dirname(staticDir), { recursive: true, force: true });
+  }
+  writeFigures();
+}
+
+function writeFigures(): void {
+  const out = env['DEVSERVER_STAGING_BENCH_OUT'];
+  if (out) fs.writeFileSync(out, JSON.stringify(figures, null, 2));
+}
