@@ -6,7 +6,7 @@
 import * as fs from 'fs';
 import * as path from 'path';
 import * as vscode from 'vscode';
-import { LOCK_NAME, MANIFEST_FILE, inspect, lockIdOf, isHolderAlive, isOnThisMachine, isProtocolName, list, type ListEntry, type Timing } from './core';
+import { LOCK_NAME, MANIFEST_FILE, inspect, lockIdOf, isHolderAlive, isOnThisMachine, isProtocolName, list, type ListEntry, type LockInfo, type Timing } from './core';
 import type { Log } from './log';
 import { DirectoryWatcher, type WatchEvent } from './watcher';
 
@@ -106,6 +106,11 @@ export class LockStates implements vscode.Disposable {
   /** Lists each static directory and the level below it, so that their builds are known. */
   scan(staticDirs: readonly string[]): void {
     for (const d of staticDirs) void this.children(d, '').catch(() => undefined);
+  }
+
+  /** A fresh judgement of one area, for a tooltip: ages as of now, without touching what is known. */
+  judge(staticDir: string, tag: string): Promise<LockInfo> {
+    return inspect(staticDir, tag, this.timing);
   }
 
   /** Every area listed so far. */

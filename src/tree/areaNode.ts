@@ -1,6 +1,6 @@
 /** A subdirectory of a static directory: a board grouping builds, or a build. */
 import * as vscode from 'vscode';
-import { formatBytes, formatDuration as formatAge, type ListEntry, type LockState } from '../core';
+import { formatBytes, formatDuration as formatAge, type ListEntry, type LockInfo, type LockState } from '../core';
 import type { StaticDirNode } from './staticDirNode';
 
 interface Look {
@@ -59,8 +59,9 @@ export class AreaNode {
     return item;
   }
 
-  tooltip(contents?: { artifacts: number; bytes: number }, now = Date.now()): vscode.MarkdownString {
-    const e = this.entry;
+  /** The tooltip, from `entry` (a judgement fresher than the listing's, on hover) where given. */
+  tooltip(contents?: { artifacts: number; bytes: number }, entry: LockInfo = this.entry, now = Date.now()): vscode.MarkdownString {
+    const e = entry;
     const md = new vscode.MarkdownString(undefined, true);
     md.appendMarkdown(`**${escape(e.tag)}** — $(${LOOKS[e.state].icon}) ${LOOKS[e.state].label}\n\n`);
     const rows: [string, string][] = [];

@@ -57,7 +57,11 @@ export class StagingTreeProvider implements vscode.TreeDataProvider<Node>, vscod
   }
 
   async resolveTreeItem(item: vscode.TreeItem, node: Node): Promise<vscode.TreeItem> {
-    if (node instanceof AreaNode) item.tooltip = node.tooltip(await contentsOf(node.entry.dir));
+    if (node instanceof AreaNode) {
+      // Judged again on hover: the listing's heartbeat age is as old as the listing.
+      const [info, contents] = await Promise.all([this.states.judge(node.entry.staticDir, node.entry.tag).catch(() => undefined), contentsOf(node.entry.dir)]);
+      item.tooltip = node.tooltip(contents, info ?? node.entry);
+    }
     return item;
   }
 
