@@ -135,4 +135,21 @@ describe('commands', function () {
     await vscode.commands.executeCommand('devserverStaging.copyPath', await nodeOf('eve/R1'));
     assert.equal(await vscode.env.clipboard.readText(), path.join(staticDir, 'eve/R1'));
   });
+
+  it('Open in Terminal opens a terminal in the build directory', async () => {
+    const before = vscode.window.terminals.length;
+    await vscode.commands.executeCommand('devserverStaging.openInTerminal', await nodeOf('eve/R1'));
+    await waitFor(() => (vscode.window.terminals.length > before ? true : undefined), 5_000, 'a terminal');
+    const t = vscode.window.terminals[vscode.window.terminals.length - 1]!;
+    const cwd = (t.creationOptions as vscode.TerminalOptions).cwd;
+    assert.equal(typeof cwd === 'string' ? cwd : cwd?.fsPath, path.join(staticDir, 'eve/R1'));
+    t.dispose();
+  });
+
+  it('Refresh lists every directory again from disk', async () => {
+    const listings = ext.states.work.listings;
+    await vscode.commands.executeCommand('devserverStaging.refresh');
+    assert.ok((await nodeOf('eve/R1')).entry.state === 'free');
+    assert.ok(ext.states.work.listings > listings, 'listed again');
+  });
 });

@@ -133,6 +133,34 @@ export async function runUiCheck({ updateScreenshots = false, log = console.log 
     await page.keyboard.press('Escape');
     await page.waitForTimeout(300);
     await check('the stale lock still there after Cancel', async () => fs.existsSync(path.join(demo.staticDir, 'octopus-release', 'R119-15633.0.0', 'devserver.lock')));
+
+    // From the command palette, as a user would: lock a build for this window, then reload the
+    // window. The old window's extension host ends, and with it the lock.
+    const freeLock = path.join(demo.staticDir, 'eve-release', 'R9-12739.0.0', 'devserver.lock');
+    await page.keyboard.press('F1');
+    await page.keyboard.type('Devserver Staging: Lock for This Window');
+    await page.waitForTimeout(500);
+    await page.keyboard.press('Enter');
+    await page.waitForTimeout(800);
+    await page.keyboard.type('R9-12739');
+    await page.waitForTimeout(500);
+    // A quick pick of several: tick the build, then OK.
+    await page.locator('.quick-input-list .monaco-list-row').first().locator('.monaco-checkbox').first().click();
+    await page.locator('.quick-input-widget .monaco-button', { hasText: 'OK' }).first().click();
+    await check('Lock for This Window from the palette takes the lock as this window', async () => {
+      for (let i = 0; i < 50 && !fs.existsSync(path.join(freeLock, 'owner.json')); i++) await page.waitForTimeout(100);
+      return JSON.parse(fs.readFileSync(path.join(freeLock, 'owner.json'), 'utf8')).clientId.startsWith('vscode:');
+    });
+    await page.waitForTimeout(1000);
+    await page.keyboard.press('F1');
+    await page.keyboard.type('Developer: Reload Window');
+    await page.waitForTimeout(500);
+    await page.keyboard.press('Enter');
+    await check('the lock released when its window goes away (reload)', async () => {
+      if (!fs.existsSync(freeLock)) return false; // never taken: nothing to prove
+      for (let i = 0; i < 100 && fs.existsSync(freeLock); i++) await page.waitForTimeout(100);
+      return !fs.existsSync(freeLock);
+    });
     for (const file of shots) {
       log(`      screenshot: ${path.relative(process.cwd(), file)}`);
       if (updateScreenshots) fs.copyFileSync(file, path.join(root, 'media', 'screenshots', path.basename(file)));
