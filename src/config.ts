@@ -51,9 +51,23 @@ export function readSettings(): Settings {
   return { staticDirs: dirs, timing, pollMs: Number.isFinite(poll) && poll > 0 ? Math.max(1_000, poll * 1000) : 0 };
 }
 
-/** Fires with fresh settings whenever one of ours changes. */
-export function onDidChangeSettings(listener: (s: Settings) => void): vscode.Disposable {
-  return vscode.workspace.onDidChangeConfiguration((e) => {
-    if (e.affectsConfiguration(SECTION)) listener(readSettings());
+/** The settings as they are now, and an event with the fresh ones whenever one of ours changes. */
+export class Configuration implements vscode.Disposable {
+  private settings = readSettings();
+  private readonly _onDidChange = new vscode.EventEmitter<Settings>();
+  readonly onDidChange = this._onDidChange.event;
+  private readonly subscription = vscode.workspace.onDidChangeConfiguration((e) => {
+    if (!e.affectsConfiguration(SECTION)) return;
+    this.settings = readSettings();
+    this._onDidChange.fire(this.settings);
   });
+
+  get current(): Settings {
+    return this.settings;
+  }
+
+  dispose(): void {
+    this.subscription.dispose();
+    this._onDidChange.dispose();
+  }
 }

@@ -12,7 +12,7 @@ import { releaseWindowLockCommand } from './commands/releaseWindowLock';
 import { revealInExplorerCommand } from './commands/revealInExplorer';
 import { showLogCommand } from './commands/showLog';
 import { stageBuildCommand } from './commands/stageBuild';
-import { onDidChangeSettings, readSettings } from './config';
+import { Configuration } from './config';
 import { createLog } from './log';
 import { prompts, type Prompts } from './prompts';
 import { LockStates } from './state';
@@ -35,8 +35,9 @@ export interface DevserverStagingApi {
 /** Composition root: builds the parts, connects them, and hands every disposable to VS Code. */
 export function activate(context: vscode.ExtensionContext): DevserverStagingApi {
   const log = createLog();
-  let settings = readSettings();
-  const timing = () => settings.timing;
+  const config = new Configuration();
+  const settings = config.current;
+  const timing = () => config.current.timing;
   const states = new LockStates(settings.timing, log);
   states.setPolling(settings.pollMs);
   const windowLocks = new WindowLocks(settings.timing, log);
@@ -51,8 +52,8 @@ export function activate(context: vscode.ExtensionContext): DevserverStagingApi 
     statusBar,
     // Disposed when the window closes: releases the locks it holds.
     windowLocks,
-    onDidChangeSettings((s) => {
-      settings = s;
+    config,
+    config.onDidChange((s) => {
       states.reset(s.timing);
       states.setPolling(s.pollMs);
       windowLocks.setTiming(s.timing);
@@ -70,7 +71,7 @@ export function activate(context: vscode.ExtensionContext): DevserverStagingApi 
     revealInExplorerCommand(states, log),
     openInTerminalCommand(states, log),
     showLogCommand(log),
-    stageBuildCommand(() => settings.staticDirs, windowLocks, statusBar, timing, log),
+    stageBuildCommand(() => config.current.staticDirs, windowLocks, statusBar, timing, log),
     addArtifactsCommand(states, windowLocks, statusBar, timing, log),
   );
   log.info(`Activated with ${settings.staticDirs.length} static director${settings.staticDirs.length === 1 ? 'y' : 'ies'}.`);
