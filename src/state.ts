@@ -153,9 +153,6 @@ export class LockStates implements vscode.Disposable {
     this.scheduleTimers();
   }
 
-  get watchedDirectories(): number {
-    return this.watcher.size;
-  }
 
   /** Runs one job at a time per key, so that two listings of one directory never cross. */
   private serial<T>(key: string, job: () => Promise<T>): Promise<T> {

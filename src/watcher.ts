@@ -38,10 +38,6 @@ export class DirectoryWatcher implements vscode.Disposable {
     return true;
   }
 
-  isWatched(dir: string): boolean {
-    return this.watchers.has(dir);
-  }
-
   unwatch(dir: string): void {
     this.watchers.get(dir)?.close();
     this.watchers.delete(dir);
@@ -50,10 +46,6 @@ export class DirectoryWatcher implements vscode.Disposable {
   /** Stops watching `dir` and everything below it. */
   unwatchTree(dir: string): void {
     for (const d of [...this.watchers.keys()]) if (d === dir || d.startsWith(`${dir}/`)) this.unwatch(d);
-  }
-
-  get size(): number {
-    return this.watchers.size;
   }
 
   dispose(): void {

@@ -148,7 +148,6 @@ export class StagingTreeProvider implements vscode.TreeDataProvider<Node>, vscod
   }
 }
 
-export const isAreaNode = (n: unknown): n is AreaNode => n instanceof AreaNode;
 export const dirOf = (n: Node): string => (n instanceof StaticDirNode ? n.dir : n instanceof ArtifactNode ? n.artifact.path : path.join(n.entry.staticDir, n.entry.tag));
 
 /**
