@@ -6,7 +6,7 @@
 import * as fs from 'fs';
 import * as path from 'path';
 import * as vscode from 'vscode';
-import { LOCK_NAME, MANIFEST_FILE, inspect, lockIdOf, isHolderAlive, isOnThisMachine, isProtocolName, list, type ListEntry, type LockInfo, type Timing } from './core';
+import { LOCK_NAME, MANIFEST_FILE, inspect, naturalOrder, lockIdOf, isHolderAlive, isOnThisMachine, isProtocolName, list, type ListEntry, type LockInfo, type Timing } from './core';
 import type { Log } from './log';
 import { DirectoryWatcher, type WatchEvent } from './watcher';
 
@@ -222,14 +222,12 @@ export class LockStates implements vscode.Disposable {
     if (this.disposed) return;
     if (info === undefined || !info.exists) {
       // Gone, or unreadable: the parent's listing decides what remains.
-      const parent = path.posix.dirname(tag);
-      await this.relist(staticDir, parent === '.' ? '' : parent, true).catch(() => undefined);
+      await this.relist(staticDir, parentOf(tag), true).catch(() => undefined);
       return;
     }
     const entry: ListEntry = { name: known.entry.name, ...info };
     this.entries.set(key, { entry, at: Date.now() });
-    const parentTag = path.posix.dirname(tag) === '.' ? '' : path.posix.dirname(tag);
-    const siblings = this.listings.get(keyOf(staticDir, parentTag));
+    const siblings = this.listings.get(keyOf(staticDir, parentOf(tag)));
     const i = siblings?.findIndex((e) => e.name === entry.name) ?? -1;
     if (siblings !== undefined && i >= 0) siblings[i] = entry;
     this.scheduleTimers();
@@ -279,18 +277,24 @@ export class LockStates implements vscode.Disposable {
     p.children ||= what.children === true;
     p.probe ||= what.probe === true;
     this.pending.set(key, p);
-    // Only a directory with files (a build being staged) waits longer; a board or the static
-    // directory gaining a build is news to show at once.
-    const hasFiles = (this.files.get(key)?.length ?? 0) > 0;
-    if (p.lock || p.probe || !hasFiles) this.settleTimer ??= setTimeout(() => this.flush(false), SETTLE_MS);
-    else this.listingTimer ??= setTimeout(() => this.flush(true), SETTLE_LISTING_MS);
+    if (this.waitsLonger(p)) this.listingTimer ??= setTimeout(() => this.flush(true), SETTLE_LISTING_MS);
+    else this.settleTimer ??= setTimeout(() => this.flush(false), SETTLE_MS);
   }
 
-  /** Runs what is pending: everything, or (`listingsOnly`) just what waits for a listing alone. */
+  /**
+   * Whether pending work may wait the longer settle time: only a listing of a directory with
+   * files (a build being staged). A lock, or a board or static directory gaining a build, is news
+   * to show at once.
+   */
+  private waitsLonger(p: Pending): boolean {
+    return !p.lock && !p.probe && (this.files.get(keyOf(p.staticDir, p.tag))?.length ?? 0) > 0;
+  }
+
+  /** Runs what is pending: everything, or (`listingsOnly`) just what waits the longer time. */
   private flush(listingsOnly: boolean): void {
     if (listingsOnly) this.listingTimer = undefined;
     else this.settleTimer = undefined;
-    const jobs = [...this.pending.values()].filter((p) => !listingsOnly || !(p.lock || p.probe || (this.files.get(keyOf(p.staticDir, p.tag))?.length ?? 0) === 0));
+    const jobs = [...this.pending.values()].filter((p) => !listingsOnly || this.waitsLonger(p));
     for (const p of jobs) this.pending.delete(keyOf(p.staticDir, p.tag));
     for (const p of jobs) {
       void this.serial(keyOf(p.staticDir, p.tag), async () => {
@@ -336,8 +340,7 @@ export class LockStates implements vscode.Disposable {
     let local = false;
     for (const { entry, at } of this.entries.values()) {
       if (entry.state !== 'held') continue;
-      const threshold = Math.max(this.timing.staleMs, entry.holder?.staleMs ?? 0);
-      next = Math.min(next, at + threshold - (entry.heartbeatAgeMs ?? 0));
+      next = Math.min(next, this.expiresAt(entry, at));
       if (entry.holder !== undefined && isOnThisMachine(entry.holder)) local = true;
     }
     if (next !== Infinity) {
@@ -352,13 +355,17 @@ export class LockStates implements vscode.Disposable {
     }
   }
 
+  /** When a held lock, judged at `at`, turns stale unless a heartbeat comes first. */
+  private expiresAt(entry: ListEntry, at: number): number {
+    return at + Math.max(this.timing.staleMs, entry.holder?.staleMs ?? 0) - (entry.heartbeatAgeMs ?? 0);
+  }
+
   private checkExpired(): void {
     const now = Date.now();
     let due = 0;
     for (const { entry, at } of [...this.entries.values()]) {
       if (entry.state !== 'held') continue;
-      const threshold = Math.max(this.timing.staleMs, entry.holder?.staleMs ?? 0);
-      if (at + threshold - (entry.heartbeatAgeMs ?? 0) <= now) {
+      if (this.expiresAt(entry, at) <= now) {
         this.mark(entry, { lock: true });
         due++;
       }
@@ -402,5 +409,5 @@ async function readArtifacts(dir: string): Promise<Artifact[]> {
   return sized.filter((a): a is Artifact => a !== undefined).sort((a, b) => naturalOrder.compare(a.name, b.name));
 }
 
-const naturalOrder = new Intl.Collator('en', { numeric: true });
+const parentOf = (tag: string): string => (path.posix.dirname(tag) === '.' ? '' : path.posix.dirname(tag));
 const filesKey = (files: readonly Artifact[]): string => files.map((f) => `${f.name}\0${f.size}`).join('\0');

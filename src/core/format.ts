@@ -27,3 +27,6 @@ export function formatDuration(ms: number | undefined): string {
   if (h < 48) return `${h} h`;
   return `${Math.round(h / 24)} d`;
 }
+
+/** Build versions sort as people read them: R9 before R10. */
+export const naturalOrder = new Intl.Collator('en', { numeric: true, sensitivity: 'variant' });

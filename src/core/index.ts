@@ -19,4 +19,4 @@ export type { ErrorCode } from './errors';
 export { isOnThisMachine, isHolderAlive } from './holder';
 export { clampTiming, isProtocolName, DEFAULT_TIMING, LOCK_NAME, LOCK_TARGET, OWNER_FILE, META_DIR, AUDIT_LOG } from './protocol';
 export type { Holder, LegacyHolder, ListEntry, LockInfo, LockState, Timing } from './types';
-export { formatBytes, formatDuration } from './format';
+export { formatBytes, formatDuration, naturalOrder } from './format';

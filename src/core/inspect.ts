@@ -5,6 +5,7 @@
 import * as fs from 'fs';
 import * as path from 'path';
 import { fsClockSkew } from './clock';
+import { naturalOrder } from './format';
 import { StagingError, asStagingError, errnoCode } from './errors';
 import { asyncIo } from './io';
 import { judgeLock, lockPathOf } from './judge';
@@ -12,8 +13,6 @@ import { LOCK_NAME, clampTiming, isProtocolName } from './protocol';
 import { isInside, resolveArea, resolveStaticDir } from './tags';
 import type { ListEntry, LockInfo, Timing } from './types';
 
-/** Build versions sort as people read them: R9 before R10. */
-const naturalOrder = new Intl.Collator('en', { numeric: true, sensitivity: 'variant' });
 
 /** The lock state of one staging area. */
 export async function inspect(staticDir: string, tag: string, options: Partial<Timing> = {}): Promise<LockInfo> {

@@ -5,9 +5,9 @@ import * as vscode from 'vscode';
 import type { DevserverStagingApi } from '../../src/extension';
 import type { Prompts } from '../../src/prompts';
 import type { AreaNode } from '../../src/tree/areaNode';
-import type { Node } from '../../src/tree/provider';
 import { cleanup, cli, exitOf, killAll, tempDir, waitFor } from '../helpers';
 import { api } from './activate.test';
+import { nodeOf as walk } from './walk';
 import { holdWithCli, makeBuild } from './fixture';
 
 let ext: DevserverStagingApi;
@@ -17,16 +17,8 @@ let originalConfirm: Prompts['confirm'];
 let asked: { message: string; detail: string; button: string }[] = [];
 let answers: boolean[] = [];
 
-async function nodeOf(tag: string): Promise<AreaNode> {
-  const roots = await ext.tree.getChildren();
-  let node: Node | undefined = roots.find((r) => r.kind === 'staticDir' && r.dir === staticDir);
-  const parts = tag.split('/');
-  for (let i = 0; i < parts.length && node !== undefined; i++) {
-    const children: Node[] = await ext.tree.getChildren(node);
-    node = children.find((c) => c.kind === 'area' && c.entry.tag === parts.slice(0, i + 1).join('/'));
-  }
-  assert.ok(node !== undefined && node.kind === 'area', `${tag} is in the tree`);
-  return node;
+function nodeOf(tag: string): Promise<AreaNode> {
+  return walk(ext, staticDir, tag);
 }
 
 async function stateOf(tag: string): Promise<string | undefined> {

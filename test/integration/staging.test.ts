@@ -9,6 +9,7 @@ import type { Node } from '../../src/tree/provider';
 import { startServer, type TestServer } from '../fixtures';
 import { cleanup, snapshot, tempDir, waitFor } from '../helpers';
 import { api } from './activate.test';
+import { nodeOf } from './walk';
 
 let ext: DevserverStagingApi;
 let staticDir: string;
@@ -18,14 +19,7 @@ let server: TestServer;
 let midway: (() => void) | undefined;
 
 async function childrenOf(tag: string): Promise<Node[]> {
-  const roots = await ext.tree.getChildren();
-  let node: Node | undefined = roots.find((r) => r.kind === 'staticDir' && r.dir === staticDir);
-  const parts = tag === '' ? [] : tag.split('/');
-  for (let i = 0; i < parts.length && node !== undefined; i++) {
-    node = (await ext.tree.getChildren(node)).find((c) => c.kind === 'area' && c.entry.tag === parts.slice(0, i + 1).join('/'));
-  }
-  assert.ok(node, `${tag} in the tree`);
-  return ext.tree.getChildren(node);
+  return ext.tree.getChildren(await nodeOf(ext, staticDir, tag));
 }
 
 const sha = (p: string): string => crypto.createHash('sha256').update(fs.readFileSync(p)).digest('hex');

@@ -9,6 +9,7 @@ import type { AreaNode } from '../../src/tree/areaNode';
 import type { Node } from '../../src/tree/provider';
 import { cleanup, exitOf, killAll, report, sleep, waitFor } from '../helpers';
 import { api } from './activate.test';
+import { nodeOf as walk } from './walk';
 import { TAGS, holdWithCli, makeBuild, makeFixture, type Fixture } from './fixture';
 
 let ext: DevserverStagingApi;
@@ -18,20 +19,9 @@ async function setStaticDirs(dirs: string[] | undefined): Promise<void> {
   await vscode.workspace.getConfiguration('devserverStaging').update('staticDirs', dirs, vscode.ConfigurationTarget.Global);
 }
 
-/** Walks the tree as VS Code would, down to the node of `tag`. */
-async function nodeOf(tag: string): Promise<AreaNode> {
-  const roots = await ext.tree.getChildren();
-  const root = roots.find((r) => r.kind === 'staticDir' && r.dir === fx.staticDir);
-  assert.ok(root, `a root for ${fx.staticDir}`);
-  let node: Node = root;
-  const parts = tag.split('/');
-  for (let i = 0; i < parts.length; i++) {
-    const children: Node[] = await ext.tree.getChildren(node);
-    const next = children.find((c) => c.kind === 'area' && c.entry.tag === parts.slice(0, i + 1).join('/'));
-    assert.ok(next, `${parts.slice(0, i + 1).join('/')} is in the tree`);
-    node = next;
-  }
-  return node as AreaNode;
+/** The node of `tag` in the fixture's tree. */
+function nodeOf(tag: string): Promise<AreaNode> {
+  return walk(ext, fx.staticDir, tag);
 }
 
 function itemOf(node: Node): vscode.TreeItem {

@@ -5,6 +5,7 @@
 import * as fs from 'fs';
 import * as path from 'path';
 import { fsClockSkew } from '../clock';
+import { naturalOrder } from '../format';
 import { StagingError, asStagingError, errnoCode, isStagingError } from '../errors';
 import { inspect } from '../inspect';
 import { ioFor, type Io } from '../io';
@@ -41,8 +42,6 @@ export interface UsageOptions extends Partial<Timing> {
   concurrency?: number;
 }
 
-/** Build versions sort as people read them: R9 before R10. */
-const naturalOrder = new Intl.Collator('en', { numeric: true, sensitivity: 'variant' });
 
 const DEFAULT_CONCURRENCY = 16;
 

@@ -1,0 +1,23 @@
+/** Walking the extension's tree as VS Code does, from a static directory's root down to a tag. */
+import { strict as assert } from 'assert';
+import type { DevserverStagingApi } from '../../src/extension';
+import type { AreaNode } from '../../src/tree/areaNode';
+import type { Node } from '../../src/tree/provider';
+import type { StaticDirNode } from '../../src/tree/staticDirNode';
+
+/** The root of `staticDir` for '', else the node of `tag`; fails when it is not in the tree. */
+export async function nodeOf(ext: DevserverStagingApi, staticDir: string, tag: ''): Promise<StaticDirNode>;
+export async function nodeOf(ext: DevserverStagingApi, staticDir: string, tag: string): Promise<AreaNode>;
+export async function nodeOf(ext: DevserverStagingApi, staticDir: string, tag: string): Promise<Node> {
+  const roots = await ext.tree.getChildren();
+  let node: Node | undefined = roots.find((r) => r.kind === 'staticDir' && r.dir === staticDir);
+  assert.ok(node, `a root for ${staticDir}`);
+  const parts = tag === '' ? [] : tag.split('/');
+  for (let i = 0; i < parts.length; i++) {
+    const prefix = parts.slice(0, i + 1).join('/');
+    const children: Node[] = await ext.tree.getChildren(node);
+    node = children.find((c) => c.kind === 'area' && c.entry.tag === prefix);
+    assert.ok(node, `${prefix} is in the tree`);
+  }
+  return node;
+}
