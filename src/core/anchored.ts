@@ -1,0 +1,350 @@
+/**
+ * Acting on the directory that was checked, not on a path that can be re-pointed in between.
+ *
+ * A shared static directory has co-users who can rename a directory and put a symlink in its place
+ * at any instant. A check by path followed by an action by path (realpath, then rename) can then act
+ * outside the static directory. So every operation opens the directory it means once
+ * (`O_DIRECTORY`, and `O_NOFOLLOW` where a link is not allowed), checks what it opened, and does
+ * everything below it through `/proc/self/fd/<fd>/<name>`, which the kernel resolves from the opened
+ * directory itself, wherever it has been moved since. Node has no `openat`; this is its effect
+ * without a native module (Linux only, as the rest of the core).
+ *
+ * The tool's own files (owner records, manifests, the audit log, clock probes, timestamps, parts)
+ * are never reached through a link: they are created with `O_CREAT | O_EXCL | O_NOFOLLOW`, opened
+ * with `O_NOFOLLOW | O_NONBLOCK` (a FIFO planted in their place cannot block the open), and read
+ * only when the open descriptor is a regular file of a bounded size.
+ */
+import * as fs from 'fs';
+import * as path from 'path';
+import { StagingError, errnoCode } from './errors';
+
+const C = fs.constants;
+const O_DIR = C.O_RDONLY | C.O_DIRECTORY;
+const O_DIR_NOFOLLOW = O_DIR | C.O_NOFOLLOW;
+
+/** An open directory: act below it through `at(name)`. Close it when done. */
+export interface Dir {
+  readonly fd: number;
+  /** The path it was opened by, for messages only: never act on it. */
+  readonly shown: string;
+  readonly dev: number;
+  readonly ino: number;
+  /** The kernel's name for `name` inside this very directory. */
+  at(name: string): string;
+  close(): void;
+}
+
+function openDirFd(p: string, flags: number): Promise<number> {
+  return new Promise((resolve, reject) => fs.open(p, flags, (err, fd) => (err === null ? resolve(fd) : reject(err))));
+}
+
+function fstat(fd: number): Promise<fs.Stats> {
+  return new Promise((resolve, reject) => fs.fstat(fd, (err, st) => (err === null ? resolve(st) : reject(err))));
+}
+
+function makeDir(fd: number, shown: string, st: fs.Stats): Dir {
+  let open = true;
+  return {
+    fd,
+    shown,
+    dev: st.dev,
+    ino: st.ino,
+    at: (name) => `/proc/self/fd/${fd}/${name}`,
+    close() {
+      if (!open) return;
+      open = false;
+      try {
+        fs.closeSync(fd);
+      } catch {
+        /* already closed */
+      }
+    },
+  };
+}
+
+/** One path segment, never a way up or across. */
+function checkName(name: string): void {
+  if (name === '' || name === '.' || name === '..' || name.includes('/') || name.includes('\0')) {
+    throw new StagingError('EIO', `Internal error: ${JSON.stringify(name)} is not a single path segment.`);
+  }
+}
+
+/**
+ * Opens a directory by path. `follow`: whether a symlink at the last segment may be followed (the
+ * static directory as configured may be a link; anything below it is opened with `openBelow`).
+ */
+export async function openDir(p: string, follow = true): Promise<Dir> {
+  const fd = await openDirFd(p, follow ? O_DIR : O_DIR_NOFOLLOW);
+  try {
+    return makeDir(fd, p, await fstat(fd));
+  } catch (err) {
+    fs.closeSync(fd);
+    throw err;
+  }
+}
+
+/** Opens the directory `name` inside `parent`, refusing a symlink (ELOOP) and a non-directory (ENOTDIR). */
+export async function openBelow(parent: Dir, name: string): Promise<Dir> {
+  checkName(name);
+  const fd = await openDirFd(parent.at(name), O_DIR_NOFOLLOW);
+  try {
+    return makeDir(fd, path.join(parent.shown, name), await fstat(fd));
+  } catch (err) {
+    fs.closeSync(fd);
+    throw err;
+  }
+}
+
+/** Where the kernel says an open directory is now (its path at this instant). */
+export function whereIs(dir: Dir): string {
+  return fs.readlinkSync(`/proc/self/fd/${dir.fd}`);
+}
+
+/** True when `child` is `parent` or lies inside it; compares path segments, never string prefixes. */
+export function isWithin(parent: string, child: string): boolean {
+  const rel = path.relative(parent, child);
+  return rel === '' || (rel !== '..' && !rel.startsWith(`..${path.sep}`) && !path.isAbsolute(rel));
+}
+
+/**
+ * Opens `<root>/<segments…>` one level at a time. A segment that is a symlink is followed only if
+ * the directory it leads to is inside `realRoot` (as the kernel places the opened directory, not as
+ * the link's text says); anything else fails with EBADTAG naming the path. The caller closes the
+ * result. `root` is opened following links (the static directory may be configured through one).
+ */
+export async function openPath(root: Dir, realRoot: string, segments: readonly string[], shownTag: string): Promise<Dir> {
+  let current = root;
+  let owned = false;
+  try {
+    for (const seg of segments) {
+      let next: Dir;
+      try {
+        next = await openBelow(current, seg);
+      } catch (err) {
+        if (errnoCode(err) !== 'ELOOP') throw err;
+        // A link: follow it once, then judge where the kernel put us.
+        const fd = await openDirFd(current.at(seg), O_DIR);
+        next = makeDir(fd, path.join(current.shown, seg), await fstat(fd).catch((e: unknown) => {
+          fs.closeSync(fd);
+          throw e;
+        }));
+        const real = whereIs(next);
+        if (!isWithin(realRoot, real)) {
+          next.close();
+          throw new StagingError('EBADTAG', `Invalid tag ${JSON.stringify(shownTag)}: ${path.join(current.shown, seg)} is a symbolic link that leads outside the static directory (to ${real}).`, {
+            path: path.join(current.shown, seg),
+          });
+        }
+      }
+      if (owned) current.close();
+      current = next;
+      owned = true;
+    }
+    if (!owned) {
+      // No segments: a second descriptor of the root, so that the caller may close what it got.
+      const fd = await openDirFd(root.at('.'), O_DIR);
+      return makeDir(fd, root.shown, await fstat(fd));
+    }
+    return current;
+  } catch (err) {
+    if (owned) current.close();
+    throw err;
+  }
+}
+
+export interface RecordLimits {
+  /** Refuse a record larger than this many bytes. */
+  maxBytes: number;
+}
+
+function describeType(st: fs.Stats): string {
+  if (st.isFIFO()) return 'a FIFO';
+  if (st.isSocket()) return 'a socket';
+  if (st.isCharacterDevice() || st.isBlockDevice()) return 'a device';
+  if (st.isDirectory()) return 'a directory';
+  if (st.isSymbolicLink()) return 'a symbolic link';
+  return 'not a regular file';
+}
+
+/** An error for a record that is not what the tool writes there: a link, a FIFO, a device, too big. */
+export function notARecord(shown: string, why: string): StagingError {
+  return new StagingError('EIO', `Refusing ${shown}: it is ${why}, not a file this tool wrote. Move it aside (a co-user or another program put it there).`, {
+    path: shown,
+  });
+}
+
+/**
+ * Reads one of the tool's own small files (an owner record, a manifest) without following a link
+ * and without blocking on a FIFO: ENOENT as usual when it is absent; EIO naming it when it is a
+ * link, not a regular file, or larger than `maxBytes`. Synchronous: each step is one short syscall
+ * on a regular file, and nothing here can wait on another process.
+ */
+export function readRecordSync(p: string, shown: string, maxBytes: number): string {
+  let fd: number;
+  try {
+    fd = fs.openSync(p, C.O_RDONLY | C.O_NOFOLLOW | C.O_NONBLOCK);
+  } catch (err) {
+    if (errnoCode(err) === 'ELOOP') throw notARecord(shown, 'a symbolic link');
+    throw err;
+  }
+  try {
+    const st = fs.fstatSync(fd);
+    if (!st.isFile()) throw notARecord(shown, describeType(st));
+    if (st.size > maxBytes) throw notARecord(shown, `larger than ${maxBytes} bytes`);
+    const buf = Buffer.alloc(Math.min(maxBytes + 1, st.size + 1));
+    let n = 0;
+    for (;;) {
+      const got = fs.readSync(fd, buf, n, buf.length - n, null);
+      if (got === 0) break;
+      n += got;
+      if (n >= buf.length) {
+        if (n > maxBytes) throw notARecord(shown, `larger than ${maxBytes} bytes`);
+        break;
+      }
+    }
+    return buf.subarray(0, n).toString('utf8');
+  } finally {
+    fs.closeSync(fd);
+  }
+}
+
+/** `readRecordSync` off the event loop's thread, for filesystems that may stall (NFS, FUSE). */
+export async function readRecord(p: string, shown: string, maxBytes: number): Promise<string> {
+  let fh: fs.promises.FileHandle;
+  try {
+    fh = await fs.promises.open(p, C.O_RDONLY | C.O_NOFOLLOW | C.O_NONBLOCK);
+  } catch (err) {
+    if (errnoCode(err) === 'ELOOP') throw notARecord(shown, 'a symbolic link');
+    throw err;
+  }
+  try {
+    const st = await fh.stat();
+    if (!st.isFile()) throw notARecord(shown, describeType(st));
+    if (st.size > maxBytes) throw notARecord(shown, `larger than ${maxBytes} bytes`);
+    const buf = Buffer.alloc(Math.min(maxBytes + 1, st.size + 1));
+    let n = 0;
+    for (;;) {
+      const { bytesRead } = await fh.read(buf, n, buf.length - n, null);
+      if (bytesRead === 0) break;
+      n += bytesRead;
+      if (n >= buf.length) {
+        if (n > maxBytes) throw notARecord(shown, `larger than ${maxBytes} bytes`);
+        break;
+      }
+    }
+    return buf.subarray(0, n).toString('utf8');
+  } finally {
+    await fh.close().catch(() => undefined);
+  }
+}
+
+/**
+ * Creates one of the tool's own files with `data`, never through a link and never over anything
+ * (EEXIST if the name is taken by anything at all), with exactly `mode` whatever the umask, so that
+ * every user who can see the area can read it.
+ */
+export function createRecordSync(p: string, data: string | Buffer, mode = 0o644): void {
+  const fd = fs.openSync(p, C.O_WRONLY | C.O_CREAT | C.O_EXCL | C.O_NOFOLLOW, mode);
+  try {
+    if (typeof data === 'string') fs.writeSync(fd, data);
+    else fs.writeSync(fd, data);
+    fs.fchmodSync(fd, mode);
+  } catch (err) {
+    fs.closeSync(fd);
+    try {
+      fs.unlinkSync(p);
+    } catch {
+      /* best effort: the name was ours a moment ago */
+    }
+    throw err;
+  }
+  fs.closeSync(fd);
+}
+
+export async function createRecord(p: string, data: string | Buffer, mode = 0o644): Promise<void> {
+  const fh = await fs.promises.open(p, C.O_WRONLY | C.O_CREAT | C.O_EXCL | C.O_NOFOLLOW, mode);
+  try {
+    await fh.writeFile(data);
+    await fh.chmod(mode);
+  } catch (err) {
+    await fh.close().catch(() => undefined);
+    await fs.promises.unlink(p).catch(() => undefined);
+    throw err;
+  }
+  await fh.close();
+}
+
+/**
+ * Appends one line to one of the tool's logs, creating it if needed, never through a link and never
+ * into a FIFO or device: the open does not block and the descriptor must be a regular file.
+ */
+export async function appendRecord(p: string, shown: string, line: string, mode = 0o644): Promise<void> {
+  let fh: fs.promises.FileHandle;
+  try {
+    fh = await fs.promises.open(p, C.O_WRONLY | C.O_APPEND | C.O_CREAT | C.O_NOFOLLOW | C.O_NONBLOCK, mode);
+  } catch (err) {
+    if (errnoCode(err) === 'ELOOP') throw notARecord(shown, 'a symbolic link');
+    // O_NONBLOCK on a FIFO without a reader.
+    if (errnoCode(err) === 'ENXIO') throw notARecord(shown, 'a FIFO');
+    throw err;
+  }
+  try {
+    const st = await fh.stat();
+    if (!st.isFile()) throw notARecord(shown, describeType(st));
+    // O_APPEND keeps concurrent writers' lines whole.
+    await fh.write(line);
+  } finally {
+    await fh.close().catch(() => undefined);
+  }
+}
+
+/**
+ * Deletes `name` inside `parent` and everything below it, through descriptors: never follows a
+ * link (links are unlinked, not entered) and never crosses into another filesystem (a bind mount
+ * inside is left alone, and the call fails with EXDEV naming it). Entries that vanish meanwhile
+ * are fine. Throws the first other error after trying the rest.
+ */
+export async function removeTree(parent: Dir, name: string): Promise<void> {
+  checkName(name);
+  const st = await fs.promises.lstat(parent.at(name)).catch((err: unknown) => {
+    if (errnoCode(err) === 'ENOENT') return null;
+    throw err;
+  });
+  if (st === null) return;
+  if (!st.isDirectory()) {
+    await fs.promises.unlink(parent.at(name)).catch((err: unknown) => {
+      if (errnoCode(err) !== 'ENOENT') throw err;
+    });
+    return;
+  }
+  let dir: Dir;
+  try {
+    dir = await openBelow(parent, name);
+  } catch (err) {
+    const code = errnoCode(err);
+    if (code === 'ENOENT') return;
+    // Swapped for a link or a file since the lstat: remove that entry itself, never what it leads to.
+    if (code === 'ELOOP' || code === 'ENOTDIR') return removeTree(parent, name);
+    throw err;
+  }
+  let first: unknown;
+  try {
+    if (dir.dev !== parent.dev) {
+      throw new StagingError('EIO', `Did not remove ${dir.shown}: another filesystem is mounted there. Unmount it, then try again.`, { path: dir.shown });
+    }
+    const entries = await fs.promises.readdir(dir.at('.'));
+    for (const entry of entries) {
+      try {
+        await removeTree(dir, entry);
+      } catch (err) {
+        first ??= err;
+      }
+    }
+  } finally {
+    dir.close();
+  }
+  if (first !== undefined) throw first;
+  await fs.promises.rmdir(parent.at(name)).catch((err: unknown) => {
+    if (errnoCode(err) !== 'ENOENT') throw err;
+  });
+}
