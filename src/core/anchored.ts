@@ -83,7 +83,7 @@ export async function openDir(p: string, follow = true): Promise<Dir> {
   }
 }
 
-/** Opens the directory `name` inside `parent`, refusing a symlink (ELOOP) and a non-directory (ENOTDIR). */
+/** Opens the directory `name` inside `parent`, refusing a symlink and a non-directory (ENOTDIR, or ELOOP on some kernels). */
 export async function openBelow(parent: Dir, name: string): Promise<Dir> {
   checkName(name);
   const fd = await openDirFd(parent.at(name), O_DIR_NOFOLLOW);
@@ -93,6 +93,13 @@ export async function openBelow(parent: Dir, name: string): Promise<Dir> {
     fs.closeSync(fd);
     throw err;
   }
+}
+
+function isLink(p: string): Promise<boolean> {
+  return fs.promises.lstat(p).then(
+    (st) => st.isSymbolicLink(),
+    () => false,
+  );
 }
 
 /** Where the kernel says an open directory is now (its path at this instant). */
@@ -121,9 +128,17 @@ export async function openPath(root: Dir, realRoot: string, segments: readonly s
       try {
         next = await openBelow(current, seg);
       } catch (err) {
-        if (errnoCode(err) !== 'ELOOP') throw err;
+        // O_NOFOLLOW | O_DIRECTORY on a link fails with ENOTDIR (or ELOOP): tell a link from a file.
+        const code = errnoCode(err);
+        if (code !== 'ELOOP' && code !== 'ENOTDIR') throw err;
+        if (code === 'ENOTDIR' && !(await isLink(current.at(seg)))) throw err;
         // A link: follow it once, then judge where the kernel put us.
-        const fd = await openDirFd(current.at(seg), O_DIR);
+        const fd = await openDirFd(current.at(seg), O_DIR).catch((e: unknown) => {
+          if (errnoCode(e) !== 'ENOENT' && errnoCode(e) !== 'ENOTDIR' && errnoCode(e) !== 'ELOOP') throw e;
+          throw new StagingError('EBADTAG', `Invalid tag ${JSON.stringify(shownTag)}: ${path.join(current.shown, seg)} is a symbolic link that leads nowhere (or not to a directory).`, {
+            path: path.join(current.shown, seg),
+          });
+        });
         next = makeDir(fd, path.join(current.shown, seg), await fstat(fd).catch((e: unknown) => {
           fs.closeSync(fd);
           throw e;

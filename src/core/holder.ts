@@ -63,6 +63,21 @@ function optional<K extends string>(key: K, value: string | undefined): { [P in 
   return (value === undefined ? {} : { [key]: value }) as { [P in K]?: string };
 }
 
+/**
+ * A name for a temporary thing of ours beside a lock or record: the host and pid in it tell others
+ * when it is litter of a process that died (see litter.ts).
+ */
+export function sideName(prefix: string): string {
+  return `${prefix}${thisMachine().hostname}.${process.pid}.${crypto.randomBytes(6).toString('hex')}`;
+}
+
+/** Parses a `sideName`: undefined when the name is not one. */
+export function parseSideName(name: string, prefix: string): { hostname: string; pid: number } | undefined {
+  if (!name.startsWith(prefix)) return undefined;
+  const m = /^(.+)\.(\d+)\.[0-9a-f]{12}$/.exec(name.slice(prefix.length));
+  return m === null ? undefined : { hostname: m[1]!, pid: Number(m[2]) };
+}
+
 /** The user name, looked up again only if the uid changes: the lookup reads the password database. */
 let userCache: { uid: number | undefined; name: string } | undefined;
 
@@ -84,6 +99,7 @@ let ownStart: { value: string | undefined } | undefined;
 
 export interface HolderOptions {
   clientId?: string;
+  fence?: number;
   purpose?: string;
   staleMs: number;
   refreshMs: number;
@@ -100,6 +116,7 @@ export function makeHolder(o: HolderOptions): Holder {
     clientId: o.clientId ?? process.env.DEVSERVER_STAGING_CLIENT_ID ?? `${m.hostname}:${process.pid}`,
     acquiredAt: new Date(o.acquiredAtMs).toISOString(),
     token: crypto.randomBytes(12).toString('hex'),
+    ...(o.fence !== undefined ? { fence: o.fence } : {}),
     staleMs: o.staleMs,
     refreshMs: o.refreshMs,
     tool: TOOL,
@@ -135,6 +152,8 @@ export function parseHolder(text: string): Holder | undefined {
     staleMs: num('staleMs') ?? 0,
     refreshMs: num('refreshMs') ?? 0,
   };
+  const fence = num('fence');
+  if (fence !== undefined && Number.isSafeInteger(fence) && fence > 0) h.fence = fence;
   for (const k of ['purpose', 'bootId', 'pidNamespace', 'processStart', 'tool'] as const) {
     const v = str(k);
     if (v !== undefined) h[k] = v;

@@ -7,6 +7,7 @@
  * loop of the process holding locks, which may be an editor's extension host.
  */
 import * as fs from 'fs';
+import { createRecord, createRecordSync, readRecord, readRecordSync } from './anchored';
 
 export interface Io {
   /** True when calls run synchronously (a local filesystem). */
@@ -19,10 +20,13 @@ export interface Io {
   mkdir(p: string): Promise<void>;
   rmdir(p: string): Promise<void>;
   unlink(p: string): Promise<void>;
-  readFile(p: string): Promise<string>;
-  /** Creates `p` with `data`; fails with EEXIST if it exists. */
-  writeNewFile(p: string, data: string): Promise<void>;
+  /** One of the tool's own small files, never through a link or from a FIFO (see anchored.ts). */
+  readRecord(p: string, shown: string, maxBytes: number): Promise<string>;
+  /** Creates `p` with `data` and exactly `mode`; EEXIST if anything is there, link or not. */
+  writeNewFile(p: string, data: string, mode?: number): Promise<void>;
   utimes(p: string, atime: Date, mtime: Date): Promise<void>;
+  rename(from: string, to: string): Promise<void>;
+  chmod(p: string, mode: number): Promise<void>;
 }
 
 function settle<T>(fn: () => T): Promise<T> {
@@ -51,9 +55,11 @@ export const asyncIo: Io = {
   mkdir: (p) => fs.promises.mkdir(p).then(() => undefined),
   rmdir: (p) => fs.promises.rmdir(p),
   unlink: (p) => fs.promises.unlink(p),
-  readFile: (p) => fs.promises.readFile(p, 'utf8'),
-  writeNewFile: (p, data) => fs.promises.writeFile(p, data, { flag: 'wx' }),
+  readRecord: (p, shown, max) => readRecord(p, shown, max),
+  writeNewFile: (p, data, mode) => createRecord(p, data, mode),
   utimes: (p, a, m) => fs.promises.utimes(p, a, m),
+  rename: (a, b) => fs.promises.rename(a, b),
+  chmod: (p, mode) => fs.promises.chmod(p, mode),
 };
 
 export const syncIo: Io = {
@@ -73,9 +79,11 @@ export const syncIo: Io = {
   mkdir: (p) => settle(() => void fs.mkdirSync(p)),
   rmdir: (p) => settle(() => fs.rmdirSync(p)),
   unlink: (p) => settle(() => fs.unlinkSync(p)),
-  readFile: (p) => settle(() => fs.readFileSync(p, 'utf8')),
-  writeNewFile: (p, data) => settle(() => fs.writeFileSync(p, data, { flag: 'wx' })),
+  readRecord: (p, shown, max) => settle(() => readRecordSync(p, shown, max)),
+  writeNewFile: (p, data, mode) => settle(() => createRecordSync(p, data, mode)),
   utimes: (p, a, m) => settle(() => fs.utimesSync(p, a, m)),
+  rename: (a, b) => settle(() => fs.renameSync(a, b)),
+  chmod: (p, mode) => settle(() => fs.chmodSync(p, mode)),
 };
 
 /**

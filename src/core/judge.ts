@@ -4,11 +4,12 @@
 import * as crypto from 'crypto';
 import * as fs from 'fs';
 import * as path from 'path';
+import { readRecord } from './anchored';
 import { asStagingError, errnoCode } from './errors';
 import { isHolderAlive, isOnThisMachine, parseHolder } from './holder';
-import { LOCK_NAME, OWNER_FILE } from './protocol';
+import { LOCK_NAME, MAX_OWNER_BYTES, OWNER_FILE } from './protocol';
 import type { Area } from './tags';
-import type { LegacyHolder, LockInfo, Timing } from './types';
+import type { Holder, LegacyHolder, LockInfo, Timing } from './types';
 
 /** What identifies one lock instance, so a takeover removes the lock it judged and no later one. */
 export interface LockIdentity {
@@ -78,7 +79,15 @@ export async function judgeLock(
     return { info, identity };
   }
 
-  const holder = await fs.promises.readFile(path.join(lockPath, OWNER_FILE), 'utf8').then(parseHolder, () => undefined);
+  const record = await readOwnerRecord(lockPath);
+  if (record.unreadable !== undefined) {
+    // A record that is there but cannot be read (another user's umask, a FIFO, garbage) says
+    // nothing about its holder: never steal on a guess.
+    info.state = 'held';
+    info.unreadable = record.unreadable;
+    return { info, identity };
+  }
+  const holder = record.holder;
   if (holder !== undefined) {
     info.holder = holder;
     if (holder.token !== '') identity.token = holder.token;
@@ -107,6 +116,26 @@ export async function judgeLock(
     info.state = 'held';
   }
   return { info, identity };
+}
+
+/**
+ * A lock's owner record: the holder, nothing (no record: a bare lock of another tool, judged by
+ * its heartbeat), or why a record that is there cannot be read.
+ */
+async function readOwnerRecord(lockPath: string): Promise<{ holder?: Holder; unreadable?: string }> {
+  const file = path.join(lockPath, OWNER_FILE);
+  let text: string;
+  try {
+    text = await readRecord(file, file, MAX_OWNER_BYTES);
+  } catch (err) {
+    const code = errnoCode(err);
+    if (code === 'ENOENT' || code === 'ENOTDIR') return {};
+    if (code === 'EACCES' || code === 'EPERM') return { unreadable: `its holder record ${file} cannot be read by this user (permission denied), so it is taken as held` };
+    return { unreadable: `its holder record ${file} cannot be read (${err instanceof Error ? err.message : String(err)}), so it is taken as held` };
+  }
+  const holder = parseHolder(text);
+  if (holder === undefined) return { unreadable: `its holder record ${file} is not a valid record, so it is taken as held` };
+  return { holder };
 }
 
 /** statfs types of filesystems whose clients cache attributes: FUSE (sshfs), NFS, SMB/CIFS. */

@@ -4,19 +4,22 @@
  * (through an AbortSignal) when the lock is lost.
  */
 import { EventEmitter } from 'events';
-import * as fs from 'fs';
 import * as path from 'path';
 import * as lockfile from 'proper-lockfile';
+import type { Dir } from './anchored';
 import { fsClockSkew } from './clock';
 import { StagingError, asStagingError, errnoCode } from './errors';
+import { readFence, writeFence } from './fence';
 import { makeHolder } from './holder';
-import { ioFor } from './io';
+import { ioFor, type Io } from './io';
 import { judgeLock, lockPathOf } from './judge';
-import { makeLockFs, rememberPrecision, type LockFsState } from './lockfs';
-import { LOCK_TARGET, clampTiming } from './protocol';
-import { destroyArea, findHeldInside } from './remove';
+import { clearLitter } from './litter';
+import { isOurLock, makeLockFs, rememberPrecision, type LockFsState } from './lockfs';
+import { LOCK_NAME, LOCK_TARGET, WORK_PREFIX, clampTiming } from './protocol';
+import { findHeldInside } from './remove';
 import { claimInstance, dropClaim, removeInstance } from './takeover';
-import { ensureAreaDir, removeCreated, resolveArea, type Area } from './tags';
+import { openArea, removeCreated, resolveArea, type Area, type CreatedDir } from './tags';
+import { destroyArea } from './trash';
 import type { Holder, LockInfo, Timing } from './types';
 
 export interface AcquireOptions extends Partial<Timing> {
@@ -54,9 +57,20 @@ export class Lease extends EventEmitter<LeaseEvents> {
   readonly holder: Holder;
   /** Whether this acquisition created the area directory. */
   readonly created: boolean;
+  /** The fencing token of this lock: greater than that of every earlier holder of the area. */
+  readonly fence: number;
+  /** The area, opened when it was checked: act on it through `area.at(name)` (see anchored.ts). */
+  readonly area: Dir;
+  /**
+   * The holder's work directory, named through the lock (`<area>/devserver.lock/work.<token>`).
+   * Every change to the area goes into or out of it by rename; once the lock is taken away, the
+   * name leads nowhere and the change fails instead of landing (the fence).
+   */
+  readonly workDir: string;
   /** The directories this acquisition created, the area last: a destroy removes the parents too. */
-  private readonly createdDirs: readonly string[];
-  private readonly io: Area['io'];
+  private readonly createdDirs: readonly CreatedDir[];
+  private readonly closeParents: () => void;
+  readonly io: Io;
   readonly timing: Timing;
   private readonly controller = new AbortController();
   private status: 'held' | 'released' | 'lost' = 'held';
@@ -65,17 +79,27 @@ export class Lease extends EventEmitter<LeaseEvents> {
   private unlock?: () => Promise<void>;
 
   /** @internal */
-  constructor(area: Area, holder: Holder, createdDirs: readonly string[], timing: Timing, private readonly fsState: LockFsState) {
+  constructor(area: Area, opened: OpenedLockArea, holder: Holder, timing: Timing, private readonly fsState: LockFsState) {
     super();
     this.staticDir = area.staticDir;
     this.tag = area.tag;
     this.dir = area.dir;
     this.lockPath = lockPathOf(area.dir);
     this.holder = holder;
-    this.createdDirs = [...createdDirs];
-    this.created = createdDirs.length > 0;
-    this.io = area.io;
+    this.fence = holder.fence ?? 0;
+    this.area = opened.dir;
+    this.workDir = opened.dir.at(`${LOCK_NAME}/${fsState.workName}`);
+    this.createdDirs = [...opened.created];
+    this.closeParents = opened.closeParents;
+    this.created = this.createdDirs.length > 0;
+    this.io = fsState.io;
     this.timing = timing;
+  }
+
+  /** @internal Lets go of the descriptors once the lease is over. */
+  private closeDirs(): void {
+    this.closeParents();
+    this.area.close();
   }
 
   get signal(): AbortSignal {
@@ -101,6 +125,7 @@ export class Lease extends EventEmitter<LeaseEvents> {
     if (this.status !== 'held') return;
     this.status = 'lost';
     if (held.get(this.lockPath) === this) held.delete(this.lockPath);
+    this.closeDirs();
     const detail = cause instanceof Error ? cause.message : String(cause);
     const reason = new StagingError('ECOMPROMISED', `Lost the lock on ${this.dir}: ${detail}. Work done under it may be incomplete.`, {
       path: this.lockPath,
@@ -117,6 +142,11 @@ export class Lease extends EventEmitter<LeaseEvents> {
     } catch {
       /* same */
     }
+  }
+
+  /** @internal Lets go of a lock just taken that turned out unusable; never throws. */
+  async releaseQuietly(): Promise<void> {
+    await this.release().catch(() => undefined);
   }
 
   /** Releases the lock; with `destroy`, removes the staging area too (atomically, see remove.ts). */
@@ -136,14 +166,15 @@ export class Lease extends EventEmitter<LeaseEvents> {
     if (options.destroy === true) {
       const nested = await findHeldInside(this.dir, this.timing);
       // Destroying through a link would move the link away and leave the area, and our lock in it.
-      const isLink = await fs.promises.lstat(this.dir).then((st) => st.isSymbolicLink(), () => false);
+      const isLink = await this.io.lstat(this.dir).then((st) => st.isSymbolicLink(), () => false);
       if (isLink) {
         refused = new StagingError('EBADTAG', `Did not destroy ${this.dir}: it is a symbolic link; destroy the area it points to instead. The lock was released.`, {
           path: this.dir,
         });
       } else if (nested === undefined) {
-        // proper-lockfile removes the lock through our rmdir: make that removal move the whole area away.
-        this.fsState.removeHook = () => destroyArea(this.staticDir, this.dir);
+        // proper-lockfile removes the lock through our rmdir: make that removal move the whole area
+        // away, checking that what it moved holds our lock.
+        this.fsState.removeHook = () => destroyArea(this.staticDir, this.area, this.tag, () => isOurLock(this.fsState));
       } else {
         refused = new StagingError('ELOCKED', `Did not destroy ${this.dir}: ${nested.dir} inside it is locked by ${describeHolder(nested)}. The lock was released.`, {
           path: nested.lockPath,
@@ -162,12 +193,14 @@ export class Lease extends EventEmitter<LeaseEvents> {
         this.lose(err);
         throw this.lostReason!;
       }
+      this.closeDirs();
       throw asStagingError(err, options.destroy === true ? 'destroy' : 'release the lock on', this.dir);
     }
     if (options.destroy === true && refused === undefined) {
       // A new nested area (board/branch/build) leaves no empty board/branch behind either.
-      await removeCreated(this.createdDirs.slice(0, -1), this.io);
+      await removeCreated(this.createdDirs.slice(0, -1));
     }
+    this.closeDirs();
     try {
       this.emit('released');
     } catch {
@@ -222,19 +255,28 @@ export async function acquire(staticDir: string, tag: string, options: AcquireOp
   const createOnce = options.createOnce ?? true;
   const waitMs = Math.max(0, options.waitMs ?? 0);
   const area = await resolveArea(staticDir, tag);
-  const created = await ensureAreaDir(area, createOnce);
+  let opened: OpenedLockArea = await openLockArea(area, createOnce);
+  let handedOver = false;
   try {
     const deadline = Date.now() + waitMs;
+    let vanished = 0;
     for (let attempt = 0; ; attempt++) {
       if (options.signal?.aborted === true) throw cancelled(area, options.signal);
-      const outcome = await tryAcquire(area, timing, options, created);
-      if (outcome instanceof Lease) return outcome;
+      const outcome = await tryAcquire(area, opened, timing, options);
+      if (outcome instanceof Lease) {
+        handedOver = true;
+        return outcome;
+      }
       if (outcome === 'retry') continue; // the lock vanished or we took a stale one over: try again at once
       if (outcome === 'vanished') {
-        if (createOnce || attempt > 10) {
+        if (createOnce || ++vanished > 10) {
           throw new StagingError('ENOENT', `The staging area ${area.dir} was removed by another process while this one was locking it.`, { path: area.dir });
         }
-        created.push(...(await ensureAreaDir(area, false)));
+        const again = await openLockArea(area, false);
+        again.created.unshift(...opened.created);
+        const parentsBefore = opened.closeParents;
+        opened.dir.close();
+        opened = { ...again, closeParents: () => (parentsBefore(), again.closeParents()) };
         continue;
       }
       if (Date.now() >= deadline) throw lockedError(outcome);
@@ -245,30 +287,72 @@ export async function acquire(staticDir: string, tag: string, options: AcquireOp
       });
     }
   } catch (err) {
-    await removeCreated(created, area.io);
+    await removeCreated(opened.created);
     throw err;
+  } finally {
+    if (!handedOver) {
+      opened.closeParents();
+      opened.dir.close();
+    }
   }
+}
+
+interface OpenedLockArea {
+  dir: Dir;
+  created: CreatedDir[];
+  closeParents: () => void;
+}
+
+async function openLockArea(area: Area, exclusive: boolean): Promise<OpenedLockArea> {
+  return openArea(area, exclusive);
 }
 
 function cancelled(area: Area, signal: AbortSignal): StagingError {
   return new StagingError('ECANCELED', `Stopped waiting for the lock on ${area.dir}.`, { path: lockPathOf(area.dir), cause: signal.reason });
 }
 
+/** Mode of the lock and work directories: readable by all, writable by whoever may write the area. */
+async function lockModeFor(io: Io, area: Dir): Promise<number> {
+  const st = await io.stat(area.at('.'));
+  return 0o755 | (st.mode & 0o022);
+}
+
 /** One attempt: the lease, 'retry', 'vanished' (the area is gone), or the judged lock that stands in the way. */
-async function tryAcquire(area: Area, timing: Timing, options: AcquireOptions, created: readonly string[]): Promise<Lease | 'retry' | 'vanished' | LockInfo> {
+async function tryAcquire(area: Area, opened: OpenedLockArea, timing: Timing, options: AcquireOptions): Promise<Lease | 'retry' | 'vanished' | LockInfo> {
   const skewMs = await fsClockSkew(area.realStaticDir);
+  // The area may be on another filesystem than the static directory (a mount inside it).
+  const io = await ioFor(opened.dir.at('.'), opened.dir.dev);
+  let fence: number;
+  let mode: number;
+  try {
+    fence = (await readFence(io, opened.dir, area.dir)) + 1;
+    mode = await lockModeFor(io, opened.dir);
+  } catch (err) {
+    // The opened area was removed meanwhile (a destroy next door).
+    if (errnoCode(err) === 'ENOENT' || errnoCode((err as { cause?: unknown }).cause) === 'ENOENT') return 'vanished';
+    throw err;
+  }
   const holder = makeHolder({
     staleMs: timing.staleMs,
     refreshMs: timing.refreshMs,
     acquiredAtMs: Date.now() + skewMs,
+    fence,
     ...(options.clientId !== undefined ? { clientId: options.clientId } : {}),
     ...(options.purpose !== undefined ? { purpose: options.purpose } : {}),
   });
   const lockPath = lockPathOf(area.dir);
-  // The area may be on another filesystem than the static directory (a mount inside it).
-  const io = area.dev === undefined ? area.io : await ioFor(area.dir, area.dev);
-  const state: LockFsState = { io, lockPath, ownerJson: `${JSON.stringify(holder, null, 2)}\n`, skewMs, created: false, dev: area.dev };
-  const lease = new Lease(area, holder, created, timing, state);
+  const state: LockFsState = {
+    io,
+    area: opened.dir,
+    lockPath,
+    ownerJson: `${JSON.stringify(holder, null, 2)}\n`,
+    workName: `${WORK_PREFIX}${holder.token}`,
+    mode,
+    skewMs,
+    created: false,
+    dev: opened.dir.dev,
+  };
+  const lease = new Lease(area, opened, holder, timing, state);
   const lockFs = makeLockFs(state);
   try {
     const release = await lockfile.lock(path.join(area.dir, LOCK_TARGET), {
@@ -282,26 +366,47 @@ async function tryAcquire(area: Area, timing: Timing, options: AcquireOptions, c
     });
     rememberPrecision(lockFs, state);
     lease.attach(release);
-    return lease;
   } catch (err) {
     // The area was removed between creating or finding it and locking it (a destroy, or a
     // create-once attempt next door cleaning up after itself).
     if (errnoCode(err) === 'ENOENT') return 'vanished';
     if (errnoCode(err) !== 'EEXIST') throw asStagingError(err, 'take the lock', lockPath);
+    return judgeInTheWay(area, opened, timing, skewMs);
   }
-  // The lock exists: judge it ourselves.
+  // The token was proposed before the lock was ours: if another holder came and went since, it
+  // may have used it. Then let go and propose again.
+  try {
+    if ((await readFence(io, opened.dir, area.dir)) >= fence) {
+      await lease.releaseQuietly();
+      return 'retry';
+    }
+    await writeFence(io, opened.dir, lease.workDir, fence, area.dir);
+    // Whatever holders that died or were fenced left here is ours to clear now.
+    await clearLitter(io, opened.dir, area.dir, timing);
+  } catch (err) {
+    await lease.releaseQuietly();
+    throw err;
+  }
+  return lease;
+}
+
+/** The lock exists: judge it, and take it over if it is stale (exactly one contender does). */
+async function judgeInTheWay(area: Area, opened: OpenedLockArea, timing: Timing, skewMs: number): Promise<'retry' | LockInfo> {
   const nowFs = Date.now() + skewMs;
   const { info, identity } = await judgeLock(area, timing, nowFs);
   if (info.state === 'free') return 'retry';
   if (info.state !== 'stale' || identity === undefined) return info;
-  const claim = await claimInstance(area.dir, identity, timing.staleMs, nowFs);
+  const claim = await claimInstance(opened.dir, identity, timing.staleMs, nowFs);
   if (claim === undefined) return info; // another contender is taking it over
   try {
     // A heartbeat since we judged it means its holder lives: then the lock is not ours to take.
     const requireSameMtime = info.holderAlive !== false;
-    return (await removeInstance(lockPath, identity, requireSameMtime)) ? 'retry' : info;
+    return (await removeInstance(opened.dir, area.dir, identity, requireSameMtime, info.holder?.fence)) ? 'retry' : info;
+  } catch (err) {
+    if (err instanceof StagingError) return { ...info, staleReason: `${info.staleReason ?? 'stale'}; ${err.message}` };
+    throw err;
   } finally {
-    await dropClaim(claim);
+    await dropClaim(opened.dir, claim);
   }
 }
 

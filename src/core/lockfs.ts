@@ -3,9 +3,10 @@
  * heartbeat (utimes every refresh interval) and the compromise detection; this adapter adds what
  * the protocol needs on top, at the only seams proper-lockfile offers:
  *
- * - mkdir writes the owner record inside the new lock directory before proper-lockfile reads the
- *   directory's mtime, so the record is there for as long as the lock is, and writing it does not
- *   look like someone else touching the lock.
+ * - mkdir builds the whole lock under a temporary name (owner record and the holder's work
+ *   directory inside) and renames it into place, so the lock never exists without its record: a
+ *   holder killed at any instant leaves either no lock or a complete one, which the judge can tell
+ *   dead from its pid.
  * - When the lock already exists, stat fails with EEXIST instead of letting proper-lockfile judge
  *   staleness: its takeover (rmdir, then mkdir) lets two contenders both win. The core judges and
  *   takes over itself (see takeover.ts).
@@ -13,22 +14,32 @@
  *   filesystem's time while proper-lockfile keeps reasoning in local time.
  * - stat reports a lock directory that is no longer the one we made (same path, other inode or
  *   another owner record) as gone, so a lock replaced under us counts as lost.
- * - rmdir removes only our own lock directory (with its owner record), or, on release with
- *   destroy, runs the hook that moves the whole area away with the lock still inside it.
+ * - rmdir moves our lock directory aside in one rename, checks that what it moved was ours (and
+ *   puts it back if not), then deletes it; on release with destroy, it runs the hook that moves the
+ *   whole area away with the lock still inside it.
+ * Every path here is named through the area's open directory (see anchored.ts).
  */
 import * as fs from 'fs';
-import * as path from 'path';
+import { readRecordSync, removeTree, type Dir } from './anchored';
 import { errnoCode } from './errors';
+import { sideName } from './holder';
 import type { Io } from './io';
-import { OWNER_FILE } from './protocol';
+import { LOCK_NAME, LOCK_NEW_PREFIX, LOCK_TRASH_PREFIX, MAX_OWNER_BYTES, OWNER_FILE } from './protocol';
 
 type Callback<T = void> = (err: NodeJS.ErrnoException | null, value?: T) => void;
 
 export interface LockFsState {
   /** How to call the filesystem the lock is on. */
   readonly io: Io;
+  /** The area, opened: the lock is `area.at(LOCK_NAME)`. */
+  readonly area: Dir;
+  /** The lock's path, for messages only. */
   readonly lockPath: string;
   readonly ownerJson: string;
+  /** The holder's work directory's name inside the lock (`work.<token>`). */
+  readonly workName: string;
+  /** Mode of the lock and work directories, whatever the umask: others must be able to read the record. */
+  readonly mode: number;
   readonly skewMs: number;
   /** Set once our mkdir succeeded. */
   created: boolean;
@@ -83,16 +94,16 @@ function toCallback<T>(p: Promise<T>, cb: Callback<T>): void {
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
 /**
- * rmdir that lets ENOTEMPTY pass for a moment: a FUSE client (sshfs) does not remove a file that
- * another process on it has open, it renames it to `.fuse_hidden…` until that one closes it. So
- * an owner record unlinked while someone was reading it still fills the directory, briefly.
+ * Deletes something of ours beside the lock, letting a failure pass for a moment: a FUSE client
+ * (sshfs) does not remove a file that another process on it has open, it renames it to
+ * `.fuse_hidden…` until that one closes it. So an owner record unlinked while someone was reading it
+ * still fills the directory, briefly.
  */
-async function rmdirSoon(io: Io, p: string): Promise<void> {
+async function rmTreeSoon(area: Dir, name: string): Promise<void> {
   for (let tries = 20; ; tries--) {
     try {
-      return await io.rmdir(p);
+      return await removeTree(area, name);
     } catch (err) {
-      if (errnoCode(err) === 'ENOENT') return;
       if (errnoCode(err) !== 'ENOTEMPTY' || tries === 0) throw err;
     }
     await sleep(25);
@@ -100,12 +111,12 @@ async function rmdirSoon(io: Io, p: string): Promise<void> {
 }
 
 /** Whether the lock is still the one we made: same inode and, byte for byte, our owner record. */
-async function isOurLock(state: LockFsState): Promise<boolean> {
-  const st = await state.io.lstatOrNull(state.lockPath);
+export async function isOurLock(state: LockFsState, lockPath = state.area.at(LOCK_NAME)): Promise<boolean> {
+  const st = await state.io.lstatOrNull(lockPath);
   // A replacement often gets the inode just freed: the record tells instances apart.
   if (st === null || (state.ino !== undefined && st.ino !== state.ino)) return false;
   try {
-    return (await state.io.readFile(path.join(state.lockPath, OWNER_FILE))) === state.ownerJson;
+    return (await state.io.readRecord(`${lockPath}/${OWNER_FILE}`, `${state.lockPath}/${OWNER_FILE}`, MAX_OWNER_BYTES)) === state.ownerJson;
   } catch (err) {
     if (errnoCode(err) === 'ENOENT') return false;
     throw err;
@@ -113,35 +124,64 @@ async function isOurLock(state: LockFsState): Promise<boolean> {
 }
 
 export function makeLockFs(state: LockFsState): LockFs {
-  const { io, lockPath } = state;
-  const ownerPath = path.join(lockPath, OWNER_FILE);
+  const { io, area } = state;
+  const lockPath = area.at(LOCK_NAME);
+  const ownerPath = `${lockPath}/${OWNER_FILE}`;
   const shift = (d: Date, by: number): Date => (by === 0 ? d : new Date(d.getTime() + by));
   const known = state.dev === undefined ? undefined : precisionByDev.get(state.dev);
-  const replaced = (): NodeJS.ErrnoException => coded('ENOENT', `${lockPath} was removed and replaced by another lock`);
+  const replaced = (): NodeJS.ErrnoException => coded('ENOENT', `${state.lockPath} was removed and replaced by another lock`);
+  const lost = (): NodeJS.ErrnoException => coded('ECOMPROMISED', `${state.lockPath} is no longer our lock: it was removed or replaced by another`);
 
+  /** Moves our lock out of its place in one rename, then deletes it; puts back anything not ours. */
   const removeOurs = async (): Promise<void> => {
-    await io.unlink(ownerPath).catch(() => undefined);
-    await rmdirSoon(io, lockPath);
+    const aside = sideName(LOCK_TRASH_PREFIX);
+    try {
+      await io.rename(lockPath, area.at(aside));
+    } catch (err) {
+      if (errnoCode(err) === 'ENOENT') throw lost();
+      throw err;
+    }
+    // Between our check and the rename another instance may have taken the place (a force-release
+    // and a new holder): then put it back at once. Its holder's writes go through its own lock's
+    // name, so nothing of it could change while it was out of place.
+    if (!(await isOurLock(state, area.at(aside)))) {
+      await io.rename(area.at(aside), lockPath).catch(() => undefined);
+      throw lost();
+    }
+    await rmTreeSoon(area, aside);
   };
 
   const create = async (): Promise<void> => {
-    await io.mkdir(lockPath);
-    state.created = true;
+    const tempName = sideName(LOCK_NEW_PREFIX);
+    const temp = area.at(tempName);
     try {
-      // The directory is brand new, so the record cannot exist unless something is very wrong.
-      await io.writeNewFile(ownerPath, state.ownerJson);
+      await io.mkdir(temp);
     } catch (err) {
-      // A failed write (a full disk) leaves the record created but empty, and rmdir would then
-      // fail and leave a lock behind. EEXIST means the record is not ours: leave it alone.
-      if (errnoCode(err) !== 'EEXIST') await io.unlink(ownerPath).catch(() => undefined);
-      await io.rmdir(lockPath).catch(() => undefined);
+      // The area itself is gone (destroyed since it was opened).
+      if (errnoCode(err) === 'ENOENT') throw coded('ENOENT', `${state.lockPath}: its staging area was removed`);
       throw err;
     }
+    try {
+      await io.chmod(temp, state.mode);
+      await io.writeNewFile(`${temp}/${OWNER_FILE}`, state.ownerJson, 0o644);
+      await io.mkdir(`${temp}/${state.workName}`);
+      await io.chmod(`${temp}/${state.workName}`, state.mode);
+      // Atomic: the lock appears whole, or (EEXIST, ENOTEMPTY, ENOTDIR for a legacy lock file) not at all.
+      await io.rename(temp, lockPath);
+    } catch (err) {
+      await rmTreeSoon(area, tempName).catch(() => undefined);
+      const code = errnoCode(err);
+      if (code === 'EEXIST' || code === 'ENOTEMPTY' || code === 'ENOTDIR' || code === 'EISDIR') throw coded('EEXIST', `${state.lockPath} already exists`);
+      // Our temporary lock was cleared away as litter by the holder of the lock: it is held.
+      if (code === 'ENOENT') throw coded('EEXIST', `${state.lockPath} already exists`);
+      throw err;
+    }
+    state.created = true;
   };
 
   const statOurs = async (): Promise<{ mtime: Date }> => {
     // proper-lockfile only stats before creating when the lock already exists.
-    if (!state.created) throw coded('EEXIST', `${lockPath} already exists`);
+    if (!state.created) throw coded('EEXIST', `${state.lockPath} already exists`);
     const st = await io.stat(lockPath);
     const mtime = shift(st.mtime, -state.skewMs);
     if (state.ino === undefined) {
@@ -149,14 +189,14 @@ export function makeLockFs(state: LockFsState): LockFs {
       state.fsDev = st.dev;
       // The area was swapped for one on another filesystem since it was checked: the carried
       // precision may be wrong for it. Fail; proper-lockfile then removes the lock again.
-      if (known !== undefined && st.dev !== state.dev) throw coded('EXDEV', `${lockPath} is not on the filesystem its staging area was on a moment ago`);
+      if (known !== undefined && st.dev !== state.dev) throw coded('EXDEV', `${state.lockPath} is not on the filesystem its staging area was on a moment ago`);
       return { mtime };
     }
     if (st.ino !== state.ino) throw replaced();
     // Inode and mtime alone do not tell: a replacement often gets the inode just freed, and its
     // mtime can equal ours (proper-lockfile's precision probe stamps whole seconds + 5 ms, and
     // some filesystems keep whole seconds). Our owner record does.
-    const text = await io.readFile(ownerPath).catch((err: unknown) => {
+    const text = await io.readRecord(ownerPath, `${state.lockPath}/${OWNER_FILE}`, MAX_OWNER_BYTES).catch((err: unknown) => {
       if (errnoCode(err) === 'ENOENT') throw replaced();
       throw err;
     });
@@ -168,13 +208,13 @@ export function makeLockFs(state: LockFsState): LockFs {
     const hook = state.removeHook;
     state.removeHook = undefined;
     // Gone or replaced: nothing of ours to remove, and the holder must hear that it lost the lock.
-    if (!(await isOurLock(state))) throw coded('ECOMPROMISED', `${lockPath} is no longer our lock: it was removed or replaced by another`);
+    if (!(await isOurLock(state))) throw lost();
     if (hook === undefined) return removeOurs();
     try {
       await hook();
     } catch (err) {
       // The area could not be destroyed: still remove our lock, then report why.
-      await removeOurs().catch(() => undefined);
+      if (await isOurLock(state).catch(() => false)) await removeOurs().catch(() => undefined);
       throw err;
     }
   };
@@ -189,9 +229,12 @@ export function makeLockFs(state: LockFsState): LockFs {
       try {
         const st = fs.lstatSync(lockPath);
         if (state.ino !== undefined && st.ino !== state.ino) return;
-        if (fs.readFileSync(ownerPath, 'utf8') !== state.ownerJson) return;
-        fs.unlinkSync(ownerPath);
-        fs.rmdirSync(lockPath);
+        if (readRecordSync(ownerPath, ownerPath, MAX_OWNER_BYTES) !== state.ownerJson) return;
+        const aside = area.at(sideName(LOCK_TRASH_PREFIX));
+        fs.renameSync(lockPath, aside);
+        // Synchronous and short at exit: what cannot go now (parts of an unfinished staging) is
+        // litter of a dead pid, which the next holder of the area clears.
+        fs.rmSync(aside, { recursive: true, force: true });
       } catch {
         /* best effort at exit */
       }

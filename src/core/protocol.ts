@@ -13,6 +13,20 @@ export const OWNER_FILE = 'owner.json';
 /** Siblings of the lock used while taking over or removing it. */
 export const CLAIM_PREFIX = `${LOCK_NAME}.claim.`;
 export const LOCK_TRASH_PREFIX = `${LOCK_NAME}.trash.`;
+/** A lock being built before it is renamed into place whole, owner record and work directory included. */
+export const LOCK_NEW_PREFIX = `${LOCK_NAME}.new.`;
+/** A lock instance taken away from a holder in the middle of a commit: the next holder undoes that commit. */
+export const LOCK_FENCED_PREFIX = `${LOCK_NAME}.fenced.`;
+/**
+ * The holder's work directory, inside its lock directory: `devserver.lock/work.<token>`. Every change
+ * a holder makes to its area is a rename into or out of it, named through the lock. Once the lock
+ * instance is moved away (a takeover, a force-release), those names lead nowhere: that is the fence.
+ */
+export const WORK_PREFIX = 'work.';
+/** The area's fencing counter: the last token handed out. Only grows. */
+export const FENCE_FILE = '.devserver-staging.fence';
+/** Owner records are a few hundred bytes; anything much larger was not written by a holder. */
+export const MAX_OWNER_BYTES = 64 * 1024;
 /** Our bookkeeping directory at the top of the static directory: audit log, clock probe, trash. */
 export const META_DIR = '.devserver-staging';
 export const AUDIT_LOG = 'audit.log';

@@ -2,57 +2,18 @@
  * Removing things: a whole staging area (destroy) and another holder's lock (force-release).
  * Both are recorded in the static directory's audit log.
  */
-import * as crypto from 'crypto';
 import * as fs from 'fs';
 import * as path from 'path';
+import { openDir, openPath, type Dir } from './anchored';
 import { fsClockSkew } from './clock';
-import { StagingError, asStagingError, errnoCode } from './errors';
+import { StagingError, asStagingError } from './errors';
 import { makeHolder } from './holder';
 import { judgeLock, lockPathOf } from './judge';
 import { acquire } from './lock';
-import { AUDIT_LOG, META_DIR, TRASH_DIR, clampTiming, isProtocolName } from './protocol';
+import { AUDIT_LOG, META_DIR, clampTiming, isProtocolName } from './protocol';
 import { claimInstance, dropClaim, removeInstance } from './takeover';
-import { isInside, resolveArea, resolveStaticDir } from './tags';
+import { resolveArea, type Area } from './tags';
 import type { LockInfo, Timing } from './types';
-
-/**
- * The start of a name, at most 100 UTF-8 bytes and never cut inside a character: the area's own
- * name may already use all 255 bytes a name can have, so the id cannot just be prepended to it.
- */
-function nameHint(name: string): string {
-  let out = '';
-  for (const ch of name) {
-    if (Buffer.byteLength(out + ch) > 100) break;
-    out += ch;
-  }
-  return out;
-}
-
-/**
- * Moves the area out of sight in one rename (observers see it whole or not at all), then deletes
- * it. The trash is inside the static directory, on the same filesystem; if the area lives on
- * another mount, it is renamed to a hidden sibling instead. Never follows a symlink: the rename
- * moves the entry itself, and the recursive delete unlinks links without entering them.
- */
-export async function destroyArea(staticDir: string, dir: string): Promise<void> {
-  const { realStaticDir } = await resolveStaticDir(staticDir);
-  const realDir = await fs.promises.realpath(dir);
-  if (!isInside(realStaticDir, realDir)) {
-    throw new StagingError('EBADTAG', `Refusing to destroy ${dir}: it resolves to ${realDir}, outside the static directory ${staticDir}.`, { path: dir });
-  }
-  const id = `${Date.now().toString(36)}-${crypto.randomBytes(4).toString('hex')}`;
-  const trash = path.join(staticDir, META_DIR, TRASH_DIR);
-  let moved = path.join(trash, `${id}-${nameHint(path.basename(dir))}`);
-  await fs.promises.mkdir(trash, { recursive: true });
-  try {
-    await fs.promises.rename(dir, moved);
-  } catch (err) {
-    if (errnoCode(err) !== 'EXDEV') throw err;
-    moved = path.join(path.dirname(dir), `${META_DIR}.trash.${id}`);
-    await fs.promises.rename(dir, moved);
-  }
-  await fs.promises.rm(moved, { recursive: true, force: true, maxRetries: 3 });
-}
 
 /** The first lock held (or legacy) by someone else below `dir`, not counting `dir`'s own lock. */
 export async function findHeldInside(dir: string, timing: Timing): Promise<LockInfo | undefined> {
@@ -120,6 +81,28 @@ export interface ForceReleaseOptions extends Partial<Timing> {
 export async function forceRelease(staticDir: string, tag: string, options: ForceReleaseOptions = {}): Promise<LockInfo> {
   const timing = clampTiming(options);
   const area = await resolveArea(staticDir, tag);
+  if (!area.exists) throw new StagingError('ENOENT', `There is no staging area ${area.dir}.`, { path: area.dir });
+  const dir = await openExisting(area);
+  try {
+    return await forceReleaseIn(area, dir, timing, options);
+  } finally {
+    dir.close();
+  }
+}
+
+/** Opens an existing area through descriptors, following links only to directories inside the static directory. */
+async function openExisting(area: Area): Promise<Dir> {
+  const root = await openDir(area.realStaticDir, true);
+  try {
+    return await openPath(root, area.realStaticDir, area.segments, area.tag);
+  } catch (err) {
+    throw asStagingError(err, 'open', area.dir);
+  } finally {
+    root.close();
+  }
+}
+
+async function forceReleaseIn(area: Area, dir: Dir, timing: Timing, options: ForceReleaseOptions): Promise<LockInfo> {
   for (let attempt = 0; attempt < 50; attempt++) {
     const skew = await fsClockSkew(area.realStaticDir);
     const nowFs = Date.now() + skew;
@@ -128,7 +111,7 @@ export async function forceRelease(staticDir: string, tag: string, options: Forc
       if (!info.exists) throw new StagingError('ENOENT', `There is no staging area ${area.dir}.`, { path: area.dir });
       throw new StagingError('ENOTHELD', `${area.dir} is not locked; nothing to release.`, { path: info.lockPath });
     }
-    const claim = await claimInstance(area.dir, identity, timing.staleMs, nowFs);
+    const claim = await claimInstance(dir, identity, timing.staleMs, nowFs);
     if (claim === undefined) {
       // Someone is taking this instance over right now; look again once they are done.
       await new Promise((r) => setTimeout(r, 20));
@@ -136,15 +119,15 @@ export async function forceRelease(staticDir: string, tag: string, options: Forc
     }
     let removed: boolean;
     try {
-      removed = await removeInstance(info.lockPath, identity, false);
+      removed = await removeInstance(dir, area.dir, identity, false, info.holder?.fence);
       if (removed && info.legacy?.uniqueFile !== undefined) {
         // The Python holder's unique file: with the lock gone it only litters the area.
-        await fs.promises.unlink(path.join(area.dir, info.legacy.uniqueFile)).catch(() => undefined);
+        await fs.promises.unlink(dir.at(info.legacy.uniqueFile)).catch(() => undefined);
       }
     } catch (err) {
       throw asStagingError(err, 'remove the lock', info.lockPath);
     } finally {
-      await dropClaim(claim);
+      await dropClaim(dir, claim);
     }
     if (!removed) continue; // it changed under us (released, or taken anew): judge again
     await appendAudit(area.staticDir, { action: 'force-release', tag: area.tag, previous: previousOf(info) }, options.clientId);

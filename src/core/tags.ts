@@ -5,6 +5,7 @@
 import * as fs from 'fs';
 import * as path from 'path';
 import { StagingError, asStagingError, errnoCode } from './errors';
+import { openDir, openPath, type Dir } from './anchored';
 import { ioFor, type Io } from './io';
 import { LOCK_NAME, LOCK_TARGET, META_DIR } from './protocol';
 
@@ -137,68 +138,96 @@ export async function resolveArea(staticDirIn: unknown, tag: unknown): Promise<A
   return { staticDir, realStaticDir, tag: normalized, segments, dir: path.join(staticDir, ...segments), exists, io };
 }
 
+/** A directory `openArea` created, with its parent held open: removing it again stays in the same place. */
+export interface CreatedDir {
+  parent: Dir;
+  name: string;
+  /** The path, for messages only. */
+  shown: string;
+}
+
+export interface OpenedArea {
+  /** The area directory itself, opened: everything below it goes through `dir.at(name)`. */
+  dir: Dir;
+  /** The directories this call created, deepest last. */
+  created: CreatedDir[];
+  /** Releases the descriptors of the created directories' parents (the caller closes `dir`). */
+  closeParents(): void;
+}
+
 /**
- * Creates the area's missing directories one level at a time, checking after each that what now
- * stands there is a real directory inside the static directory. Returns the directories this call
- * created, deepest last, so a failed acquisition can remove exactly those.
+ * Opens the area, creating missing directories one level at a time through the descriptor of the
+ * level above, so that a directory swapped for a symlink while this runs cannot lead the creation
+ * outside. A segment that is a symlink is followed only to a directory inside the static directory.
  * With `exclusive`, the area itself must not exist yet (create-once).
  */
-export async function ensureAreaDir(area: Area, exclusive: boolean): Promise<string[]> {
-  const { io } = area;
-  const created: string[] = [];
-  // An area that existed when resolved needs no mkdir, which would only fail with EEXIST (slow to
-  // raise). Every level is still re-checked below; if one has vanished since, create after all.
-  let skipMkdir = area.exists && !exclusive;
-  let current = area.staticDir;
+export async function openArea(area: Area, exclusive: boolean): Promise<OpenedArea> {
+  const parents: Dir[] = [];
+  const created: CreatedDir[] = [];
+  let current: Dir;
+  try {
+    current = await openDir(area.realStaticDir, true);
+  } catch (err) {
+    throw asStagingError(err, 'open the static directory', area.staticDir);
+  }
+  let shown = area.staticDir;
   try {
     for (let i = 0; i < area.segments.length; i++) {
-      current = path.join(current, area.segments[i]!);
+      const seg = area.segments[i]!;
       const last = i === area.segments.length - 1;
-      if (!skipMkdir) {
+      shown = path.join(shown, seg);
+      let madeHere = false;
+      let next: Dir | undefined;
+      for (let tries = 0; next === undefined; tries++) {
         try {
-          await io.mkdir(current);
-          created.push(current);
+          next = await openPath(current, area.realStaticDir, [seg], area.tag);
         } catch (err) {
-          if (errnoCode(err) !== 'EEXIST') throw asStagingError(err, 'create', current);
-          if (last && exclusive) {
-            throw new StagingError('EEXIST', `The staging area ${current} already exists; choose another tag, or add to it without create-once.`, {
-              path: current,
-            });
+          const code = errnoCode(err);
+          if (code === 'ENOTDIR') throw badTag(area.tag, `${shown} exists and is not a directory`);
+          if (code !== 'ENOENT' || tries > 5) throw err instanceof StagingError ? err : asStagingError(err, 'open', shown);
+          try {
+            await fs.promises.mkdir(current.at(seg));
+            madeHere = true;
+            created.push({ parent: current, name: seg, shown });
+          } catch (mkErr) {
+            if (errnoCode(mkErr) === 'ENOENT') {
+              throw new StagingError('ENOENT', `${path.dirname(shown)} was removed by another process while this one was creating ${shown}.`, { path: shown });
+            }
+            if (errnoCode(mkErr) !== 'EEXIST') throw asStagingError(mkErr, 'create', shown);
           }
         }
       }
-      // Re-check what stands there now: a symlink swapped in must not lead us outside.
-      let real: string;
-      let st: fs.Stats;
-      try {
-        [real, st] = await Promise.all([io.realpath(current), io.stat(current)]);
-      } catch (err) {
-        if (skipMkdir && errnoCode(err) === 'ENOENT') {
-          skipMkdir = false;
-          current = path.dirname(current);
-          i--;
-          continue;
-        }
-        throw asStagingError(err, 'resolve', current);
+      if (last && exclusive && !madeHere) {
+        next.close();
+        throw new StagingError('EEXIST', `The staging area ${shown} already exists; choose another tag, or add to it without create-once.`, { path: shown });
       }
-      if (!isInside(area.realStaticDir, real)) {
-        throw badTag(area.tag, `${current} leads outside the static directory (to ${real})`);
-      }
-      if (!st.isDirectory()) throw badTag(area.tag, `${current} exists and is not a directory`);
-      if (last) area.dev = st.dev;
+      parents.push(current);
+      current = next;
     }
   } catch (err) {
-    await removeCreated(created, io);
+    await removeCreated(created);
+    current.close();
+    for (const p of parents) p.close();
     throw err;
   }
-  return created;
+  const keep = new Set(created.map((c) => c.parent));
+  for (const p of parents) if (!keep.has(p)) p.close();
+  area.exists = true;
+  area.dev = current.dev;
+  return {
+    dir: current,
+    created,
+    closeParents() {
+      for (const p of keep) p.close();
+    },
+  };
 }
 
-/** Removes directories `ensureAreaDir` created, deepest first, only while they are empty. */
-export async function removeCreated(created: readonly string[], io: Io): Promise<void> {
+/** Removes directories `openArea` created, deepest first, only while they are empty. */
+export async function removeCreated(created: readonly CreatedDir[]): Promise<void> {
   for (let i = created.length - 1; i >= 0; i--) {
     try {
-      await io.rmdir(created[i]!);
+      await fs.promises.rmdir(created[i]!.parent.at(created[i]!.name));
     } catch {
       return; // not empty any more: someone else is using it, leave it and its parents alone
     }

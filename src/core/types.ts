@@ -17,6 +17,11 @@ export interface Holder {
   acquiredAt: string;
   /** Random per lock instance: tells a lock from a later one in the same place. */
   token: string;
+  /**
+   * The fencing token: a number per area that only grows from one holder to the next, so that a
+   * script can refuse the writes of an earlier holder. Absent in locks of older versions.
+   */
+  fence?: number;
   /** The holder's stale threshold and refresh interval, so judges can honour the larger. */
   staleMs: number;
   refreshMs: number;
@@ -63,6 +68,11 @@ export interface LockInfo {
   staleReason?: string;
   /** Whether the holder's process is alive: known only for holders on this machine. */
   holderAlive?: boolean;
+  /**
+   * Set when the lock's holder record exists but cannot be read (permissions, not a regular file,
+   * not a record): the lock is then taken as held, never stolen on a guess, and this says why.
+   */
+  unreadable?: string;
 }
 
 export interface ListEntry extends LockInfo {

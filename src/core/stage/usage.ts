@@ -11,7 +11,7 @@ import { inspect } from '../inspect';
 import { ioFor, type Io } from '../io';
 import { judgeLock } from '../judge';
 import { describeHolder } from '../lock';
-import { LOCK_NAME, META_DIR, clampTiming, isProtocolName } from '../protocol';
+import { FENCE_FILE, LOCK_NAME, META_DIR, clampTiming, isProtocolName } from '../protocol';
 import { destroy } from '../remove';
 import { resolveArea, resolveStaticDir } from '../tags';
 import type { LockInfo, LockState, Timing } from '../types';
@@ -72,7 +72,7 @@ function isAreaListing(entries: readonly fs.Dirent[]): boolean {
 
 /** Lock artefacts (the lock, claims, trash, probes) are not part of what a build takes. */
 function isLockArtefact(name: string): boolean {
-  return name === LOCK_NAME || name.startsWith(`${LOCK_NAME}.`);
+  return name === LOCK_NAME || name.startsWith(`${LOCK_NAME}.`) || name === FENCE_FILE;
 }
 
 /** Entries that a missing or racing directory explains: the area was removed while we looked. */

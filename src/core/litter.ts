@@ -1,0 +1,81 @@
+/**
+ * What holders that died or were cut off leave in an area, cleared by the next holder right after
+ * it takes the lock (no one else may change the area then):
+ * - `devserver.lock.fenced.*`: a lock taken away in the middle of a commit; its commit is undone
+ *   first (commit.ts), then it is deleted;
+ * - `devserver.lock.new.*` and `devserver.lock.trash.*` of a process that is gone: a lock that was
+ *   being built, or one being deleted, when its process was killed;
+ * - `devserver.lock.probe.*` (a judge's look past a network client's cache) left for a minute;
+ * - `.devserver-staging.part.*`: partial files of stagers of earlier versions, which wrote them in
+ *   the area itself.
+ * Claims (`devserver.lock.claim.*`) are the takeover's and are left to it.
+ */
+import * as fs from 'fs';
+import { openBelow, removeTree, type Dir } from './anchored';
+import { readCommit, undoCommit } from './commit';
+import { isPidAlive, parseSideName, thisMachine } from './holder';
+import type { Io } from './io';
+import { LOCK_FENCED_PREFIX, LOCK_NAME, LOCK_NEW_PREFIX, LOCK_TRASH_PREFIX, WORK_PREFIX } from './protocol';
+import { PART_PREFIX } from './stage/types';
+import type { Timing } from './types';
+
+const PROBE_PREFIX = `${LOCK_NAME}.probe.`;
+/** A judge's probe lives for a second or so; one a minute old was left by a process that died. */
+const PROBE_LITTER_MS = 60_000;
+
+/** Whether a `sideName` thing belongs to a process that is gone: at once on this host, after a while elsewhere. */
+async function isDeadOwners(area: Dir, name: string, prefix: string, timing: Timing): Promise<boolean> {
+  const who = parseSideName(name, prefix);
+  if (who !== undefined && who.hostname === thisMachine().hostname) return !isPidAlive(who.pid);
+  // Another host's pid cannot be checked: wait well past anything a live process would take.
+  const st = await fs.promises.lstat(area.at(name)).catch(() => null);
+  return st !== null && Date.now() - st.mtimeMs > Math.max(6 * timing.staleMs, 60_000);
+}
+
+/** Clears the litter of dead and fenced holders in an area whose lock the caller has just taken. */
+export async function clearLitter(io: Io, area: Dir, _shownArea: string, timing: Timing): Promise<void> {
+  const names = await fs.promises.readdir(area.at('.'));
+  for (const name of names) {
+    if (!name.startsWith(LOCK_NAME) && !name.startsWith(PART_PREFIX)) continue;
+    let litter = false;
+    if (name.startsWith(LOCK_FENCED_PREFIX)) {
+      await undoFenced(area, name);
+      litter = true;
+    } else if (name.startsWith(LOCK_NEW_PREFIX)) {
+      litter = await isDeadOwners(area, name, LOCK_NEW_PREFIX, timing);
+    } else if (name.startsWith(LOCK_TRASH_PREFIX)) {
+      litter = await isDeadOwners(area, name, LOCK_TRASH_PREFIX, timing);
+    } else if (name.startsWith(PROBE_PREFIX)) {
+      const st = await io.lstatOrNull(area.at(name)).catch(() => null);
+      litter = st !== null && Date.now() - st.mtimeMs > PROBE_LITTER_MS;
+    } else if (name.startsWith(PART_PREFIX)) {
+      litter = true;
+    }
+    if (litter) await removeTree(area, name).catch(() => undefined);
+  }
+}
+
+/** Undoes the unfinished commit kept in a fenced lock instance (opened without following links). */
+async function undoFenced(area: Dir, name: string): Promise<void> {
+  let fenced: Dir;
+  try {
+    fenced = await openBelow(area, name);
+  } catch {
+    return; // not a directory of ours: removed as litter all the same
+  }
+  try {
+    for (const work of await fs.promises.readdir(fenced.at('.'))) {
+      if (!work.startsWith(WORK_PREFIX)) continue;
+      const dir = await openBelow(fenced, work).catch(() => undefined);
+      if (dir === undefined) continue;
+      try {
+        const record = await readCommit(dir.at('.'));
+        if (record !== undefined) await undoCommit(area, dir.at('.'), record.steps);
+      } finally {
+        dir.close();
+      }
+    }
+  } finally {
+    fenced.close();
+  }
+}
