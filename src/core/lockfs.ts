@@ -20,7 +20,7 @@ import * as fs from 'fs';
 import * as path from 'path';
 import { errnoCode } from './errors';
 import type { Io } from './io';
-import { OWNER_FILE } from './protocol';
+import { COMMAND_FILE, OWNER_FILE } from './protocol';
 
 type Callback<T = void> = (err: NodeJS.ErrnoException | null, value?: T) => void;
 
@@ -190,6 +190,8 @@ export function makeLockFs(state: LockFsState): LockFs {
         const st = fs.lstatSync(lockPath);
         if (state.ino !== undefined && st.ino !== state.ino) return;
         if (fs.readFileSync(ownerPath, 'utf8') !== state.ownerJson) return;
+        // A command still running under the lock keeps it: judges on this machine follow the command.
+        if (fs.existsSync(path.join(lockPath, COMMAND_FILE))) return;
         fs.unlinkSync(ownerPath);
         fs.rmdirSync(lockPath);
       } catch {

@@ -28,6 +28,21 @@ export interface Holder {
   tool?: string;
 }
 
+/**
+ * The command a holder runs under its lock (`lock TAG -- COMMAND`), written as
+ * `devserver.lock/command.json` once the command has started. While its process group runs, the
+ * lock stays held on this machine even if the holder itself is gone.
+ */
+export interface CommandRecord {
+  pid: number;
+  /** The command's process group (its own: pgid = pid); absent when it shares the holder's. */
+  pgid?: number;
+  /** The command's start time (Linux), which tells its pid from a reuse. */
+  processStart?: string;
+  /** The holder record's token: the record belongs to that lock instance only. */
+  token: string;
+}
+
 /** What the Python devserver's `lockfile.FileLock` reveals about its holder. */
 export interface LegacyHolder {
   hostname: string;
@@ -63,6 +78,10 @@ export interface LockInfo {
   staleReason?: string;
   /** Whether the holder's process is alive: known only for holders on this machine. */
   holderAlive?: boolean;
+  /** The command run under the lock, when its holder is gone (known for holders on this machine). */
+  command?: CommandRecord;
+  /** Whether that command or its process group still runs: then the lock is still held. */
+  commandAlive?: boolean;
 }
 
 export interface ListEntry extends LockInfo {
