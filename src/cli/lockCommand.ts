@@ -54,7 +54,7 @@ export async function runLocked(
   for (const s of STOPPING) process.on(s, stopWaiting);
   let lease;
   try {
-    lease = await acquire(staticDir, tag, { ...options, signal: waitAbort.signal });
+    lease = await acquire(staticDir, tag, { ...options, signal: waitAbort.signal, commandRecord: true });
   } catch (err) {
     if (isStagingError(err, 'ECANCELED')) {
       say(err.message);

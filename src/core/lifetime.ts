@@ -5,15 +5,17 @@
  * start time are recorded beside the holder record, and a judge on this machine counts the lock
  * as held while either the holder or the command's process group runs.
  *
- * The record is a second file (`command.json`) rather than a field of `owner.json`: the holder
- * tells its own lock from a replacement by comparing `owner.json` byte for byte, so that file is
- * never rewritten.
+ * The record is a file of its own rather than a field of `owner.json`: the holder tells its own
+ * lock from a replacement by comparing `owner.json` byte for byte, so that file is never rewritten.
+ * It lives in a directory made with the lock (`devserver.lock/command/`), because creating or
+ * removing a file in the lock directory itself would move the lock's mtime, its heartbeat, and
+ * the holder would take that for someone else touching its lock.
  */
 import * as fs from 'fs';
 import * as path from 'path';
 import { errnoCode } from './errors';
 import { isHolderAlive, isPidAlive, procStat, thisMachine } from './holder';
-import { COMMAND_FILE, OWNER_FILE } from './protocol';
+import { COMMAND_DIR, COMMAND_FILE, OWNER_FILE } from './protocol';
 import type { CommandRecord, Holder } from './types';
 
 /** A command record is a few dozen bytes; anything larger is not one. */
@@ -59,7 +61,7 @@ export function parseCommandRecord(text: string): CommandRecord | undefined {
 
 /** The command record of the lock at `lockPath`, if it belongs to `holder`'s lock instance. */
 export function readCommandRecord(lockPath: string, holder: Pick<Holder, 'token'>): CommandRecord | undefined {
-  const text = readSmallFile(path.join(lockPath, COMMAND_FILE));
+  const text = readSmallFile(path.join(lockPath, COMMAND_DIR, COMMAND_FILE));
   const rec = text === undefined ? undefined : parseCommandRecord(text);
   return rec !== undefined && rec.token !== '' && rec.token === holder.token ? rec : undefined;
 }
@@ -149,7 +151,7 @@ export class CommandRecordFile {
 
   /** Creates the record; never through a link, never over an existing file. */
   write(rec: CommandRecord): void {
-    const p = path.join(this.base, COMMAND_FILE);
+    const p = path.join(this.base, COMMAND_DIR, COMMAND_FILE);
     const fd = fs.openSync(p, fs.constants.O_WRONLY | fs.constants.O_CREAT | fs.constants.O_EXCL | fs.constants.O_NOFOLLOW, 0o644);
     try {
       // Readable by every judge whatever our umask: a record others cannot read protects nothing.
@@ -163,7 +165,7 @@ export class CommandRecordFile {
   /** Removes the record (the command has ended) and lets go of the directory. */
   close(): void {
     try {
-      fs.unlinkSync(path.join(this.base, COMMAND_FILE));
+      fs.unlinkSync(path.join(this.base, COMMAND_DIR, COMMAND_FILE));
     } catch {
       /* never written, or the lock was taken over and its directory deleted */
     }

@@ -30,6 +30,8 @@ export interface AcquireOptions extends Partial<Timing> {
   clientId?: string;
   /** Aborts a wait for the lock. */
   signal?: AbortSignal;
+  /** Make room in the lock for the record of a command run under it, which the lock then outlives its holder for (see lifetime.ts). */
+  commandRecord?: boolean;
 }
 
 export interface ReleaseOptions {
@@ -267,7 +269,7 @@ async function tryAcquire(area: Area, timing: Timing, options: AcquireOptions, c
   const lockPath = lockPathOf(area.dir);
   // The area may be on another filesystem than the static directory (a mount inside it).
   const io = area.dev === undefined ? area.io : await ioFor(area.dir, area.dev);
-  const state: LockFsState = { io, lockPath, ownerJson: `${JSON.stringify(holder, null, 2)}\n`, skewMs, created: false, dev: area.dev };
+  const state: LockFsState = { io, lockPath, ownerJson: `${JSON.stringify(holder, null, 2)}\n`, skewMs, created: false, dev: area.dev, commandDir: options.commandRecord === true };
   const lease = new Lease(area, holder, created, timing, state);
   const lockFs = makeLockFs(state);
   try {

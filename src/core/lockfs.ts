@@ -20,7 +20,7 @@ import * as fs from 'fs';
 import * as path from 'path';
 import { errnoCode } from './errors';
 import type { Io } from './io';
-import { COMMAND_FILE, OWNER_FILE } from './protocol';
+import { COMMAND_DIR, COMMAND_FILE, OWNER_FILE } from './protocol';
 
 type Callback<T = void> = (err: NodeJS.ErrnoException | null, value?: T) => void;
 
@@ -38,6 +38,8 @@ export interface LockFsState {
   readonly dev?: number;
   /** The device of our lock directory, learned with `ino`. */
   fsDev?: number;
+  /** Make the directory for the record of a command run under the lock (see lifetime.ts). */
+  readonly commandDir?: boolean;
   /** Replaces the plain removal on release, for release with destroy. */
   removeHook?: () => Promise<void>;
 }
@@ -119,7 +121,12 @@ export function makeLockFs(state: LockFsState): LockFs {
   const known = state.dev === undefined ? undefined : precisionByDev.get(state.dev);
   const replaced = (): NodeJS.ErrnoException => coded('ENOENT', `${lockPath} was removed and replaced by another lock`);
 
+  const commandPath = path.join(lockPath, COMMAND_DIR);
   const removeOurs = async (): Promise<void> => {
+    if (state.commandDir === true) {
+      await io.unlink(path.join(commandPath, COMMAND_FILE)).catch(() => undefined);
+      await io.rmdir(commandPath).catch(() => undefined);
+    }
     await io.unlink(ownerPath).catch(() => undefined);
     await rmdirSoon(io, lockPath);
   };
@@ -130,7 +137,9 @@ export function makeLockFs(state: LockFsState): LockFs {
     try {
       // The directory is brand new, so the record cannot exist unless something is very wrong.
       await io.writeNewFile(ownerPath, state.ownerJson);
+      if (state.commandDir === true) await io.mkdir(commandPath);
     } catch (err) {
+      if (state.commandDir === true) await io.rmdir(commandPath).catch(() => undefined);
       // A failed write (a full disk) leaves the record created but empty, and rmdir would then
       // fail and leave a lock behind. EEXIST means the record is not ours: leave it alone.
       if (errnoCode(err) !== 'EEXIST') await io.unlink(ownerPath).catch(() => undefined);
@@ -191,7 +200,8 @@ export function makeLockFs(state: LockFsState): LockFs {
         if (state.ino !== undefined && st.ino !== state.ino) return;
         if (fs.readFileSync(ownerPath, 'utf8') !== state.ownerJson) return;
         // A command still running under the lock keeps it: judges on this machine follow the command.
-        if (fs.existsSync(path.join(lockPath, COMMAND_FILE))) return;
+        if (fs.existsSync(path.join(commandPath, COMMAND_FILE))) return;
+        if (state.commandDir === true) fs.rmdirSync(commandPath);
         fs.unlinkSync(ownerPath);
         fs.rmdirSync(lockPath);
       } catch {

@@ -11,9 +11,12 @@ export const LOCK_NAME = 'devserver.lock';
 /** The holder record inside the lock directory. */
 export const OWNER_FILE = 'owner.json';
 /**
- * Beside the holder record while `lock TAG -- COMMAND` runs: the command's pid, process group and
- * start time, so that the lock lasts as long as the command even if the holder is killed.
+ * While `lock TAG -- COMMAND` runs: the command's pid, process group and start time, in
+ * `devserver.lock/command/command.json`, so that the lock lasts as long as the command even if the
+ * holder is killed. The directory is made with the lock, before its mtime counts as the heartbeat:
+ * writing the record later changes only the directory's mtime, never the lock's.
  */
+export const COMMAND_DIR = 'command';
 export const COMMAND_FILE = 'command.json';
 /** Siblings of the lock used while taking over or removing it. */
 export const CLAIM_PREFIX = `${LOCK_NAME}.claim.`;
