@@ -14,7 +14,8 @@ import { ioFor } from './io';
 import { judgeLock, lockPathOf } from './judge';
 import { makeLockFs, rememberPrecision, type LockFsState } from './lockfs';
 import { LOCK_TARGET, clampTiming } from './protocol';
-import { destroyArea, findHeldInside } from './remove';
+import { findHeldAbove, findHeldInside, findNestingConflict, type NestingConflict } from './nesting';
+import { destroyArea } from './remove';
 import { claimInstance, dropClaim, removeInstance } from './takeover';
 import { ensureAreaDir, removeCreated, resolveArea, type Area } from './tags';
 import type { Holder, LockInfo, Timing } from './types';
@@ -224,12 +225,18 @@ export async function acquire(staticDir: string, tag: string, options: AcquireOp
   const createOnce = options.createOnce ?? true;
   const waitMs = Math.max(0, options.waitMs ?? 0);
   const area = await resolveArea(staticDir, tag);
+  if (waitMs === 0) {
+    // Fail before creating anything inside an area another holds (the check after taking decides).
+    const above = await findHeldAbove(area, timing, Date.now() + (await fsClockSkew(area.realStaticDir)), area.io);
+    if (above !== undefined) throw nestingError(area, { info: above, relation: 'above' });
+  }
   const created = await ensureAreaDir(area, createOnce);
   try {
     const deadline = Date.now() + waitMs;
     for (let attempt = 0; ; attempt++) {
       if (options.signal?.aborted === true) throw cancelled(area, options.signal);
-      const outcome = await tryAcquire(area, timing, options, created);
+      const taken = await tryAcquire(area, timing, options, created);
+      const outcome = taken instanceof Lease ? await checkNesting(taken, area, timing) : taken;
       if (outcome instanceof Lease) return outcome;
       if (outcome === 'retry') continue; // the lock vanished or we took a stale one over: try again at once
       if (outcome === 'vanished') {
@@ -239,7 +246,7 @@ export async function acquire(staticDir: string, tag: string, options: AcquireOp
         created.push(...(await ensureAreaDir(area, false)));
         continue;
       }
-      if (Date.now() >= deadline) throw lockedError(outcome);
+      if (Date.now() >= deadline) throw outcome instanceof StagingError ? outcome : lockedError(outcome);
       // Back off with jitter so waiters do not stampede a released lock together.
       const delay = Math.min(1_000, 25 * 2 ** Math.min(attempt, 6)) * (0.5 + Math.random());
       await sleep(Math.min(delay, Math.max(0, deadline - Date.now())), options.signal).catch(() => {
@@ -250,6 +257,29 @@ export async function acquire(staticDir: string, tag: string, options: AcquireOp
     await removeCreated(created, area.io);
     throw err;
   }
+}
+
+/**
+ * Holding an area covers everything below it. Checked once our own lock is taken, so that of two
+ * processes taking nested areas at once, at least one sees the other (see nesting.ts); on a
+ * conflict ours is let go again, and the caller waits or fails as for a held lock.
+ */
+async function checkNesting(lease: Lease, area: Area, timing: Timing): Promise<Lease | StagingError> {
+  const conflict = await findNestingConflict(area, timing, Date.now() + (await fsClockSkew(area.realStaticDir)));
+  if (conflict === undefined) return lease;
+  await lease.release().catch(() => undefined);
+  return nestingError(area, conflict);
+}
+
+function nestingError(area: Area, { info, relation }: NestingConflict): StagingError {
+  const where = relation === 'above' ? 'which contains it' : 'inside it';
+  const tag = path.relative(area.staticDir, info.dir).split(path.sep).join('/');
+  return new StagingError(
+    'ELOCKED',
+    `${area.dir} cannot be locked: ${tag}, ${where}, is held by ${describeHolder(info)}, and holding an area covers everything below it. ` +
+      'Wait for it to be released (--wait), or force-release it if its holder is gone.',
+    { path: info.lockPath, lock: info },
+  );
 }
 
 function cancelled(area: Area, signal: AbortSignal): StagingError {
