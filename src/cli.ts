@@ -128,8 +128,10 @@ Examples:
     .description(
       'run COMMAND while holding the lock of TAG, and exit with its exit code (like flock(1)). ' +
         'If the lock is lost while it runs, COMMAND is stopped (SIGTERM, then SIGKILL after 5 s). ' +
-        'COMMAND sees DEVSERVER_STAGING_DIR (the area) and DEVSERVER_STAGING_TAG. SIGTERM and SIGHUP ' +
-        'are passed on to it; Ctrl-C reaches it from the terminal directly. Ctrl-C while waiting exits 130.',
+        'COMMAND sees DEVSERVER_STAGING_DIR (the area) and DEVSERVER_STAGING_TAG. It runs in its own session and process group, ' +
+        'and the lock lasts until that whole group has ended, even if this tool is killed (judged by the command\'s pid on this machine). ' +
+        'SIGINT (Ctrl-C), SIGTERM, SIGHUP and SIGQUIT are passed on to the group once. Ctrl-C while waiting exits 130. ' +
+        'A tag inside a held area, or one with a held area inside it, cannot be locked (exit 3).',
     )
     .argument('<tag>', 'the staging area, relative to the static directory; created if missing')
     .argument('<command...>', 'the command to run, after --')

@@ -47,6 +47,7 @@ export function formatStatus(info: LockInfo): string {
   }
   if (info.state !== 'free') lines.push(`  heartbeat:  ${formatDuration(info.heartbeatAgeMs)} ago`);
   if (info.holderAlive !== undefined) lines.push(`  process:    ${info.holderAlive ? 'running' : 'gone'}`);
+  if (info.command !== undefined) lines.push(`  command:    pid ${info.command.pid}, ${info.commandAlive === true ? 'still running: the lock lasts until it ends' : 'ended'}`);
   if (info.staleReason !== undefined) lines.push(`  stale:      ${info.staleReason}`);
   return `${lines.join('\n')}\n`;
 }

@@ -6,16 +6,35 @@ import { spawn } from 'child_process';
 import * as os from 'os';
 import { acquire, type AcquireOptions } from '../core/lock';
 import { isStagingError, type StagingError } from '../core/errors';
+import { processStartOf } from '../core/holder';
+import { CommandRecordFile, isGroupAlive } from '../core/lifetime';
 
 /** Time a command gets to exit after SIGTERM before it is killed. */
 const KILL_GRACE_MS = 5_000;
+/** How often to look whether processes the command left in its group have ended. */
+const GROUP_POLL_MS = 200;
 /**
- * Passed on to the command: these are usually sent to one process (kill, systemd, a closed SSH
- * session). SIGINT is not: Ctrl-C in a terminal reaches the whole foreground process group, the
- * command included, and a second one would make many programs skip their clean-up.
+ * Passed on to the command's process group. The command runs in its own session and group (so
+ * that the lock can follow the group, and outlive this tool if it is killed), which the terminal's
+ * Ctrl-C, Ctrl-\ and window-size changes no longer reach: this tool receives them and passes each
+ * on once, as it does SIGTERM and SIGHUP (kill, systemd, a closed SSH session).
  */
-const FORWARDED: NodeJS.Signals[] = ['SIGTERM', 'SIGHUP'];
-const STOPPING: NodeJS.Signals[] = ['SIGINT', ...FORWARDED];
+const FORWARDED: NodeJS.Signals[] = ['SIGINT', 'SIGTERM', 'SIGHUP', 'SIGQUIT', 'SIGWINCH'];
+const STOPPING: NodeJS.Signals[] = ['SIGINT', 'SIGTERM', 'SIGHUP'];
+/**
+ * The command waits at this gate (a read on fd 3) until its record is written beside the lock's:
+ * a tool killed before that closes the pipe, and the command never starts unrecorded.
+ */
+const GATE = 'IFS= read -r _ <&3 || exit 125; exec 3<&-; exec "$@"';
+
+function signalGroup(pgid: number | undefined, signal: NodeJS.Signals): void {
+  if (pgid === undefined) return;
+  try {
+    process.kill(-pgid, signal);
+  } catch {
+    /* the group has ended */
+  }
+}
 
 export interface LockCommandOptions extends AcquireOptions {
   destroyOnFailure: boolean;
@@ -35,7 +54,7 @@ export async function runLocked(
   for (const s of STOPPING) process.on(s, stopWaiting);
   let lease;
   try {
-    lease = await acquire(staticDir, tag, { ...options, signal: waitAbort.signal });
+    lease = await acquire(staticDir, tag, { ...options, signal: waitAbort.signal, });
   } catch (err) {
     if (isStagingError(err, 'ECANCELED')) {
       say(err.message);
@@ -47,36 +66,72 @@ export async function runLocked(
   }
 
   const [command, ...args] = argv;
-  const child = spawn(command!, args, {
-    stdio: 'inherit',
-    env: { ...process.env, DEVSERVER_STAGING_DIR: lease.dir, DEVSERVER_STAGING_TAG: lease.tag },
+  const env: NodeJS.ProcessEnv = { ...process.env, DEVSERVER_STAGING_DIR: lease.dir, DEVSERVER_STAGING_TAG: lease.tag };
+  // Scripts can fence their own writes with the lock's fencing token, where the core gives one.
+  const fence = (lease as { fence?: unknown }).fence;
+  if (typeof fence === 'number') env.DEVSERVER_STAGING_FENCE = String(fence);
+  // detached: a new session and process group led by the command (pgid = its pid).
+  const child = spawn('/bin/sh', ['-c', GATE, 'devserver-stage', command!, ...args], {
+    stdio: ['inherit', 'inherit', 'inherit', 'pipe'],
+    detached: true,
+    env,
   });
-  const forward = (signal: NodeJS.Signals): void => {
-    child.kill(signal);
-  };
-  // Listening for SIGINT keeps this process alive until the command has exited and the lock is released.
-  const ignore = (): void => undefined;
-  process.on('SIGINT', ignore);
+  const pgid = child.pid;
+  const gate = child.stdio[3] as NodeJS.WritableStream | null;
+  gate?.on('error', () => undefined);
+  const forward = (signal: NodeJS.Signals): void => signalGroup(pgid, signal);
+  // Listening also keeps this process alive until the command has ended and the lock is released.
   for (const s of FORWARDED) process.on(s, forward);
 
   let lost: StagingError | undefined;
   let killTimer: NodeJS.Timeout | undefined;
+  const stopCommand = (): void => {
+    signalGroup(pgid, 'SIGTERM');
+    killTimer = setTimeout(() => signalGroup(pgid, 'SIGKILL'), KILL_GRACE_MS);
+    killTimer.unref();
+  };
   lease.on('lost', (reason) => {
     lost = reason;
     say(`${reason.message} Stopping ${command} (pid ${child.pid}).`);
-    child.kill('SIGTERM');
-    killTimer = setTimeout(() => child.kill('SIGKILL'), KILL_GRACE_MS);
-    killTimer.unref();
+    stopCommand();
   });
 
-  const { code, signal, spawnError } = await new Promise<{ code: number | null; signal: NodeJS.Signals | null; spawnError?: Error }>((resolve) => {
+  const exit = new Promise<{ code: number | null; signal: NodeJS.Signals | null; spawnError?: Error }>((resolve) => {
     child.once('error', (err) => resolve({ code: null, signal: null, spawnError: err }));
     child.once('exit', (c, s) => resolve({ code: c, signal: s }));
   });
+  // Record the command beside the lock, then let it start: from here on the lock lasts as long
+  // as its process group, even if this tool is killed.
+  let record: CommandRecordFile | undefined;
+  let recordError: unknown;
+  if (pgid !== undefined && lease.state === 'held') {
+    try {
+      record = CommandRecordFile.forWorkDir(lease.workDir);
+      const processStart = processStartOf(pgid);
+      record?.write({ pid: pgid, pgid, token: lease.holder.token, ...(processStart !== undefined ? { processStart } : {}) });
+    } catch (err) {
+      recordError = err;
+    }
+  }
+  const started = record !== undefined && recordError === undefined;
+  if (started) gate?.end('\n');
+  else gate?.end(); // the command never starts
+  const { code, signal, spawnError } = await exit;
+  // Processes the command left behind in its group still work under the lock, as with flock(1).
+  if (pgid !== undefined && spawnError === undefined && isGroupAlive(pgid)) {
+    say(`${command} exited; waiting for the processes it left in its process group (${pgid}) before releasing the lock.`);
+    while (isGroupAlive(pgid)) await new Promise((r) => setTimeout(r, GROUP_POLL_MS));
+  }
   for (const s of FORWARDED) process.off(s, forward);
-  process.off('SIGINT', ignore);
   if (killTimer !== undefined) clearTimeout(killTimer);
+  record?.close();
 
+  if (!started && spawnError === undefined && lost === undefined) {
+    const why = recordError instanceof Error ? recordError.message : 'the lock was no longer ours';
+    if (lease.state === 'held') await lease.release();
+    say(`Did not run ${command}: could not record it beside the lock on ${lease.dir} (${why}).`);
+    return 1;
+  }
   const failed = spawnError !== undefined || code !== 0;
   if (lease.state === 'held') {
     const destroy = failed && options.destroyOnFailure && lease.created;

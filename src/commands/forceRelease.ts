@@ -14,7 +14,9 @@ export function describeLock(e: ListEntry): string {
   const age = e.ageMs !== undefined ? vscode.l10n.t(', taken {0} ago', formatDuration(e.ageMs)) : '';
   const beat = e.heartbeatAgeMs !== undefined ? vscode.l10n.t(', last heartbeat {0} ago', formatDuration(e.heartbeatAgeMs)) : '';
   const alive =
-    e.holderAlive === true
+    e.commandAlive === true && e.command !== undefined
+      ? vscode.l10n.t('Its process is gone, but the command it ran (pid {0}) is still running.', String(e.command.pid))
+      : e.holderAlive === true
       ? vscode.l10n.t('Its process is still running.')
       : e.holderAlive === false
         ? vscode.l10n.t('Its process is gone.')

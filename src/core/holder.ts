@@ -18,15 +18,16 @@ function readProc(file: string): string | undefined {
 }
 
 /**
- * From /proc/<pid>/stat: the state (field 3) and the start time in clock ticks since boot
- * (field 22), which tells a pid from its reuse. Undefined off Linux or when the pid is gone.
+ * From /proc/<pid>/stat: the state (field 3), the process group (field 5) and the start time in
+ * clock ticks since boot (field 22), which tells a pid from its reuse. Undefined off Linux or
+ * when the pid is gone.
  */
-function procStat(pid: number): { state: string; start: string } | undefined {
+export function procStat(pid: number): { state: string; pgrp: number; start: string } | undefined {
   const stat = readProc(`/proc/${pid}/stat`);
   if (stat === undefined) return undefined;
   // The command name (field 2) may contain spaces and parentheses; fields after it follow the last ')'.
   const rest = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-  return rest.length > 19 ? { state: rest[0]!, start: rest[19]! } : undefined;
+  return rest.length > 19 ? { state: rest[0]!, pgrp: Number(rest[2]), start: rest[19]! } : undefined;
 }
 
 export function processStartOf(pid: number): string | undefined {

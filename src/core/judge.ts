@@ -6,7 +6,8 @@ import * as fs from 'fs';
 import * as path from 'path';
 import { readRecord } from './anchored';
 import { asStagingError, errnoCode } from './errors';
-import { isHolderAlive, isOnThisMachine, parseHolder } from './holder';
+import { isOnThisMachine, parseHolder } from './holder';
+import { isLockAlive } from './lifetime';
 import { LOCK_NAME, MAX_OWNER_BYTES, OWNER_FILE } from './protocol';
 import type { Area } from './tags';
 import type { Holder, LegacyHolder, LockInfo, Timing } from './types';
@@ -97,11 +98,24 @@ export async function judgeLock(
   // Honour the holder's own threshold when it is longer: it refreshes on its schedule, not ours.
   const threshold = Math.max(timing.staleMs, holder?.staleMs ?? 0);
   if (holder !== undefined && isOnThisMachine(holder)) {
-    const alive = isHolderAlive(holder);
+    const { holderAlive: alive, command, commandAlive } = isLockAlive(holder, lockPath);
     info.holderAlive = alive;
+    if (command !== undefined) {
+      info.command = command;
+      info.commandAlive = commandAlive === true;
+    }
+    // The command run under the lock outlives a killed holder: the lock lasts as long as it does,
+    // whatever the heartbeat (which stopped with the holder).
+    if (commandAlive === true) {
+      info.state = 'held';
+      return { info, identity };
+    }
     if (!alive) {
       info.state = 'stale';
-      info.staleReason = `its holder (pid ${holder.pid} on ${holder.hostname}) is no longer running`;
+      info.staleReason =
+        command === undefined
+          ? `its holder (pid ${holder.pid} on ${holder.hostname}) is no longer running`
+          : `its holder (pid ${holder.pid} on ${holder.hostname}) and the command it ran (pid ${command.pid}) are no longer running`;
       return { info, identity };
     }
   }

@@ -16,7 +16,7 @@ import { judgeLock, lockPathOf } from './judge';
 import { clearLitter } from './litter';
 import { isOurLock, makeLockFs, rememberPrecision, type LockFsState } from './lockfs';
 import { LOCK_NAME, LOCK_TARGET, WORK_PREFIX, clampTiming } from './protocol';
-import { findHeldInside } from './remove';
+import { findHeldAbove, findHeldInside, findNestingConflict, type NestingConflict } from './nesting';
 import { claimInstance, dropClaim, removeInstance } from './takeover';
 import { openArea, removeCreated, resolveArea, type Area, type CreatedDir } from './tags';
 import { destroyArea } from './trash';
@@ -96,8 +96,17 @@ export class Lease extends EventEmitter<LeaseEvents> {
     this.timing = timing;
   }
 
-  /** @internal Lets go of the descriptors once the lease is over. */
+  /** Whether `acquire` handed the lease (and the descriptors with it) to its caller. */
+  private adopted = false;
+
+  /** @internal `acquire` hands the lease over: from now on it closes the descriptors when it ends. */
+  adopt(): void {
+    this.adopted = true;
+  }
+
+  /** @internal Lets go of the descriptors once the lease is over (before adoption, `acquire` does). */
   private closeDirs(): void {
+    if (!this.adopted) return;
     this.closeParents();
     this.area.close();
   }
@@ -255,6 +264,11 @@ export async function acquire(staticDir: string, tag: string, options: AcquireOp
   const createOnce = options.createOnce ?? true;
   const waitMs = Math.max(0, options.waitMs ?? 0);
   const area = await resolveArea(staticDir, tag);
+  if (waitMs === 0) {
+    // Fail before creating anything inside an area another holds (the check after taking decides).
+    const above = await findHeldAbove(area, timing, Date.now() + (await fsClockSkew(area.realStaticDir)), area.io);
+    if (above !== undefined) throw nestingError(area, { info: above, relation: 'above' });
+  }
   let opened: OpenedLockArea = await openLockArea(area, createOnce);
   let handedOver = false;
   try {
@@ -262,9 +276,11 @@ export async function acquire(staticDir: string, tag: string, options: AcquireOp
     let vanished = 0;
     for (let attempt = 0; ; attempt++) {
       if (options.signal?.aborted === true) throw cancelled(area, options.signal);
-      const outcome = await tryAcquire(area, opened, timing, options);
+      const taken = await tryAcquire(area, opened, timing, options);
+      const outcome = taken instanceof Lease ? await checkNesting(taken, area, timing) : taken;
       if (outcome instanceof Lease) {
         handedOver = true;
+        outcome.adopt();
         return outcome;
       }
       if (outcome === 'retry') continue; // the lock vanished or we took a stale one over: try again at once
@@ -279,7 +295,7 @@ export async function acquire(staticDir: string, tag: string, options: AcquireOp
         opened = { ...again, closeParents: () => (parentsBefore(), again.closeParents()) };
         continue;
       }
-      if (Date.now() >= deadline) throw lockedError(outcome);
+      if (Date.now() >= deadline) throw outcome instanceof StagingError ? outcome : lockedError(outcome);
       // Back off with jitter so waiters do not stampede a released lock together.
       const delay = Math.min(1_000, 25 * 2 ** Math.min(attempt, 6)) * (0.5 + Math.random());
       await sleep(Math.min(delay, Math.max(0, deadline - Date.now())), options.signal).catch(() => {
@@ -305,6 +321,29 @@ interface OpenedLockArea {
 
 async function openLockArea(area: Area, exclusive: boolean): Promise<OpenedLockArea> {
   return openArea(area, exclusive);
+}
+
+/**
+ * Holding an area covers everything below it. Checked once our own lock is taken, so that of two
+ * processes taking nested areas at once, at least one sees the other (see nesting.ts); on a
+ * conflict ours is let go again, and the caller waits or fails as for a held lock.
+ */
+async function checkNesting(lease: Lease, area: Area, timing: Timing): Promise<Lease | StagingError> {
+  const conflict = await findNestingConflict(area, timing, Date.now() + (await fsClockSkew(area.realStaticDir)));
+  if (conflict === undefined) return lease;
+  await lease.release().catch(() => undefined);
+  return nestingError(area, conflict);
+}
+
+function nestingError(area: Area, { info, relation }: NestingConflict): StagingError {
+  const where = relation === 'above' ? 'which contains it' : 'inside it';
+  const tag = path.relative(area.staticDir, info.dir).split(path.sep).join('/');
+  return new StagingError(
+    'ELOCKED',
+    `${area.dir} cannot be locked: ${tag}, ${where}, is held by ${describeHolder(info)}, and holding an area covers everything below it. ` +
+      'Wait for it to be released (--wait), or force-release it if its holder is gone.',
+    { path: info.lockPath, lock: info },
+  );
 }
 
 function cancelled(area: Area, signal: AbortSignal): StagingError {

@@ -24,7 +24,7 @@ import { readRecordSync, removeTree, type Dir } from './anchored';
 import { errnoCode } from './errors';
 import { sideName } from './holder';
 import type { Io } from './io';
-import { LOCK_NAME, LOCK_NEW_PREFIX, LOCK_TRASH_PREFIX, MAX_OWNER_BYTES, OWNER_FILE } from './protocol';
+import { COMMAND_FILE, LOCK_NAME, LOCK_NEW_PREFIX, LOCK_TRASH_PREFIX, MAX_OWNER_BYTES, OWNER_FILE } from './protocol';
 
 type Callback<T = void> = (err: NodeJS.ErrnoException | null, value?: T) => void;
 
@@ -230,6 +230,8 @@ export function makeLockFs(state: LockFsState): LockFs {
         const st = fs.lstatSync(lockPath);
         if (state.ino !== undefined && st.ino !== state.ino) return;
         if (readRecordSync(ownerPath, ownerPath, MAX_OWNER_BYTES) !== state.ownerJson) return;
+        // A command still running under the lock keeps it: judges on this machine follow the command.
+        if (fs.existsSync(`${lockPath}/${state.workName}/${COMMAND_FILE}`)) return;
         const aside = area.at(sideName(LOCK_TRASH_PREFIX));
         fs.renameSync(lockPath, aside);
         // Synchronous and short at exit: what cannot go now (parts of an unfinished staging) is

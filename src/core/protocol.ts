@@ -10,6 +10,12 @@ export const LOCK_TARGET = 'devserver';
 export const LOCK_NAME = 'devserver.lock';
 /** The holder record inside the lock directory. */
 export const OWNER_FILE = 'owner.json';
+/**
+ * While `lock TAG -- COMMAND` runs: the command's pid, process group and start time, in the
+ * holder's work directory (`devserver.lock/work.<token>/command.json`), so that the lock lasts as
+ * long as the command even if the holder is killed.
+ */
+export const COMMAND_FILE = 'command.json';
 /** Siblings of the lock used while taking over or removing it. */
 export const CLAIM_PREFIX = `${LOCK_NAME}.claim.`;
 export const LOCK_TRASH_PREFIX = `${LOCK_NAME}.trash.`;

@@ -10,32 +10,11 @@ import { StagingError, asStagingError } from './errors';
 import { makeHolder } from './holder';
 import { judgeLock, lockPathOf } from './judge';
 import { acquire } from './lock';
-import { AUDIT_LOG, META_DIR, clampTiming, isProtocolName } from './protocol';
+import { AUDIT_LOG, META_DIR, clampTiming } from './protocol';
+import { findHeldInside } from './nesting';
 import { claimInstance, dropClaim, removeInstance } from './takeover';
 import { resolveArea, type Area } from './tags';
 import type { LockInfo, Timing } from './types';
-
-/** The first lock held (or legacy) by someone else below `dir`, not counting `dir`'s own lock. */
-export async function findHeldInside(dir: string, timing: Timing): Promise<LockInfo | undefined> {
-  const stack = [dir];
-  while (stack.length > 0) {
-    const current = stack.pop()!;
-    let entries: fs.Dirent[];
-    try {
-      entries = await fs.promises.readdir(current, { withFileTypes: true });
-    } catch {
-      continue;
-    }
-    for (const e of entries) {
-      if (!e.isDirectory() || isProtocolName(e.name)) continue;
-      const child = path.join(current, e.name);
-      const { info } = await judgeLock({ staticDir: dir, tag: path.relative(dir, child), dir: child }, timing, Date.now());
-      if (info.state === 'held' || info.state === 'legacy') return info;
-      stack.push(child);
-    }
-  }
-  return undefined;
-}
 
 export interface AuditEntry {
   time: string;
@@ -158,13 +137,13 @@ export async function destroy(staticDir: string, tag: string, options: DestroyOp
     const { info } = await judgeLock(area, timing, Date.now() + (await fsClockSkew(area.realStaticDir)));
     if (info.state === 'held' || info.state === 'legacy') await forceRelease(staticDir, tag, options);
   }
-  const lease = await acquire(staticDir, tag, { ...timing, createOnce: false, purpose: 'destroy', ...(options.clientId !== undefined ? { clientId: options.clientId } : {}) });
-  // With force, clear locks below it too, so release-with-destroy does not refuse.
+  // With force, clear locks below it too: taking the area's lock is refused while one is held.
   for (let n = 0; options.force === true && n < 1_000; n++) {
     const nested = await findHeldInside(area.dir, timing);
     if (nested === undefined) break;
     await forceRelease(staticDir, path.relative(area.staticDir, nested.dir), options).catch(() => undefined);
   }
+  const lease = await acquire(staticDir, tag, { ...timing, createOnce: false, purpose: 'destroy', ...(options.clientId !== undefined ? { clientId: options.clientId } : {}) });
   await lease.release({ destroy: true });
   await appendAudit(area.staticDir, { action: 'destroy', tag: area.tag }, options.clientId);
 }

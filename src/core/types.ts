@@ -33,6 +33,21 @@ export interface Holder {
   tool?: string;
 }
 
+/**
+ * The command a holder runs under its lock (`lock TAG -- COMMAND`), written as
+ * `devserver.lock/command.json` once the command has started. While its process group runs, the
+ * lock stays held on this machine even if the holder itself is gone.
+ */
+export interface CommandRecord {
+  pid: number;
+  /** The command's process group (its own: pgid = pid); absent when it shares the holder's. */
+  pgid?: number;
+  /** The command's start time (Linux), which tells its pid from a reuse. */
+  processStart?: string;
+  /** The holder record's token: the record belongs to that lock instance only. */
+  token: string;
+}
+
 /** What the Python devserver's `lockfile.FileLock` reveals about its holder. */
 export interface LegacyHolder {
   hostname: string;
@@ -73,6 +88,10 @@ export interface LockInfo {
    * not a record): the lock is then taken as held, never stolen on a guess, and this says why.
    */
   unreadable?: string;
+  /** The command run under the lock, when its holder is gone (known for holders on this machine). */
+  command?: CommandRecord;
+  /** Whether that command or its process group still runs: then the lock is still held. */
+  commandAlive?: boolean;
 }
 
 export interface ListEntry extends LockInfo {

@@ -110,7 +110,7 @@ describe('devserver-stage', () => {
     assert.equal((await inspect(staticDir, 'sig')).state, 'free');
   });
 
-  it('Ctrl-C reaches the command once (from the terminal), not a second time from the tool', async () => {
+  it('Ctrl-C reaches the command exactly once: the tool passes it on to the process group the command leads', async () => {
     const count = path.join(root, 'sigints');
     const started = path.join(root, 'started');
     const counter = `const fs = require('fs'); let n = 0; process.on('SIGINT', () => n++);

@@ -1,0 +1,92 @@
+/**
+ * Nesting: holding an area covers everything below it. While `board/n1` is held, `board/n1/sub`
+ * cannot be locked (so not staged or destroyed either), and while `board/n1/sub` is held,
+ * `board/n1` and `board` cannot.
+ *
+ * Each taker checks after it has taken its own lock, never before: of two processes taking
+ * nested areas at once, each has made its lock before it looks for the other's, so the one that
+ * looks last sees the other's lock. At worst both see each other and both back off; never
+ * neither. A stale lock does not block: it can be taken over, and whoever takes it over checks
+ * in turn and meets this one.
+ */
+import * as fs from 'fs';
+import * as path from 'path';
+import { asStagingError } from './errors';
+import { asyncIo, type Io } from './io';
+import { judgeLock } from './judge';
+import { LOCK_NAME, isProtocolName } from './protocol';
+import type { Area } from './tags';
+import type { LockInfo, Timing } from './types';
+
+export interface NestingConflict {
+  /** The lock that stands in the way. */
+  info: LockInfo;
+  /** Where it is: on an area containing ours, or on one inside ours. */
+  relation: 'above' | 'inside';
+}
+
+/** The lock of `dir`, judged, when it blocks others (held or legacy); undefined when free or stale. */
+async function blockingLock(staticDir: string, dir: string, timing: Timing, nowFsMs: number, io: Io): Promise<LockInfo | undefined> {
+  const lockPath = path.join(dir, LOCK_NAME);
+  let st: fs.Stats | null;
+  try {
+    // Most directories have no lock: one lstat each, and only a lock found is read and judged.
+    st = await io.lstatOrNull(lockPath);
+  } catch (err) {
+    throw asStagingError(err, 'read the lock', lockPath);
+  }
+  if (st === null) return undefined;
+  const { info } = await judgeLock({ staticDir, tag: path.relative(staticDir, dir).split(path.sep).join('/'), dir }, timing, nowFsMs, st);
+  return info.state === 'held' || info.state === 'legacy' ? info : undefined;
+}
+
+/** The first area containing `area` (`board`, then `board/n1` for `board/n1/sub`) whose lock is held or legacy. */
+export async function findHeldAbove(
+  area: Pick<Area, 'staticDir' | 'segments'>,
+  timing: Timing,
+  nowFsMs = Date.now(),
+  io: Io = asyncIo,
+): Promise<LockInfo | undefined> {
+  let dir = area.staticDir;
+  for (const segment of area.segments.slice(0, -1)) {
+    dir = path.join(dir, segment);
+    const info = await blockingLock(area.staticDir, dir, timing, nowFsMs, io);
+    if (info !== undefined) return info;
+  }
+  return undefined;
+}
+
+/**
+ * The first lock held (or legacy) below `dir`, not counting `dir`'s own. Walks directories only
+ * (the entries' types come with the listing, so files cost nothing), never through a link.
+ */
+export async function findHeldInside(dir: string, timing: Timing, nowFsMs = Date.now(), io: Io = asyncIo): Promise<LockInfo | undefined> {
+  const stack = [dir];
+  while (stack.length > 0) {
+    const current = stack.pop()!;
+    let entries: fs.Dirent[];
+    try {
+      entries = io.sync ? fs.readdirSync(current, { withFileTypes: true }) : await fs.promises.readdir(current, { withFileTypes: true });
+    } catch {
+      continue;
+    }
+    for (const e of entries) {
+      if (isProtocolName(e.name)) continue;
+      // Node lstats entries whose type the filesystem did not give, so this is never a guess.
+      if (!e.isDirectory()) continue;
+      const child = path.join(current, e.name);
+      const info = await blockingLock(dir, child, timing, nowFsMs, io);
+      if (info !== undefined) return info;
+      stack.push(child);
+    }
+  }
+  return undefined;
+}
+
+/** A lock above or inside `area` that forbids holding it, if any. Call it once the area's own lock is taken. */
+export async function findNestingConflict(area: Pick<Area, 'staticDir' | 'segments' | 'dir' | 'io'>, timing: Timing, nowFsMs: number): Promise<NestingConflict | undefined> {
+  const above = await findHeldAbove(area, timing, nowFsMs, area.io);
+  if (above !== undefined) return { info: above, relation: 'above' };
+  const inside = await findHeldInside(area.dir, timing, nowFsMs, area.io);
+  return inside === undefined ? undefined : { info: inside, relation: 'inside' };
+}
