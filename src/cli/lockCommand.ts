@@ -67,9 +67,8 @@ export async function runLocked(
 
   const [command, ...args] = argv;
   const env: NodeJS.ProcessEnv = { ...process.env, DEVSERVER_STAGING_DIR: lease.dir, DEVSERVER_STAGING_TAG: lease.tag };
-  // Scripts can fence their own writes with the lock's fencing token, where the core gives one.
-  const fence = (lease as { fence?: unknown }).fence;
-  if (typeof fence === 'number') env.DEVSERVER_STAGING_FENCE = String(fence);
+  // Scripts can fence their own writes with the lock's fencing token.
+  env.DEVSERVER_STAGING_FENCE = String(lease.fence);
   // detached: a new session and process group led by the command (pgid = its pid).
   const child = spawn('/bin/sh', ['-c', GATE, 'devserver-stage', command!, ...args], {
     stdio: ['inherit', 'inherit', 'inherit', 'pipe'],
