@@ -1,16 +1,17 @@
 /**
  * Removing things: a whole staging area (destroy) and another holder's lock (force-release).
- * Both are recorded in the static directory's audit log.
+ * Both are recorded in the static directory's audit log before they act, and do not act when
+ * that record cannot be written.
  */
 import * as crypto from 'crypto';
 import * as fs from 'fs';
 import * as path from 'path';
+import { type AuditEntry, recordFailure, recordIntent } from './audit';
 import { fsClockSkew } from './clock';
 import { StagingError, asStagingError, errnoCode } from './errors';
-import { makeHolder } from './holder';
 import { judgeLock, lockPathOf } from './judge';
 import { acquire } from './lock';
-import { AUDIT_LOG, META_DIR, TRASH_DIR, clampTiming, isProtocolName } from './protocol';
+import { META_DIR, TRASH_DIR, clampTiming, isProtocolName } from './protocol';
 import { claimInstance, dropClaim, removeInstance } from './takeover';
 import { isInside, resolveArea, resolveStaticDir } from './tags';
 import type { LockInfo, Timing } from './types';
@@ -76,29 +77,6 @@ export async function findHeldInside(dir: string, timing: Timing): Promise<LockI
   return undefined;
 }
 
-export interface AuditEntry {
-  time: string;
-  action: 'force-release' | 'destroy';
-  tag: string;
-  by: { user: string; hostname: string; pid: number; clientId: string };
-  previous?: Pick<LockInfo, 'state' | 'holder' | 'legacy' | 'heartbeatAgeMs' | 'ageMs'>;
-}
-
-/** Appends one JSON line; O_APPEND keeps concurrent writers' lines whole. */
-export async function appendAudit(staticDir: string, entry: Omit<AuditEntry, 'time' | 'by'>, clientId?: string): Promise<void> {
-  const me = makeHolder({ staleMs: 0, refreshMs: 0, acquiredAtMs: Date.now(), ...(clientId !== undefined ? { clientId } : {}) });
-  const line: AuditEntry = {
-    time: new Date().toISOString(),
-    action: entry.action,
-    tag: entry.tag,
-    by: { user: me.user, hostname: me.hostname, pid: me.pid, clientId: me.clientId },
-    ...(entry.previous !== undefined ? { previous: entry.previous } : {}),
-  };
-  const dir = path.join(staticDir, META_DIR);
-  await fs.promises.mkdir(dir, { recursive: true });
-  await fs.promises.appendFile(path.join(dir, AUDIT_LOG), `${JSON.stringify(line)}\n`);
-}
-
 function previousOf(info: LockInfo): NonNullable<AuditEntry['previous']> {
   const p: NonNullable<AuditEntry['previous']> = { state: info.state };
   if (info.holder !== undefined) p.holder = info.holder;
@@ -134,6 +112,14 @@ export async function forceRelease(staticDir: string, tag: string, options: Forc
       await new Promise((r) => setTimeout(r, 20));
       continue;
     }
+    // Recorded before it happens: a removal that cannot be recorded does not happen.
+    const entry = { action: 'force-release', tag: area.tag, previous: previousOf(info) } as const;
+    try {
+      await recordIntent(area.staticDir, entry, options.clientId);
+    } catch (err) {
+      await dropClaim(claim);
+      throw err;
+    }
     let removed: boolean;
     try {
       removed = await removeInstance(info.lockPath, identity, false);
@@ -142,12 +128,17 @@ export async function forceRelease(staticDir: string, tag: string, options: Forc
         await fs.promises.unlink(path.join(area.dir, info.legacy.uniqueFile)).catch(() => undefined);
       }
     } catch (err) {
-      throw asStagingError(err, 'remove the lock', info.lockPath);
+      const e = asStagingError(err, 'remove the lock', info.lockPath);
+      await recordFailure(area.staticDir, entry, e, options.clientId);
+      throw e;
     } finally {
       await dropClaim(claim);
     }
-    if (!removed) continue; // it changed under us (released, or taken anew): judge again
-    await appendAudit(area.staticDir, { action: 'force-release', tag: area.tag, previous: previousOf(info) }, options.clientId);
+    if (!removed) {
+      // It changed under us (released, or taken anew): judge again.
+      await recordFailure(area.staticDir, entry, 'the lock changed before it was removed; looking again', options.clientId);
+      continue;
+    }
     return info;
   }
   throw new StagingError('ELOCKED', `Could not force-release ${lockPathOf(area.dir)}: it kept changing. Try again.`, { path: lockPathOf(area.dir) });
@@ -176,12 +167,24 @@ export async function destroy(staticDir: string, tag: string, options: DestroyOp
     if (info.state === 'held' || info.state === 'legacy') await forceRelease(staticDir, tag, options);
   }
   const lease = await acquire(staticDir, tag, { ...timing, createOnce: false, purpose: 'destroy', ...(options.clientId !== undefined ? { clientId: options.clientId } : {}) });
-  // With force, clear locks below it too, so release-with-destroy does not refuse.
-  for (let n = 0; options.force === true && n < 1_000; n++) {
-    const nested = await findHeldInside(area.dir, timing);
-    if (nested === undefined) break;
-    await forceRelease(staticDir, path.relative(area.staticDir, nested.dir), options).catch(() => undefined);
+  // Recorded before it happens, under the lock: a destroy that cannot be recorded does not happen.
+  const entry = { action: 'destroy', tag: area.tag } as const;
+  try {
+    await recordIntent(area.staticDir, entry, options.clientId);
+  } catch (err) {
+    await lease.release().catch(() => undefined);
+    throw err;
   }
-  await lease.release({ destroy: true });
-  await appendAudit(area.staticDir, { action: 'destroy', tag: area.tag }, options.clientId);
+  try {
+    // With force, clear locks below it too, so release-with-destroy does not refuse.
+    for (let n = 0; options.force === true && n < 1_000; n++) {
+      const nested = await findHeldInside(area.dir, timing);
+      if (nested === undefined) break;
+      await forceRelease(staticDir, path.relative(area.staticDir, nested.dir), options).catch(() => undefined);
+    }
+    await lease.release({ destroy: true });
+  } catch (err) {
+    await recordFailure(area.staticDir, entry, err, options.clientId);
+    throw err;
+  }
 }
