@@ -56,6 +56,8 @@ const PROBE_JUNK_MS = 10 * 60_000;
  * host's probe in use this very moment.
  */
 const PROBE_GRACE_MS = 5_000;
+/** Probes looked at per measurement: names planted by the thousand must not make every command slow. */
+const SWEEP_MAX = 256;
 const PROBE_NAME = new RegExp(`^${CLOCK_PROBE}\\.(\\d+)(?:\\.[0-9a-f]+)?$`);
 
 /**
@@ -116,9 +118,11 @@ async function sweepProbes(meta: Dir, fsNowMs: number): Promise<void> {
   } catch {
     return;
   }
+  let seen = 0;
   for (const name of names) {
     const m = PROBE_NAME.exec(name);
     if (m === null) continue;
+    if (++seen > SWEEP_MAX) break;
     const st = await fs.promises.lstat(meta.at(name)).catch(() => undefined);
     // A directory of that name is not a probe of ours; leave it.
     if (st === undefined || st.isDirectory()) continue;
