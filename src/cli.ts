@@ -243,7 +243,7 @@ Examples:
     .command('force-release')
     .description(
       "remove another holder's lock on TAG (ours or the Python devserver's) and record it in the audit log " +
-        '(<static-dir>/.devserver-staging/audit.log). A holder still running learns it lost the lock.',
+        '(<static-dir>/.devserver-staging/audit.log) first: if it cannot be recorded, nothing is done. A holder still running learns it lost the lock.',
     )
     .argument('<tag>', 'the staging area, relative to the static directory')
     .action(async (tag: string) => {
@@ -254,7 +254,7 @@ Examples:
 
   program
     .command('destroy')
-    .description('remove the staging area TAG and everything in it, atomically (it vanishes at once). Refused while someone else holds it, unless --force.')
+    .description('remove the staging area TAG and everything in it, atomically (it vanishes at once), recorded in the audit log first. Refused while someone else holds it, unless --force.')
     .argument('<tag>', 'the staging area, relative to the static directory')
     .option('-f, --force', "force-release another holder's lock first (recorded in the audit log)")
     .action(async (tag: string, o: { force?: boolean }) => {

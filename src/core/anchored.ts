@@ -86,7 +86,16 @@ export async function openDir(p: string, follow = true): Promise<Dir> {
 /** Opens the directory `name` inside `parent`, refusing a symlink and a non-directory (ENOTDIR, or ELOOP on some kernels). */
 export async function openBelow(parent: Dir, name: string): Promise<Dir> {
   checkName(name);
-  const fd = await openDirFd(parent.at(name), O_DIR_NOFOLLOW);
+  let fd: number;
+  try {
+    fd = await openDirFd(parent.at(name), O_DIR_NOFOLLOW);
+  } catch (err) {
+    // Linux answers ENOTDIR, not ELOOP, for a symlink opened with O_DIRECTORY | O_NOFOLLOW.
+    if (errnoCode(err) === 'ENOTDIR' && (await fs.promises.lstat(parent.at(name)).then((st) => st.isSymbolicLink(), () => false))) {
+      throw Object.assign(new Error(`ELOOP: ${path.join(parent.shown, name)} is a symbolic link`), { code: 'ELOOP', path: path.join(parent.shown, name) });
+    }
+    throw err;
+  }
   try {
     return makeDir(fd, path.join(parent.shown, name), await fstat(fd));
   } catch (err) {
@@ -100,6 +109,23 @@ function isLink(p: string): Promise<boolean> {
     (st) => st.isSymbolicLink(),
     () => false,
   );
+}
+
+/**
+ * Opens the directory `name` inside `parent`, creating it through `parent`'s descriptor when it is
+ * missing (a concurrent creator is fine). A symlink (ELOOP) or a non-directory (ENOTDIR) in its
+ * place is refused as by `openBelow`, and nothing is created then.
+ */
+export async function openOrMakeBelow(parent: Dir, name: string): Promise<Dir> {
+  try {
+    return await openBelow(parent, name);
+  } catch (err) {
+    if (errnoCode(err) !== 'ENOENT') throw err;
+  }
+  await fs.promises.mkdir(parent.at(name)).catch((err: unknown) => {
+    if (errnoCode(err) !== 'EEXIST') throw err;
+  });
+  return openBelow(parent, name);
 }
 
 /** Where the kernel says an open directory is now (its path at this instant). */

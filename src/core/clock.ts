@@ -5,9 +5,13 @@
  * filesystem gives a file just written, minus local time), writes heartbeats in filesystem time
  * and judges ages in filesystem time.
  */
+import * as crypto from 'crypto';
 import * as fs from 'fs';
-import * as path from 'path';
+import { type Dir, openDir, openOrMakeBelow, readRecord } from './anchored';
+import { isHolderAlive, isOnThisMachine, isPidAlive, parseHolder, processStartOf, thisMachine } from './holder';
 import { CLOCK_PROBE, META_DIR } from './protocol';
+
+const C = fs.constants;
 
 /**
  * Offsets smaller than this are treated as zero: mtimes on some filesystems (sshfs) have whole-
@@ -44,29 +48,98 @@ export function fsClockSkew(realStaticDir: string): Promise<number> {
   return pending;
 }
 
+/** A probe older than this is junk whoever left it (a killed process on another host sharing the directory). */
+const PROBE_JUNK_MS = 10 * 60_000;
+/**
+ * A probe whose writer cannot be told (an older client's, or one killed before it wrote) is junk
+ * once its pid is not running here and it is this old. Not at once: over NFS it may be another
+ * host's probe in use this very moment.
+ */
+const PROBE_GRACE_MS = 5_000;
+/** Probes looked at per measurement: names planted by the thousand must not make every command slow. */
+const SWEEP_MAX = 256;
+const PROBE_NAME = new RegExp(`^${CLOCK_PROBE}\\.(\\d+)(?:\\.[0-9a-f]+)?$`);
+
+/**
+ * Writes a probe in `<static>/.devserver-staging/` and reads the mtime the filesystem gave it.
+ * Everything happens below descriptors: the probe is created with O_EXCL | O_NOFOLLOW under a
+ * name nobody can guess, so links planted in the directory are never followed; if the directory
+ * itself is a link or not a directory, nothing is written and the caller falls back to 0.
+ */
 async function measure(realStaticDir: string): Promise<number> {
-  const dir = path.join(realStaticDir, META_DIR);
-  await fs.promises.mkdir(dir, { recursive: true });
-  const probe = path.join(dir, `${CLOCK_PROBE}.${process.pid}`);
-  const before = Date.now();
-  // Writing (not utimes) makes the filesystem, i.e. the file server, stamp the time.
-  const fh = await fs.promises.open(probe, 'w');
-  let mtimeMs: number;
+  const top = await openDir(realStaticDir);
+  let meta: Dir;
   try {
-    await fh.write(String(before));
-    await fh.sync().catch(() => undefined);
-    mtimeMs = (await fh.stat()).mtimeMs;
-  } catch (err) {
-    // A write that failed (a full disk) must not leave the probe behind.
-    await fh.close().catch(() => undefined);
-    await fs.promises.unlink(probe).catch(() => undefined);
-    throw err;
+    meta = await openOrMakeBelow(top, META_DIR);
+  } finally {
+    top.close();
   }
-  await fh.close();
-  const after = Date.now();
-  await fs.promises.unlink(probe).catch(() => undefined);
-  const raw = mtimeMs - (before + after) / 2;
-  return Math.abs(raw) < DEAD_BAND_MS ? 0 : Math.round(raw / 1000) * 1000;
+  try {
+    const name = `${CLOCK_PROBE}.${process.pid}.${crypto.randomBytes(6).toString('hex')}`;
+    const probe = meta.at(name);
+    const before = Date.now();
+    // Writing (not utimes) makes the filesystem, i.e. the file server, stamp the time.
+    const fh = await fs.promises.open(probe, C.O_WRONLY | C.O_CREAT | C.O_EXCL | C.O_NOFOLLOW, 0o644);
+    let mtimeMs: number;
+    try {
+      // Who wrote it, so that the sweep can tell a dead writer on this machine at once.
+      await fh.write(probeRecord(before));
+      await fh.sync().catch(() => undefined);
+      mtimeMs = (await fh.stat()).mtimeMs;
+    } catch (err) {
+      // A write that failed (a full disk) must not leave the probe behind.
+      await fh.close().catch(() => undefined);
+      await fs.promises.unlink(probe).catch(() => undefined);
+      throw err;
+    }
+    await fh.close();
+    const after = Date.now();
+    await fs.promises.unlink(probe).catch(() => undefined);
+    // Our probe's mtime is the filesystem's "now": other probes' ages are judged on that clock.
+    await sweepProbes(meta, mtimeMs);
+    const raw = mtimeMs - (before + after) / 2;
+    return Math.abs(raw) < DEAD_BAND_MS ? 0 : Math.round(raw / 1000) * 1000;
+  } finally {
+    meta.close();
+  }
+}
+
+function probeRecord(nowMs: number): string {
+  const m = thisMachine();
+  const start = processStartOf(process.pid);
+  return JSON.stringify({ pid: process.pid, hostname: m.hostname, bootId: m.bootId, pidNamespace: m.pidNamespace, processStart: start, time: nowMs });
+}
+
+/** Removes probes left by killed processes (best effort: anything odd is left alone). */
+async function sweepProbes(meta: Dir, fsNowMs: number): Promise<void> {
+  let names: string[];
+  try {
+    names = await fs.promises.readdir(meta.at('.'));
+  } catch {
+    return;
+  }
+  let seen = 0;
+  for (const name of names) {
+    const m = PROBE_NAME.exec(name);
+    if (m === null) continue;
+    if (++seen > SWEEP_MAX) break;
+    const st = await fs.promises.lstat(meta.at(name)).catch(() => undefined);
+    // A directory of that name is not a probe of ours; leave it.
+    if (st === undefined || st.isDirectory()) continue;
+    const ageMs = fsNowMs - st.mtimeMs;
+    let junk = ageMs > PROBE_JUNK_MS;
+    if (!junk) {
+      // Never follows a link nor blocks on a FIFO; anything but a small file tells nothing.
+      const writer = st.isFile() ? parseHolder(await readRecord(meta.at(name), name, 1024).catch(() => '')) : undefined;
+      if (writer !== undefined && writer.pid === Number(m[1])) {
+        junk = isOnThisMachine(writer) && !isHolderAlive(writer);
+      } else {
+        junk = ageMs > PROBE_GRACE_MS && !isPidAlive(Number(m[1]));
+      }
+    }
+    // unlink removes the entry itself, a link included, never what a link points to.
+    if (junk) await fs.promises.unlink(meta.at(name)).catch(() => undefined);
+  }
 }
 
 /** Forget measured offsets (tests that change the clock under a running process). */

@@ -6,8 +6,10 @@ export { acquire, withLock, release, heldLeases, describeHolder, Lease } from '.
 export type { AcquireOptions, ReleaseOptions, LeaseEvents } from './lock';
 export { inspect, list } from './inspect';
 export { lockIdOf } from './judge';
-export { forceRelease, destroy, appendAudit } from './remove';
-export type { ForceReleaseOptions, DestroyOptions, AuditEntry } from './remove';
+export { forceRelease, destroy } from './remove';
+export type { ForceReleaseOptions, DestroyOptions } from './remove';
+export { appendAudit } from './audit';
+export type { AuditEntry } from './audit';
 export { stage } from './stage/stage';
 export { usage, prune } from './stage/usage';
 export type { AreaUsage, PruneOptions, PruneResult } from './stage/usage';

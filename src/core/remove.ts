@@ -1,43 +1,21 @@
 /**
  * Removing things: a whole staging area (destroy) and another holder's lock (force-release).
- * Both are recorded in the static directory's audit log.
+ * Both are recorded in the static directory's audit log before they act, and do not act when
+ * that record cannot be written.
  */
 import * as fs from 'fs';
 import * as path from 'path';
-import { openDir, openPath, type Dir } from './anchored';
-import { fsClockSkew } from './clock';
-import { StagingError, asStagingError } from './errors';
-import { makeHolder } from './holder';
-import { judgeLock, lockPathOf } from './judge';
-import { acquire } from './lock';
-import { AUDIT_LOG, META_DIR, clampTiming } from './protocol';
-import { findHeldInside } from './nesting';
 import { claimInstance, dropClaim, removeInstance } from './takeover';
 import { resolveArea, type Area } from './tags';
 import type { LockInfo, Timing } from './types';
-
-export interface AuditEntry {
-  time: string;
-  action: 'force-release' | 'destroy';
-  tag: string;
-  by: { user: string; hostname: string; pid: number; clientId: string };
-  previous?: Pick<LockInfo, 'state' | 'holder' | 'legacy' | 'heartbeatAgeMs' | 'ageMs'>;
-}
-
-/** Appends one JSON line; O_APPEND keeps concurrent writers' lines whole. */
-export async function appendAudit(staticDir: string, entry: Omit<AuditEntry, 'time' | 'by'>, clientId?: string): Promise<void> {
-  const me = makeHolder({ staleMs: 0, refreshMs: 0, acquiredAtMs: Date.now(), ...(clientId !== undefined ? { clientId } : {}) });
-  const line: AuditEntry = {
-    time: new Date().toISOString(),
-    action: entry.action,
-    tag: entry.tag,
-    by: { user: me.user, hostname: me.hostname, pid: me.pid, clientId: me.clientId },
-    ...(entry.previous !== undefined ? { previous: entry.previous } : {}),
-  };
-  const dir = path.join(staticDir, META_DIR);
-  await fs.promises.mkdir(dir, { recursive: true });
-  await fs.promises.appendFile(path.join(dir, AUDIT_LOG), `${JSON.stringify(line)}\n`);
-}
+import { openDir, openPath, type Dir } from './anchored';
+import { type AuditEntry, recordFailure, recordIntent } from './audit';
+import { fsClockSkew } from './clock';
+import { StagingError, asStagingError } from './errors';
+import { judgeLock, lockPathOf } from './judge';
+import { acquire } from './lock';
+import { findHeldInside } from './nesting';
+import { clampTiming } from './protocol';
 
 function previousOf(info: LockInfo): NonNullable<AuditEntry['previous']> {
   const p: NonNullable<AuditEntry['previous']> = { state: info.state };
@@ -96,6 +74,14 @@ async function forceReleaseIn(area: Area, dir: Dir, timing: Timing, options: For
       await new Promise((r) => setTimeout(r, 20));
       continue;
     }
+    // Recorded before it happens: a removal that cannot be recorded does not happen.
+    const entry = { action: 'force-release', tag: area.tag, previous: previousOf(info) } as const;
+    try {
+      await recordIntent(area.staticDir, entry, options.clientId);
+    } catch (err) {
+      await dropClaim(dir, claim);
+      throw err;
+    }
     let removed: boolean;
     try {
       removed = await removeInstance(dir, area.dir, identity, false, info.holder?.fence);
@@ -104,12 +90,17 @@ async function forceReleaseIn(area: Area, dir: Dir, timing: Timing, options: For
         await fs.promises.unlink(dir.at(info.legacy.uniqueFile)).catch(() => undefined);
       }
     } catch (err) {
-      throw asStagingError(err, 'remove the lock', info.lockPath);
+      const e = asStagingError(err, 'remove the lock', info.lockPath);
+      await recordFailure(area.staticDir, entry, e, options.clientId);
+      throw e;
     } finally {
       await dropClaim(dir, claim);
     }
-    if (!removed) continue; // it changed under us (released, or taken anew): judge again
-    await appendAudit(area.staticDir, { action: 'force-release', tag: area.tag, previous: previousOf(info) }, options.clientId);
+    if (!removed) {
+      // It changed under us (released, or taken anew): judge again.
+      await recordFailure(area.staticDir, entry, 'the lock changed before it was removed; looking again', options.clientId);
+      continue;
+    }
     return info;
   }
   throw new StagingError('ELOCKED', `Could not force-release ${lockPathOf(area.dir)}: it kept changing. Try again.`, { path: lockPathOf(area.dir) });
@@ -144,6 +135,18 @@ export async function destroy(staticDir: string, tag: string, options: DestroyOp
     await forceRelease(staticDir, path.relative(area.staticDir, nested.dir), options).catch(() => undefined);
   }
   const lease = await acquire(staticDir, tag, { ...timing, createOnce: false, purpose: 'destroy', ...(options.clientId !== undefined ? { clientId: options.clientId } : {}) });
-  await lease.release({ destroy: true });
-  await appendAudit(area.staticDir, { action: 'destroy', tag: area.tag }, options.clientId);
+  // Recorded before it happens, under the lock: a destroy that cannot be recorded does not happen.
+  const entry = { action: 'destroy', tag: area.tag } as const;
+  try {
+    await recordIntent(area.staticDir, entry, options.clientId);
+  } catch (err) {
+    await lease.release().catch(() => undefined);
+    throw err;
+  }
+  try {
+    await lease.release({ destroy: true });
+  } catch (err) {
+    await recordFailure(area.staticDir, entry, err, options.clientId);
+    throw err;
+  }
 }

@@ -9,7 +9,7 @@
 import * as crypto from 'crypto';
 import * as fs from 'fs';
 import * as path from 'path';
-import { isWithin, openBelow, openDir, removeTree, whereIs, type Dir } from './anchored';
+import { isWithin, openDir, openOrMakeBelow, removeTree, whereIs, type Dir } from './anchored';
 import { StagingError, asStagingError, errnoCode } from './errors';
 import { META_DIR, TRASH_DIR } from './protocol';
 import { resolveStaticDir } from './tags';
@@ -25,24 +25,6 @@ function nameHint(name: string): string {
     out += ch;
   }
   return out;
-}
-
-/** Opens (creating if needed) a directory of ours below `parent`, refusing a link in its place. */
-export async function ensureBelow(parent: Dir, name: string): Promise<Dir> {
-  await fs.promises.mkdir(parent.at(name)).catch((err: unknown) => {
-    if (errnoCode(err) !== 'EEXIST') throw err;
-  });
-  try {
-    return await openBelow(parent, name);
-  } catch (err) {
-    const code = errnoCode(err);
-    if (code === 'ELOOP' || code === 'ENOTDIR') {
-      throw new StagingError('EIO', `Refusing to use ${path.join(parent.shown, name)}: it is not a directory (a link or a file was put there). Move it aside.`, {
-        path: path.join(parent.shown, name),
-      });
-    }
-    throw err;
-  }
 }
 
 /**
@@ -69,7 +51,7 @@ export async function destroyArea(staticDir: string, area: Dir, tag: string, isO
     const id = `${Date.now().toString(36)}-${crypto.randomBytes(4).toString('hex')}`;
     let trash: Dir;
     try {
-      trash = track(await ensureBelow(track(await ensureBelow(root, META_DIR)), TRASH_DIR));
+      trash = track(await openOrMakeBelow(track(await openOrMakeBelow(root, META_DIR)), TRASH_DIR));
     } catch (err) {
       throw new StagingError('EIO', `Did not destroy ${shown}: ${err instanceof Error ? err.message : String(err)}`, { path: shown, cause: err });
     }

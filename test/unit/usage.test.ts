@@ -74,7 +74,8 @@ describe('usage and prune', () => {
       .readFileSync(log, 'utf8')
       .trim()
       .split('\n')
-      .map((l) => JSON.parse(l) as { action: string; tag: string });
+      .map((l) => JSON.parse(l) as { action: string; tag: string; failed?: string })
+      .map((l) => (l.failed === undefined ? l : { ...l, action: `${l.action} (failed)` }));
   }
 
   describe('usage', () => {
@@ -230,9 +231,10 @@ describe('usage and prune', () => {
         if (p.startsWith(path.join(staticDir, 'eve', 'R1')) || p.includes('devserver.lock')) continue;
         assert.equal(after.get(p), sig, `${p} is unchanged`);
       }
+      // Each destroy is recorded before it acts; the one refused under its lock records why.
       assert.deepEqual(
         auditLines().map((l) => `${l.action} ${l.tag}`),
-        ['destroy eve/R1'],
+        ['destroy eve/R2', 'destroy (failed) eve/R2', 'destroy eve/R1'],
       );
     });
 

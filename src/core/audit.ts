@@ -1,0 +1,119 @@
+/**
+ * The audit log, `<static>/.devserver-staging/audit.log`: one JSON line per force-release and
+ * destroy, written before the action so that nothing is removed without a record. Appended below
+ * the opened bookkeeping directory and never through a link, into a FIFO or a device.
+ */
+import * as fs from 'fs';
+import * as path from 'path';
+import { type Dir, appendRecord, openDir, openOrMakeBelow } from './anchored';
+import { StagingError, errnoCode } from './errors';
+import { makeHolder } from './holder';
+import { AUDIT_LOG, META_DIR } from './protocol';
+import type { LockInfo } from './types';
+
+export interface AuditEntry {
+  time: string;
+  action: 'force-release' | 'destroy';
+  tag: string;
+  by: { user: string; hostname: string; pid: number; clientId: string };
+  previous?: Pick<LockInfo, 'state' | 'holder' | 'legacy' | 'heartbeatAgeMs' | 'ageMs'>;
+  /** On a second line for the same action: it did not happen, and why. */
+  failed?: string;
+}
+
+/** What stands in the audit log's place, for the message, when it is not a regular file. */
+function describe(st: fs.Stats): string | undefined {
+  if (st.isSymbolicLink()) return 'it is a symbolic link';
+  if (st.isFIFO()) return 'it is a FIFO';
+  if (st.isDirectory()) return 'it is a directory';
+  if (st.isSocket()) return 'it is a socket';
+  if (st.isCharacterDevice() || st.isBlockDevice()) return 'it is a device';
+  return undefined;
+}
+
+/** Why an append failed, in words: what is in the way (looked at without following it), else the errno. */
+async function reasonOf(err: unknown, at: string): Promise<string> {
+  const st = await fs.promises.lstat(at).catch(() => undefined);
+  const what = st === undefined ? undefined : describe(st);
+  if (what !== undefined) return `${what}, not a file this tool wrote`;
+  switch (errnoCode(err)) {
+    case 'EACCES':
+    case 'EPERM':
+      return 'permission denied (it, or the directory it is in, is not writable by this user)';
+    case 'ENOSPC':
+    case 'EDQUOT':
+      return 'the filesystem is full';
+    case 'EROFS':
+      return 'the filesystem is read-only';
+    default:
+      return err instanceof Error ? err.message : String(err);
+  }
+}
+
+type Refusal = (shown: string, reason: string, cause: unknown) => StagingError;
+
+const FIX = 'Fix the audit log (it must be a regular file writable by you) and try again.';
+
+/**
+ * Appends one JSON line (O_APPEND keeps concurrent writers' lines whole). Fails with EIO naming
+ * the log and why: a link, FIFO, directory or device in its place (or in the place of
+ * `.devserver-staging`) is refused, never written through.
+ */
+export async function appendAudit(staticDir: string, entry: Omit<AuditEntry, 'time' | 'by'>, clientId?: string): Promise<void> {
+  await append(staticDir, entry, clientId, (shown, reason, cause) => new StagingError('EIO', `Could not write the audit log ${shown}: ${reason}. ${FIX}`, { path: shown, cause }));
+}
+
+/**
+ * Records that `action` is about to happen, or refuses it: a removal that cannot be recorded
+ * must not happen. The error says what was not done and why.
+ */
+export async function recordIntent(staticDir: string, entry: Omit<AuditEntry, 'time' | 'by' | 'failed'>, clientId?: string): Promise<void> {
+  await append(staticDir, entry, clientId, (shown, reason, cause) =>
+    new StagingError('EIO', `${entry.action} of ${entry.tag} not done: could not record it in ${shown}: ${reason}. ${FIX}`, { path: shown, cause }),
+  );
+}
+
+/** Records that an action announced by `recordIntent` failed. Best effort: the failure itself is what the caller reports. */
+export async function recordFailure(staticDir: string, entry: Omit<AuditEntry, 'time' | 'by' | 'failed'>, err: unknown, clientId?: string): Promise<void> {
+  const failed = err instanceof Error ? err.message : String(err);
+  await appendAudit(staticDir, { ...entry, failed }, clientId).catch(() => undefined);
+}
+
+async function append(staticDir: string, entry: Omit<AuditEntry, 'time' | 'by'>, clientId: string | undefined, refuse: Refusal): Promise<void> {
+  const me = makeHolder({ staleMs: 0, refreshMs: 0, acquiredAtMs: Date.now(), ...(clientId !== undefined ? { clientId } : {}) });
+  const line: AuditEntry = {
+    time: new Date().toISOString(),
+    action: entry.action,
+    tag: entry.tag,
+    by: { user: me.user, hostname: me.hostname, pid: me.pid, clientId: me.clientId },
+    ...(entry.previous !== undefined ? { previous: entry.previous } : {}),
+    ...(entry.failed !== undefined ? { failed: entry.failed } : {}),
+  };
+  const metaShown = path.join(staticDir, META_DIR);
+  const shown = path.join(metaShown, AUDIT_LOG);
+  let top: Dir;
+  try {
+    top = await openDir(staticDir);
+  } catch (err) {
+    throw refuse(shown, `could not open the static directory (${err instanceof Error ? err.message : String(err)})`, err);
+  }
+  let meta: Dir;
+  try {
+    meta = await openOrMakeBelow(top, META_DIR);
+  } catch (err) {
+    const code = errnoCode(err);
+    const reason =
+      code === 'ELOOP' ? `${metaShown} is a symbolic link; move it aside` : code === 'ENOTDIR' ? `${metaShown} is not a directory; move it aside` : await reasonOf(err, top.at(META_DIR));
+    throw refuse(shown, reason, err);
+  } finally {
+    top.close();
+  }
+  try {
+    // 0o666 less the umask, as any file the user creates: the umask says who else may append.
+    await appendRecord(meta.at(AUDIT_LOG), shown, `${JSON.stringify(line)}\n`, 0o666);
+  } catch (err) {
+    throw refuse(shown, await reasonOf(err, meta.at(AUDIT_LOG)), err);
+  } finally {
+    meta.close();
+  }
+}
