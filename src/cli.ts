@@ -16,6 +16,7 @@ import { inspect, list } from './core/inspect';
 import { describeHolder } from './core/lock';
 import { DEFAULT_TIMING } from './core/protocol';
 import { destroy, forceRelease } from './core/remove';
+import { MARGIN_RULE } from './core/stage/space';
 import { DEFAULT_MAX_BYTES } from './core/stage/types';
 import { prune, usage } from './core/stage/usage';
 import type { Timing } from './core/types';
@@ -183,7 +184,13 @@ Examples:
     .argument('<sources...>', 'what to stage: files, directories (their contents), archives (.tar, .tar.gz, .tgz, .tar.xz, .zip: unpacked) or http(s) URLs')
     .option('--add', 'add to an existing build instead of creating a new one')
     .option('--overwrite', 'replace artifacts of the same name whose content differs')
-    .option('--max-size <size>', `refuse to write more than this in one run: 500M, 2G, 1.5GiB or bytes (default ${DEFAULT_MAX_BYTES / 1024 ** 3}G)`, size)
+    .option(
+      '--max-size <size>',
+      `refuse to write more than this in one run: 500M, 2G, 1.5GiB or bytes (default ${DEFAULT_MAX_BYTES / 1024 ** 3}G). ` +
+        `Whatever it is, a run also stops before it would leave less free space on the filesystem than a safety margin of ${MARGIN_RULE}, ` +
+        'counted from the free space when it starts',
+      size,
+    )
     .option('--wait <seconds>', 'wait up to this long for a lock held by another', seconds, 0)
     .option('--purpose <text>', 'what the lock is for, shown to others (default: the sources)')
     .action(async (tag: string, sources: string[], o: { add?: boolean; overwrite?: boolean; maxSize?: number; wait: number; purpose?: string }) => {
