@@ -185,10 +185,10 @@ async function settledOrAborted(body: Readable, signal: AbortSignal, url: string
 /** Writes `body` to the part file `part`, within the context's byte allowance. */
 async function download(body: Readable, part: string, url: string, ctx: SourceContext, size: number | undefined): Promise<void> {
   const tooBig = (): StagingError =>
+    ctx.tooBig?.(url) ??
     new StagingError(
       'ETOOBIG',
-      `${url} is larger than the ${ctx.maxBytes} bytes this staging may still write (the lower of its size limit and the filesystem's free space above a safety margin); ` +
-        'raise the size limit or free some space if the file is expected to be this big.',
+      `${url} is larger than the ${ctx.maxBytes} bytes this staging may still write; raise the size limit if the file is expected to be this big.`,
       { path: url },
     );
   if (size !== undefined && size > ctx.maxBytes) throw tooBig();

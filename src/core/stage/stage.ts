@@ -210,6 +210,7 @@ class Transaction {
       get maxBytes() {
         return remaining();
       },
+      tooBig: (source) => (this.limit ?? limitOf(this.maxBytes, undefined)).tooBig(source, this.dir),
       onPartBytes: (n, total) => {
         const a = this.active.get(spec) ?? { bytes: 0 };
         a.bytes += n;
