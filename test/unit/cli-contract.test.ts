@@ -8,7 +8,7 @@ import * as fs from 'fs';
 import * as path from 'path';
 import { acquire } from '../../src/core/lock';
 import { inspect } from '../../src/core/inspect';
-import { CLI, cleanup, cli, run, tempDir, waitFor } from '../helpers';
+import { CLI, catchesSignal, cleanup, cli, run, tempDir, waitFor } from '../helpers';
 
 const PYTHON = fs.existsSync('/usr/bin/python3') ? '/usr/bin/python3' : 'python3';
 
@@ -26,13 +26,6 @@ function withClosedStdout(staticDir: string, args: readonly string[]): ReturnTyp
     'sys.exit(p.returncode if p.returncode >= 0 else 128 - p.returncode)',
   ].join('\n');
   return run(PYTHON, ['-c', script, process.execPath, CLI, ...args], { env: { ...process.env, DEVSERVER_STATIC_DIR: staticDir } });
-}
-
-/** Whether `pid` has a handler for SIGHUP: Node installs none by default, the tool does while it waits for a lock. */
-function catchesSighup(pid: number): boolean {
-  const status = fs.readFileSync(`/proc/${pid}/status`, 'utf8');
-  const caught = /^SigCgt:\s*([0-9a-f]+)$/m.exec(status);
-  return caught !== null && (BigInt(`0x${caught[1]}`) & 1n) === 1n;
 }
 
 describe('devserver-stage as scripts use it', () => {
@@ -141,7 +134,7 @@ describe('devserver-stage as scripts use it', () => {
       );
       for (const r of runs) {
         // The kernel says when the tool has its handlers: it is waiting, or about to.
-        await waitFor(() => (catchesSighup(r.child.pid!) ? true : undefined), 30_000, `${r.args.join(' ')} waiting`);
+        await waitFor(() => (catchesSignal(r.child.pid!, 'SIGHUP') ? true : undefined), 30_000, `${r.args.join(' ')} waiting`);
         r.child.kill(r.signal);
       }
       const expected = { SIGTERM: 143, SIGHUP: 129, SIGINT: 130 };
