@@ -16,13 +16,13 @@ const PYTHON = fs.existsSync('/usr/bin/python3') ? '/usr/bin/python3' : 'python3
  * Runs the tool with its stdout on a pipe whose reading end is closed before the tool starts:
  * every write to it fails with EPIPE, whatever the timing.
  */
-function withClosedStdout(staticDir: string, args: readonly string[]): ReturnType<typeof run> {
+function withClosedStdout(staticDir: string, args: readonly string[], stderrToo = false): ReturnType<typeof run> {
   const script = [
     'import os, subprocess, sys',
     'r, w = os.pipe()',
     'os.close(r)',
-    'p = subprocess.run(sys.argv[1:], stdout=w, stderr=subprocess.PIPE)',
-    'sys.stderr.buffer.write(p.stderr)',
+    `p = subprocess.run(sys.argv[1:], stdout=w, stderr=${stderrToo ? 'w' : 'subprocess.PIPE'})`,
+    'sys.stderr.buffer.write(p.stderr or b"")',
     'sys.exit(p.returncode if p.returncode >= 0 else 128 - p.returncode)',
   ].join('\n');
   return run(PYTHON, ['-c', script, process.execPath, CLI, ...args], { env: { ...process.env, DEVSERVER_STATIC_DIR: staticDir } });
@@ -66,6 +66,9 @@ describe('devserver-stage as scripts use it', () => {
       assert.equal(failed.code, 2);
       assert.match(failed.stderr, /Invalid tag/);
       assert.doesNotMatch(failed.stderr, /EPIPE|at /);
+      // stderr gone as well: the error cannot be shown, the status still says it.
+      assert.equal((await withClosedStdout(staticDir, ['status', '../up'], true)).code, 2);
+      assert.equal((await withClosedStdout(staticDir, ['--json', 'list'], true)).code, 0);
     });
 
     it('a write error other than a gone reader (a full disk) is an error, exit 1', async function () {
