@@ -1,19 +1,22 @@
 /**
  * devserver-stage: the command line on the lock core, for scripts, CI jobs and other processes.
  * Exit codes: 0 success; 2 usage or bad tag; 3 held by another; 1 anything else.
- * `lock` exits with its command's exit code; `stage` exits 128 + the signal when interrupted.
+ * `lock` exits with its command's exit code; `stage` exits 128 + the signal when interrupted,
+ * and both do so while waiting for the lock. A closed stdout changes no exit code.
  */
 import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
 import { runLocked } from './cli/lockCommand';
 import { formatList, formatStatus } from './cli/format';
 import { runStage } from './cli/stageCommand';
 import { parseDuration, parseSize } from './cli/units';
+import { Interrupted, formatError, guardOutput, jsonRequested, outputFailed, usageError } from './cli/output';
 import { formatPrune, formatUsage } from './cli/usageFormat';
 import { StagingError, isStagingError } from './core/errors';
 import { inspect, list } from './core/inspect';
 import { describeHolder } from './core/lock';
 import { DEFAULT_TIMING } from './core/protocol';
 import { destroy, forceRelease } from './core/remove';
+import { MARGIN_RULE } from './core/stage/space';
 import { DEFAULT_MAX_BYTES } from './core/stage/types';
 import { prune, usage } from './core/stage/usage';
 import type { Timing } from './core/types';
@@ -54,6 +57,7 @@ function count(value: string): number {
 }
 
 function exitCodeOf(err: unknown): number {
+  if (err instanceof Interrupted) return err.exitCode;
   if (isStagingError(err)) {
     if (err.code === 'EBADTAG' || err.code === 'EBADSTATICDIR') return EXIT.usage;
     if (err.code === 'ELOCKED') return EXIT.locked;
@@ -61,8 +65,10 @@ function exitCodeOf(err: unknown): number {
   return EXIT.error;
 }
 
-function buildProgram(): Command {
+function buildProgram(argv: readonly string[]): Command {
   const program = new Command('devserver-stage');
+  // With --json, commander's text for a usage error (it goes to writeErr) is not printed: main reports it as JSON.
+  const json = (): boolean => program.opts<GlobalOptions>().json === true || jsonRequested(argv);
   program
     .description('Stage, lock, inspect and clean up staging areas of a devserver static directory.\nEvery command takes the same locks as the Devserver Staging extension and the core library.')
     .version(typeof __VERSION__ === 'string' ? __VERSION__ : 'dev')
@@ -72,12 +78,20 @@ function buildProgram(): Command {
     .option('--refresh <seconds>', `how often a held lock's heartbeat is refreshed (default ${DEFAULT_TIMING.refreshMs / 1000})`, seconds)
     .showHelpAfterError('(run with --help for usage)')
     .exitOverride()
-    .configureOutput({ outputError: (text, write) => write(text) })
+    .configureOutput({
+      outputError: (text, write) => write(text),
+      writeErr: (text) => (json() ? undefined : process.stderr.write(text)),
+    })
     .addHelpText(
       'after',
       `
 Exit codes: 0 success; 2 usage error or bad tag; 3 held by another (holder on stderr); 1 other errors.
-'lock' exits with the exit code of its command; 'stage' exits 130 when interrupted with Ctrl-C.
+'lock' exits with the exit code of its command; 'lock' and 'stage' exit 128 + the signal when
+stopped by one while waiting or staging: 130 for Ctrl-C, 143 for SIGTERM, 129 for SIGHUP.
+With --json every error, usage errors included, is one line of JSON on stderr:
+{"error":{"code":"EUSAGE","message":"..."}} (code EUSAGE for usage errors, else the error's code).
+Output to a reader that has gone away (devserver-stage list | head -1) is dropped quietly;
+the exit code stays that of the command.
 
 Examples:
   devserver-stage -d /srv/static list eve-release
@@ -130,7 +144,7 @@ Examples:
         'If the lock is lost while it runs, COMMAND is stopped (SIGTERM, then SIGKILL after 5 s). ' +
         'COMMAND sees DEVSERVER_STAGING_DIR (the area) and DEVSERVER_STAGING_TAG. It runs in its own session and process group, ' +
         'and the lock lasts until that whole group has ended, even if this tool is killed (judged by the command\'s pid on this machine). ' +
-        'SIGINT (Ctrl-C), SIGTERM, SIGHUP and SIGQUIT are passed on to the group once. Ctrl-C while waiting exits 130. ' +
+        'SIGINT (Ctrl-C), SIGTERM, SIGHUP and SIGQUIT are passed on to the group once. A signal while waiting for the lock stops the wait: exit 130 for Ctrl-C, 143 for SIGTERM, 129 for SIGHUP. ' +
         'A tag inside a held area, or one with a held area inside it, cannot be locked (exit 3).',
     )
     .argument('<tag>', 'the staging area, relative to the static directory; created if missing')
@@ -166,13 +180,19 @@ Examples:
         'A new build by default (TAG must not exist yet); --add adds to an existing one. ' +
         "Each artifact is recorded with its SHA-256 in the area's manifest; one already there with the same content is skipped, " +
         'one with different content is an error unless --overwrite. A run that fails keeps nothing it wrote (a new build is removed). ' +
-        'Progress goes to stderr, the summary to stdout. Ctrl-C stops, removes what this run wrote, and exits 130.',
+        'Progress goes to stderr, the summary to stdout. Ctrl-C stops, removes what this run wrote, and exits 130 (SIGTERM: 143, SIGHUP: 129), also while waiting for the lock.',
     )
     .argument('<tag>', 'the staging area, relative to the static directory')
     .argument('<sources...>', 'what to stage: files, directories (their contents), archives (.tar, .tar.gz, .tgz, .tar.xz, .zip: unpacked) or http(s) URLs')
     .option('--add', 'add to an existing build instead of creating a new one')
     .option('--overwrite', 'replace artifacts of the same name whose content differs')
-    .option('--max-size <size>', `refuse to write more than this in one run: 500M, 2G, 1.5GiB or bytes (default ${DEFAULT_MAX_BYTES / 1024 ** 3}G)`, size)
+    .option(
+      '--max-size <size>',
+      `refuse to write more than this in one run: 500M, 2G, 1.5GiB or bytes (default ${DEFAULT_MAX_BYTES / 1024 ** 3}G). ` +
+        `Whatever it is, a run also stops before it would leave less free space on the filesystem than a safety margin of ${MARGIN_RULE}, ` +
+        'counted from the free space when it starts',
+      size,
+    )
     .option('--wait <seconds>', 'wait up to this long for a lock held by another', seconds, 0)
     .option('--purpose <text>', 'what the lock is for, shown to others (default: the sources)')
     .action(async (tag: string, sources: string[], o: { add?: boolean; overwrite?: boolean; maxSize?: number; wait: number; purpose?: string }) => {
@@ -266,41 +286,35 @@ Examples:
   return program;
 }
 
-function reportError(err: unknown, json: boolean): void {
-  if (json) {
-    const e = err as Partial<StagingError> & { message?: string };
-    const body: Record<string, unknown> = { code: e.code ?? 'EIO', message: e.message ?? String(err) };
-    if (e.path !== undefined) body.path = e.path;
-    if (e.lock !== undefined) body.lock = e.lock;
-    process.stderr.write(`${JSON.stringify({ error: body })}\n`);
-  } else {
-    const message = err instanceof Error ? err.message : String(err);
-    process.stderr.write(`devserver-stage: ${message}\n`);
-  }
-}
-
 export async function main(argv: readonly string[]): Promise<number> {
-  const program = buildProgram();
+  const program = buildProgram(argv);
+  const json = (): boolean => program.opts<GlobalOptions>().json === true || jsonRequested(argv);
   try {
     await program.parseAsync(argv as string[], { from: 'user' });
     return typeof process.exitCode === 'number' ? process.exitCode : EXIT.ok;
   } catch (err) {
     if (err instanceof CommanderError) {
       // Help and version end up here too, with exit code 0; commander has already printed them.
-      return err.exitCode === 0 ? EXIT.ok : EXIT.usage;
+      if (err.exitCode === 0) return EXIT.ok;
+      // Without --json commander has printed the message; with it, it is reported here.
+      if (json()) process.stderr.write(formatError(usageError(err.message), true));
+      return EXIT.usage;
     }
-    reportError(err, program.opts<GlobalOptions>().json === true);
+    process.stderr.write(formatError(err, json()));
     return exitCodeOf(err);
   }
 }
 
 if (require.main === module) {
-  main(process.argv.slice(2)).then(
+  guardOutput();
+  const argv = process.argv.slice(2);
+  main(argv).then(
     (code) => {
-      process.exitCode = code;
+      process.exitCode = outputFailed() ? EXIT.error : code;
     },
     (err: unknown) => {
-      process.stderr.write(`devserver-stage: unexpected error: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
+      const json = jsonRequested(argv);
+      process.stderr.write(json ? formatError(err, true) : `devserver-stage: unexpected error: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
       process.exitCode = EXIT.error;
     },
   );

@@ -185,3 +185,15 @@ export function report(line: string): void {
   // Through mocha's console hook, which the integration runner relays out of VS Code.
   Mocha.reporters.Base.consoleLog(`      ${line}`);
 }
+
+/**
+ * Whether process `pid` has a handler for `signal`, as the kernel says (SigCgt in /proc). Node
+ * installs none for SIGHUP by default, so a handler for it shows that a tool has reached the point
+ * where it listens (the CLI while it waits for a lock), without guessing a delay.
+ */
+export function catchesSignal(pid: number, signal: NodeJS.Signals): boolean {
+  const status = fs.readFileSync(`/proc/${pid}/status`, 'utf8');
+  const caught = /^SigCgt:\s*([0-9a-f]+)$/m.exec(status);
+  const n = os.constants.signals[signal];
+  return caught !== null && ((BigInt(`0x${caught[1]}`) >> BigInt(n - 1)) & 1n) === 1n;
+}

@@ -8,6 +8,7 @@ import { acquire, type AcquireOptions } from '../core/lock';
 import { isStagingError, type StagingError } from '../core/errors';
 import { processStartOf } from '../core/holder';
 import { CommandRecordFile, isGroupAlive } from '../core/lifetime';
+import { Interrupted } from './output';
 
 /** Time a command gets to exit after SIGTERM before it is killed. */
 const KILL_GRACE_MS = 5_000;
@@ -40,7 +41,7 @@ export interface LockCommandOptions extends AcquireOptions {
   destroyOnFailure: boolean;
 }
 
-/** Resolves to the exit code the tool should end with. */
+/** Resolves to the exit code the tool should end with; a signal while waiting for the lock rejects with `Interrupted`. */
 export async function runLocked(
   staticDir: string,
   tag: string,
@@ -48,18 +49,19 @@ export async function runLocked(
   options: LockCommandOptions,
   say: (message: string) => void,
 ): Promise<number> {
-  // Ctrl-C (or SIGTERM) while waiting for the lock stops the wait.
+  // Ctrl-C, SIGTERM or SIGHUP while waiting for the lock stops the wait; the tool then exits 128 + that signal.
   const waitAbort = new AbortController();
-  const stopWaiting = (): void => waitAbort.abort(new Error('interrupted'));
+  let stoppedBy: NodeJS.Signals | undefined;
+  const stopWaiting = (signal: NodeJS.Signals): void => {
+    stoppedBy ??= signal;
+    waitAbort.abort(new Error(`interrupted by ${signal}`));
+  };
   for (const s of STOPPING) process.on(s, stopWaiting);
   let lease;
   try {
-    lease = await acquire(staticDir, tag, { ...options, signal: waitAbort.signal, });
+    lease = await acquire(staticDir, tag, { ...options, signal: waitAbort.signal });
   } catch (err) {
-    if (isStagingError(err, 'ECANCELED')) {
-      say(err.message);
-      return 130;
-    }
+    if (isStagingError(err, 'ECANCELED') && stoppedBy !== undefined) throw new Interrupted(err, stoppedBy);
     throw err;
   } finally {
     for (const s of STOPPING) process.off(s, stopWaiting);

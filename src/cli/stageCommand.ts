@@ -2,10 +2,10 @@
  * `devserver-stage stage TAG SOURCE...`: stage artifacts with progress on stderr, a summary on
  * stdout, and Ctrl-C that stops cleanly.
  */
-import * as os from 'os';
 import { isStagingError } from '../core/errors';
 import { stage } from '../core/stage/stage';
 import type { StageOptions, StageResult } from '../core/stage/types';
+import { Interrupted } from './output';
 import { StageProgressView, type ProgressOutput } from './progress';
 import { formatBytes, formatRate } from './units';
 
@@ -20,7 +20,7 @@ export interface StageCommandIo {
   json: boolean;
 }
 
-/** Resolves to the exit code; errors other than an interruption are thrown for the caller to report. */
+/** Resolves to the exit code; errors are thrown for the caller to report, an interruption as `Interrupted`. */
 export async function runStage(staticDir: string, tag: string, sources: readonly string[], options: StageCommandOptions, io: StageCommandIo): Promise<number> {
   const view = new StageProgressView(io.stderr);
   const say = (message: string): void => {
@@ -46,10 +46,8 @@ export async function runStage(staticDir: string, tag: string, sources: readonly
     result = await stage(staticDir, tag, sources, { ...options, signal: controller.signal, onProgress: (p) => view.update(p) });
   } catch (err) {
     view.clear();
-    if (stoppedBy !== undefined && (isStagingError(err, 'ECANCELED') || controller.signal.aborted)) {
-      say(err instanceof Error ? err.message : String(err));
-      return 128 + (os.constants.signals[stoppedBy] ?? 2);
-    }
+    // Reported by the caller like any error (JSON with --json); the exit code is 128 + the signal.
+    if (stoppedBy !== undefined && (isStagingError(err, 'ECANCELED') || controller.signal.aborted)) throw new Interrupted(err, stoppedBy);
     throw err;
   } finally {
     for (const s of STOPPING) process.off(s, onSignal);

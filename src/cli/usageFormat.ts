@@ -17,15 +17,23 @@ function age(lastUsedMs: number, nowMs: number): string {
   return `${formatDuration(Math.max(0, nowMs - lastUsedMs))} ago`;
 }
 
+function stateOf(a: AreaUsage): string {
+  const notes = [...(a.incomplete === true ? ['partly unreadable'] : []), ...(a.damaged !== undefined ? ['manifest damaged'] : [])];
+  return notes.length > 0 ? `${a.state} (${notes.join(', ')})` : a.state;
+}
+
 /** Oldest first: the top of the table is what `prune` would take first. */
 export function formatUsage(areas: readonly AreaUsage[], nowMs = Date.now()): string {
   if (areas.length === 0) return '(no staging areas)\n';
   const sorted = [...areas].sort((a, b) => a.lastUsedMs - b.lastUsedMs || a.tag.localeCompare(b.tag));
-  const rows = sorted.map((a) => [a.tag, formatBytes(a.bytes), String(a.artifacts), age(a.lastUsedMs, nowMs), a.incomplete === true ? `${a.state} (partly unreadable)` : a.state]);
+  const rows = sorted.map((a) => [a.tag, formatBytes(a.bytes), String(a.artifacts), age(a.lastUsedMs, nowMs), stateOf(a)]);
   const bytes = areas.reduce((sum, a) => sum + a.bytes, 0);
   const artifacts = areas.reduce((sum, a) => sum + a.artifacts, 0);
   rows.push([`TOTAL (${areas.length} area${areas.length === 1 ? '' : 's'})`, formatBytes(bytes), String(artifacts), '', '']);
-  return table(['TAG', 'SIZE', 'ARTIFACTS', 'LAST USED', 'STATE'], rows, new Set([1, 2]));
+  const damaged = sorted.filter((a) => a.damaged !== undefined);
+  // The first one's message says how to repair; the others are the same.
+  const note = damaged.length > 0 ? `\n${damaged.length} area${damaged.length === 1 ? ' has' : 's have'} a damaged manifest. ${damaged[0]!.damaged}\n` : '';
+  return table(['TAG', 'SIZE', 'ARTIFACTS', 'LAST USED', 'STATE'], rows, new Set([1, 2])) + note;
 }
 
 export function formatPrune(r: PruneResult): string {

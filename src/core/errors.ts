@@ -17,6 +17,7 @@ export type ErrorCode =
   | 'EUNSAFE' // an archive entry would land outside the area, or is a link or device
   | 'ETOOBIG' // a staging would write more than its size limit
   | 'ECONFLICT' // an artifact of the same name but different content is already staged
+  | 'ECORRUPT' // a record the tool keeps in an area (the manifest) is damaged: not JSON, or an entry of the wrong shape
   | 'EIO'; // any other filesystem failure, with the cause attached
 
 export class StagingError extends Error {

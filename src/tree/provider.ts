@@ -6,7 +6,7 @@
 import * as fs from 'fs';
 import * as path from 'path';
 import * as vscode from 'vscode';
-import { MANIFEST_FILE, isProtocolName, type Manifest } from '../core';
+import { MANIFEST_FILE, isProtocolName, parseManifest } from '../core';
 import { errorMessage } from '../errors';
 import { keyOf, type LockStates, type StateChange } from '../state';
 import type { WindowLocks } from '../windowLocks';
@@ -156,7 +156,9 @@ export const dirOf = (n: Node): string => (n instanceof StaticDirNode ? n.dir : 
  */
 async function contentsOf(dir: string): Promise<{ artifacts: number; bytes: number } | undefined> {
   try {
-    const manifest = JSON.parse(await fs.promises.readFile(path.join(dir, MANIFEST_FILE), 'utf8')) as Manifest;
+    // A damaged manifest (ECORRUPT) counts as none: the files at the top are counted instead.
+    const file = path.join(dir, MANIFEST_FILE);
+    const manifest = parseManifest(await fs.promises.readFile(file, 'utf8'), file);
     const all = Object.values(manifest.artifacts);
     return { artifacts: all.length, bytes: all.reduce((n, a) => n + a.size, 0) };
   } catch {

@@ -7,7 +7,7 @@ import * as fs from 'fs';
 import * as path from 'path';
 import { acquire } from '../../src/core/lock';
 import { inspect } from '../../src/core/inspect';
-import { CLI, cleanup, cli, run, sleep, tempDir, waitFor } from '../helpers';
+import { CLI, catchesSignal, cleanup, cli, run, tempDir, waitFor } from '../helpers';
 
 describe('devserver-stage', () => {
   let root: string;
@@ -139,7 +139,8 @@ describe('devserver-stage', () => {
     let stderr = '';
     child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
     const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
-    await sleep(500);
+    // The tool listens for SIGINT, SIGTERM and SIGHUP together while it waits: the kernel says when.
+    await waitFor(() => (catchesSignal(child.pid!, 'SIGHUP') ? true : undefined), 30_000, 'the tool to wait for the lock');
     child.kill('SIGINT');
     assert.equal(await exited, 130);
     assert.match(stderr, /Stopped waiting for the lock/);

@@ -185,6 +185,7 @@ async function settledOrAborted(body: Readable, signal: AbortSignal, url: string
 /** Writes `body` to the part file `part`, within the context's byte allowance. */
 async function download(body: Readable, part: string, url: string, ctx: SourceContext, size: number | undefined): Promise<void> {
   const tooBig = (): StagingError =>
+    ctx.tooBig?.(url) ??
     new StagingError(
       'ETOOBIG',
       `${url} is larger than the ${ctx.maxBytes} bytes this staging may still write; raise the size limit if the file is expected to be this big.`,

@@ -5,29 +5,87 @@
 import * as crypto from 'crypto';
 import * as fs from 'fs';
 import * as path from 'path';
+import { StagingError, asStagingError, errnoCode } from '../errors';
 import { MANIFEST_FILE, PART_PREFIX, type Manifest, type ManifestEntry } from './types';
 
 export function emptyManifest(): Manifest {
   return { version: 1, artifacts: {} };
 }
 
-/** The area's manifest; an empty one where there is none or it cannot be parsed. */
+/**
+ * The area's manifest; an empty one where there is none. A manifest that cannot be read or is
+ * damaged is an error (EIO, ECORRUPT), never taken as empty: the next commit would write over
+ * what it recorded.
+ */
 export async function readManifest(dir: string): Promise<Manifest> {
+  const file = path.join(dir, MANIFEST_FILE);
   let text: string;
   try {
-    text = await fs.promises.readFile(path.join(dir, MANIFEST_FILE), 'utf8');
-  } catch {
-    return emptyManifest();
+    text = await fs.promises.readFile(file, 'utf8');
+  } catch (err) {
+    if (errnoCode(err) === 'ENOENT') return emptyManifest();
+    throw asStagingError(err, 'read the manifest', file);
   }
+  return parseManifest(text, file);
+}
+
+/** What `parseManifest` checks an entry against, for the error message. */
+const ENTRY_SHAPE = 'an object with name (its key), type ("file" or "symlink"), size, sha256 (64 hex digits), source and stagedAt';
+
+/**
+ * Parses and checks a manifest entry by entry: a damaged one (edited by hand, truncated by a full
+ * disk elsewhere, written by another tool) fails with ECORRUPT naming the file, the entry and
+ * what to do, rather than failing later on a property of `null`.
+ */
+export function parseManifest(text: string, file: string): Manifest {
+  const corrupt = (what: string): StagingError =>
+    new StagingError(
+      'ECORRUPT',
+      `The manifest ${file} is damaged: ${what}. Nothing was changed. To repair it, move it aside ` +
+        `(mv '${file}' '${file}.damaged') and stage the build's sources again with \`devserver-stage stage --add TAG SOURCE...\` ` +
+        '(files already there are hashed again and recorded; add --overwrite where they differ), ' +
+        'or remove the area with `devserver-stage destroy TAG` and stage it anew.',
+      { path: file },
+    );
+  let raw: unknown;
   try {
-    const raw = JSON.parse(text) as Partial<Manifest>;
-    if (raw.version === 1 && typeof raw.artifacts === 'object' && raw.artifacts !== null) {
-      return { version: 1, artifacts: { ...raw.artifacts } as Record<string, ManifestEntry> };
-    }
-  } catch {
-    /* unreadable: start afresh; entries are re-hashed where needed */
+    raw = JSON.parse(text);
+  } catch (err) {
+    throw corrupt(`it is not JSON (${(err as Error).message})`);
   }
-  return emptyManifest();
+  if (!isObject(raw)) throw corrupt('it is not a JSON object');
+  if (raw.version !== 1) throw corrupt(`its version is ${JSON.stringify(raw.version)}, not 1`);
+  if (!isObject(raw.artifacts)) throw corrupt('"artifacts" is not an object');
+  const artifacts: Record<string, ManifestEntry> = {};
+  for (const [key, value] of Object.entries(raw.artifacts)) {
+    const problem = entryProblem(key, value);
+    if (problem !== undefined) throw corrupt(`artifact ${JSON.stringify(key)} ${problem}; each entry must be ${ENTRY_SHAPE}`);
+    artifacts[key] = value as ManifestEntry;
+  }
+  return { version: 1, artifacts };
+}
+
+function isObject(v: unknown): v is Record<string, unknown> {
+  return typeof v === 'object' && v !== null && !Array.isArray(v);
+}
+
+/** What is wrong with one entry, or undefined. */
+function entryProblem(key: string, e: unknown): string | undefined {
+  if (!isObject(e)) return `is ${e === null ? 'null' : Array.isArray(e) ? 'an array' : typeof e}`;
+  // The name is joined to the area's path when links are checked: it must stay inside.
+  const segments = key.split('/');
+  if (key === '' || key.startsWith('/') || /[\u0000-\u001f\u007f\\]/.test(key) || segments.some((s) => s === '' || s === '.' || s === '..')) {
+    return 'is not a relative path inside the area';
+  }
+  if (e.name !== key) return `has the name ${JSON.stringify(e.name)}, not its key`;
+  if (e.type !== 'file' && e.type !== 'symlink') return `has the type ${JSON.stringify(e.type)}`;
+  if (typeof e.size !== 'number' || !Number.isSafeInteger(e.size) || e.size < 0) return `has the size ${JSON.stringify(e.size)}`;
+  if (typeof e.sha256 !== 'string' || !/^[0-9a-f]{64}$/.test(e.sha256)) return `has the sha256 ${JSON.stringify(e.sha256)}`;
+  if (typeof e.source !== 'string') return 'has no source';
+  if (typeof e.stagedAt !== 'string') return 'has no stagedAt';
+  if (e.type === 'symlink' && typeof e.linkTarget !== 'string') return 'is a symlink without a linkTarget';
+  if (e.linkTarget !== undefined && typeof e.linkTarget !== 'string') return `has the linkTarget ${JSON.stringify(e.linkTarget)}`;
+  return undefined;
 }
 
 export async function writeManifest(dir: string, manifest: Manifest): Promise<void> {

@@ -16,11 +16,11 @@ import { pipeline } from 'stream/promises';
 import { StagingError, asStagingError, errnoCode, isStagingError } from '../errors';
 import { acquire, type Lease } from '../lock';
 import { LOCK_NAME, LOCK_TARGET, META_DIR } from '../protocol';
-import { formatBytes } from '../format';
 import { isInside } from '../tags';
 import { asyncIo, ioFor } from '../io';
 import { FileHasher } from './hasher';
 import { emptyManifest, readManifest, writeManifest } from './manifest';
+import { limitOf, sizeLimit, type SizeLimit } from './space';
 import { openSource } from './sources';
 import {
   DEFAULT_MAX_BYTES,
@@ -104,7 +104,8 @@ export async function stage(staticDir: string, tag: string, sources: readonly st
 class Transaction {
   private readonly dir: string;
   private manifest: Manifest = emptyManifest();
-  private readonly maxBytes: number;
+  private maxBytes: number;
+  private limit?: SizeLimit;
   private bytes = 0;
   private totalBytes: number | undefined;
   private artifacts = 0;
@@ -147,6 +148,7 @@ class Transaction {
 
   async begin(sources: readonly string[]): Promise<void> {
     this.manifest = await readManifest(this.dir);
+    this.maxBytes = (this.limit = await sizeLimit(this.dir, this.maxBytes)).bytes;
     this.totalBytes = await localTotal(sources);
   }
 
@@ -196,13 +198,7 @@ class Transaction {
   /** Counts bytes against the limit; throws ETOOBIG past it. */
   private count(n: number, source: string): void {
     this.bytes += n;
-    if (this.bytes > this.maxBytes) {
-      throw new StagingError(
-        'ETOOBIG',
-        `Staging ${source} would write more than ${formatBytes(this.maxBytes)} into ${this.dir}; stopped. Raise the size limit if the build really is that large.`,
-        { path: this.dir },
-      );
-    }
+    if (this.bytes > this.maxBytes) throw (this.limit ?? limitOf(this.maxBytes, undefined)).tooBig(source, this.dir);
   }
 
   async stageSource(spec: string): Promise<void> {
@@ -214,6 +210,7 @@ class Transaction {
       get maxBytes() {
         return remaining();
       },
+      tooBig: (source) => (this.limit ?? limitOf(this.maxBytes, undefined)).tooBig(source, this.dir),
       onPartBytes: (n, total) => {
         const a = this.active.get(spec) ?? { bytes: 0 };
         a.bytes += n;
@@ -449,10 +446,11 @@ class Transaction {
     try {
       let copiedBytes: number;
       if (size <= COPY_FILE_MAX) {
+        // Counted before the copy: several run at once, and each must see the others' bytes.
+        this.count(size, e.source);
         await fs.promises.copyFile(src, part, fs.constants.COPYFILE_EXCL);
         this.check();
         copiedBytes = size;
-        this.count(size, e.source);
         copied = size;
         report();
       } else {

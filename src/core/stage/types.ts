@@ -4,6 +4,7 @@
  * what lands and how) and the callers (CLI, extension).
  */
 import type { Readable } from 'stream';
+import type { StagingError } from '../errors';
 import type { Timing } from '../types';
 
 /**
@@ -54,6 +55,8 @@ export interface SourceContext {
   signal: AbortSignal;
   /** Bytes the source may still write to `partPath` files (downloads): beyond it, fail with ETOOBIG. */
   maxBytes: number;
+  /** The ETOOBIG error for `source` passing `maxBytes`, saying which limit that is (size limit or free space). */
+  tooBig?(source: string): StagingError;
   /** Reports bytes a source just wrote to a `partPath` file (an increment, not a running total), for progress. */
   onPartBytes(bytes: number, total?: number): void;
 }

@@ -15,6 +15,7 @@ import { FENCE_FILE, LOCK_NAME, META_DIR, clampTiming, isProtocolName } from '..
 import { destroy } from '../remove';
 import { resolveArea, resolveStaticDir } from '../tags';
 import type { LockInfo, LockState, Timing } from '../types';
+import { parseManifest } from './manifest';
 import { MANIFEST_FILE, TIMESTAMP_FILE } from './types';
 
 /** One staging area's footprint. */
@@ -33,6 +34,8 @@ export interface AreaUsage {
   lock?: LockInfo;
   /** Set when part of the area could not be read (permissions): `bytes` and `artifacts` are then too low. */
   incomplete?: true;
+  /** Set when the area's manifest is damaged (ECORRUPT): what is wrong with it and how to repair it. */
+  damaged?: string;
 }
 
 export interface UsageOptions extends Partial<Timing> {
@@ -257,25 +260,40 @@ async function measureArea(
     tag: tagOf(root, dir),
     dir,
     bytes,
-    artifacts: manifestCount ?? files,
+    artifacts: manifestCount?.count ?? files,
     lastUsedMs,
     state: judged?.info.state ?? 'free',
   };
   if (judged !== undefined && judged.info.state !== 'free') out.lock = judged.info;
   if (incomplete) out.incomplete = true;
+  if (manifestCount?.damaged !== undefined) out.damaged = manifestCount.damaged;
   return out;
 }
 
-/** The number of artifacts a manifest records; undefined when it cannot be read or is not one. */
-async function readManifestCount(file: string): Promise<number | undefined> {
+/**
+ * The number of artifacts a manifest records (undefined when it cannot be read or is not one),
+ * and, for a manifest that fails `parseManifest`'s checks, why: `du` shows such an area as damaged
+ * rather than failing on it.
+ */
+async function readManifestCount(file: string): Promise<{ count?: number; damaged?: string } | undefined> {
+  let text: string;
   try {
-    const parsed: unknown = JSON.parse(await fs.promises.readFile(file, 'utf8'));
-    if (typeof parsed !== 'object' || parsed === null) return undefined;
-    const { version, artifacts } = parsed as { version?: unknown; artifacts?: unknown };
-    if (version !== 1 || typeof artifacts !== 'object' || artifacts === null || Array.isArray(artifacts)) return undefined;
-    return Object.keys(artifacts).length;
+    text = await fs.promises.readFile(file, 'utf8');
   } catch {
     return undefined;
+  }
+  try {
+    return { count: Object.keys(parseManifest(text, file).artifacts).length };
+  } catch (err) {
+    const damaged = err instanceof Error ? err.message : String(err);
+    try {
+      const parsed: unknown = JSON.parse(text);
+      const artifacts = typeof parsed === 'object' && parsed !== null ? (parsed as { artifacts?: unknown }).artifacts : undefined;
+      if (typeof artifacts === 'object' && artifacts !== null && !Array.isArray(artifacts)) return { count: Object.keys(artifacts).length, damaged };
+    } catch {
+      /* not JSON: count the files instead */
+    }
+    return { damaged };
   }
 }
 

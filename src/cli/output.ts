@@ -1,0 +1,84 @@
+/**
+ * How the command-line tool talks to the streams it was given: errors in one shape (plain text,
+ * or one JSON object per error with --json), and a closed stdout or stderr that ends nothing.
+ */
+import * as os from 'os';
+import type { StagingError } from '../core/errors';
+
+/** The code of errors in how the tool was called (unknown command or option, missing or bad argument). */
+export const USAGE_CODE = 'EUSAGE';
+
+/**
+ * A command stopped by a signal (while waiting for a lock, or staging): reported as its error,
+ * and the tool exits 128 + the signal's number, as a shell reports a process killed by it
+ * (130 for SIGINT, 143 for SIGTERM, 129 for SIGHUP).
+ */
+export class Interrupted extends Error {
+  constructor(
+    readonly error: unknown,
+    readonly signal: NodeJS.Signals,
+  ) {
+    super(error instanceof Error ? error.message : String(error));
+  }
+
+  get exitCode(): number {
+    return 128 + (os.constants.signals[this.signal] ?? os.constants.signals.SIGINT);
+  }
+}
+
+/** One error as the tool reports it: `devserver-stage: MESSAGE`, or `{"error":{"code","message",...}}` with --json. */
+export function formatError(err: unknown, json: boolean): string {
+  if (err instanceof Interrupted) return formatError(err.error, json);
+  const e = (typeof err === 'object' && err !== null ? err : {}) as Partial<StagingError> & { message?: unknown };
+  const message = typeof e.message === 'string' ? e.message : String(err);
+  if (!json) return `devserver-stage: ${message}\n`;
+  const body: Record<string, unknown> = { code: typeof e.code === 'string' ? e.code : 'EIO', message };
+  if (e.path !== undefined) body.path = e.path;
+  if (e.lock !== undefined) body.lock = e.lock;
+  return `${JSON.stringify({ error: body })}\n`;
+}
+
+/** A usage error as `formatError` takes it; `text` is commander's message ("error: unknown option '--x'"). */
+export function usageError(text: string): { code: string; message: string } {
+  return { code: USAGE_CODE, message: text.replace(/^error:\s*/, '').trim() };
+}
+
+/**
+ * Whether --json was asked for, from the arguments alone (before `--`): a usage error can come
+ * before commander has parsed the option.
+ */
+export function jsonRequested(argv: readonly string[]): boolean {
+  for (const a of argv) {
+    if (a === '--') return false;
+    if (a === '--json') return true;
+  }
+  return false;
+}
+
+let writeFailed = false;
+
+/** Whether writing the output failed other than by a reader going away. */
+export function outputFailed(): boolean {
+  return writeFailed;
+}
+
+/**
+ * A reader that went away (`devserver-stage list | head -1`, a closed terminal) is not a failure
+ * of the command: the write fails with EPIPE, and without a listener Node turns that into an
+ * uncaught exception with a stack trace. Here the lost output is dropped and the command ends with
+ * the status it would have had anyway (0 for a `list` that completed), as a reader such as
+ * `grep -q` in a `set -o pipefail` script expects; staging goes on to its end. Other write errors
+ * (a full disk under `> file`) fail the command with exit 1.
+ */
+export function guardOutput(streams: readonly NodeJS.WriteStream[] = [process.stdout, process.stderr]): void {
+  for (const stream of streams) {
+    stream.on('error', (err: NodeJS.ErrnoException) => {
+      if (err.code === 'EPIPE') return;
+      writeFailed = true;
+      process.exitCode = 1;
+      if (stream !== process.stderr && process.stderr.writable) {
+        process.stderr.write(`devserver-stage: could not write the output: ${err.message}\n`);
+      }
+    });
+  }
+}
