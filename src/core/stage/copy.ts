@@ -1,0 +1,270 @@
+/**
+ * Copying an artifact's content into its temporary file in the area, hashing exactly what was
+ * written, and counting it against the call's size limit.
+ */
+import * as crypto from 'crypto';
+import * as fs from 'fs';
+import { Transform, type Readable } from 'stream';
+import { pipeline } from 'stream/promises';
+import { StagingError, asStagingError, errnoCode, isStagingError } from '../errors';
+import { ioFor } from '../io';
+import { FileHasher } from './hasher';
+import { limitOf, sizeLimit, type SizeLimit } from './space';
+import type { Progress } from './progress';
+import type { IncomingEntry } from './types';
+
+/** Large local files are copied in chunks of this size: big enough to be fast, small enough to stop at once. */
+const CHUNK = 4 * 1024 * 1024;
+/** Up to this size a local file is copied by the kernel in one call (tens of ms at most). */
+const COPY_FILE_MAX = 16 * 1024 * 1024;
+/**
+ * Up to this size, between local filesystems, a file is read once, hashed and written with
+ * synchronous calls: for the many small files of a build, a few syscalls of microseconds beat
+ * thread-pool round trips and a message to a hash worker, and the event loop is held well
+ * under a millisecond each time.
+ */
+const SMALL_SYNC_MAX = 1024 * 1024;
+
+export interface Written {
+  size: number;
+  sha256: string;
+}
+
+/** The bytes one call has written, against its limit. */
+export class Budget {
+  used = 0;
+  /** The limit in force: the caller's maximum, lowered at the start to keep the disk's safety margin. */
+  private limit: SizeLimit;
+
+  constructor(
+    max: number,
+    private readonly dir: string,
+  ) {
+    this.limit = limitOf(max, undefined);
+  }
+
+  /** Lowers the limit to what the filesystem can take while keeping its safety margin (space.ts). */
+  async fitToDisk(): Promise<void> {
+    this.limit = await sizeLimit(this.dir, this.limit.bytes);
+  }
+
+  get max(): number {
+    return this.limit.bytes;
+  }
+
+  get remaining(): number {
+    return this.limit.bytes - this.used;
+  }
+
+  /** The error for `source` going past the limit, naming which limit it is. */
+  tooBig(source: string): StagingError {
+    return this.limit.tooBig(source, this.dir);
+  }
+
+  /** Counts bytes against the limit; throws ETOOBIG past it. */
+  count(n: number, source: string): void {
+    this.used += n;
+    if (this.used > this.limit.bytes) throw this.tooBig(source);
+  }
+}
+
+export class Copier {
+  /** Workers that hash local files beside the copy; started on the first local file. */
+  private fileHasher?: FileHasher;
+  private areaSync?: Promise<boolean>;
+  private readonly sourceSync = new Map<number, boolean>();
+
+  constructor(
+    private readonly dir: string,
+    private readonly signal: AbortSignal,
+    private readonly budget: Budget,
+    private readonly progress: Progress,
+  ) {}
+
+  async close(): Promise<void> {
+    await this.fileHasher?.close();
+  }
+
+  private check(): void {
+    if (this.signal.aborted) throw this.signal.reason;
+  }
+
+  /**
+   * A local file: the kernel copies it (copy_file_range) while a worker hashes the source, and a
+   * stat before and after makes sure the source did not change in between, so the hash is the
+   * copy's. Large files are copied in chunks instead, so that a cancel stops within 100 ms.
+   */
+  async local(name: string, src: string, part: string, e: IncomingEntry): Promise<Written> {
+    const sourceError = (err: unknown): StagingError =>
+      new StagingError('ESOURCE', `Cannot read ${src}: ${(err as Error).message}.`, { path: src, cause: err });
+    // The size as the source saw it (its directory walk); the worker's look at the open file decides.
+    const size = e.size ?? (await fs.promises.stat(src).catch((err: unknown) => {
+      throw sourceError(err);
+    })).size;
+    // The limit is known to be broken before a byte is copied.
+    if (this.budget.used + size > this.budget.max) this.budget.count(size, e.source);
+    if (size <= SMALL_SYNC_MAX && e.localStat !== undefined && (await this.bothLocal(src, e.localStat.dev))) {
+      return this.small(name, src, part, e);
+    }
+    let copied = 0;
+    let hashed = 0;
+    const report = (): void => this.progress.update(name, Math.min(copied, hashed), size);
+    this.fileHasher ??= new FileHasher();
+    const hashing = this.fileHasher.hash(src, (n) => {
+      hashed = n;
+      report();
+    });
+    hashing.catch(() => undefined); // awaited below; a copy failure must not leave it unobserved
+    try {
+      let copiedBytes: number;
+      if (size <= COPY_FILE_MAX) {
+        // Counted before the copy: several run at once, and each must see the others' bytes.
+        this.budget.count(size, e.source);
+        await fs.promises.copyFile(src, part, fs.constants.COPYFILE_EXCL);
+        this.check();
+        copiedBytes = size;
+        copied = size;
+        report();
+      } else {
+        copiedBytes = 0;
+        await this.chunks(src, part, e, (n) => {
+          copied += n;
+          copiedBytes += n;
+          report();
+        });
+      }
+      // The file as the source saw it before the copy began (else as the worker found it on
+      // opening), as it is now, and what was hashed must agree: otherwise it changed while it was
+      // staged and the hash might not be the copy's.
+      const digest = await untilAborted(hashing, this.signal);
+      const after = await fs.promises.stat(src);
+      const seen = e.localStat ?? digest.opened;
+      const copiedSize = size <= COPY_FILE_MAX ? size : copiedBytes;
+      const same = (a: { ino: number; size: number; mtimeMs: number }): boolean => a.ino === after.ino && a.size === after.size && a.mtimeMs === after.mtimeMs;
+      if (!same(seen) || !same(digest.opened) || digest.size !== after.size || copiedSize !== after.size) {
+        throw new StagingError('ESOURCE', `${src} changed while it was being staged; stage it again once it is complete.`, { path: src });
+      }
+      return { size: digest.size, sha256: digest.sha256 };
+    } catch (err) {
+      if (this.signal.aborted) throw this.signal.reason;
+      if (isStagingError(err)) throw err;
+      const errno = errnoCode(err);
+      if ((errno === 'ENOENT' || errno === 'EACCES' || errno === 'EPERM' || errno === 'EISDIR') && (err as { path?: string }).path === src) throw sourceError(err);
+      throw asStagingError(err, 'copy into', part);
+    }
+  }
+
+  /** Whether the filesystem of the source `src` (device `dev`) and the area's are both local (see io.ts). */
+  private async bothLocal(src: string, dev: number): Promise<boolean> {
+    this.areaSync ??= ioFor(this.dir, (await fs.promises.stat(this.dir)).dev).then((io) => io.sync);
+    if (!(await this.areaSync)) return false;
+    let known = this.sourceSync.get(dev);
+    if (known === undefined) {
+      known = (await ioFor(src, dev).catch(() => ({ sync: false }))).sync;
+      this.sourceSync.set(dev, known);
+    }
+    return known;
+  }
+
+  /** A small local file: read once, hashed, written, all synchronously: the hash is of what was written. */
+  private small(name: string, src: string, part: string, e: IncomingEntry): Written {
+    this.check();
+    let data: Buffer;
+    try {
+      data = fs.readFileSync(src);
+    } catch (err) {
+      throw new StagingError('ESOURCE', `Cannot read ${src}: ${(err as Error).message}.`, { path: src, cause: err });
+    }
+    // What was read is what is hashed and written: a change since the walk cannot split them.
+    this.budget.count(data.length, e.source);
+    try {
+      fs.writeFileSync(part, data, { flag: 'wx' });
+    } catch (err) {
+      throw asStagingError(err, `write ${name} into`, this.dir);
+    }
+    this.progress.update(name, data.length, data.length);
+    return { size: data.length, sha256: crypto.createHash('sha256').update(data).digest('hex') };
+  }
+
+  private async chunks(src: string, part: string, e: IncomingEntry, onCopied: (n: number) => void): Promise<void> {
+    const input = await fs.promises.open(src, 'r');
+    let output: fs.promises.FileHandle | undefined;
+    try {
+      output = await fs.promises.open(part, 'wx');
+      const buf = Buffer.allocUnsafe(CHUNK);
+      for (;;) {
+        this.check();
+        const { bytesRead } = await input.read(buf, 0, CHUNK, null);
+        if (bytesRead === 0) break;
+        this.budget.count(bytesRead, e.source);
+        await output.write(buf, 0, bytesRead);
+        onCopied(bytesRead);
+      }
+    } finally {
+      await input.close().catch(() => undefined);
+      await output?.close().catch(() => undefined);
+    }
+  }
+
+  /** Content from a stream (an archive's entry, a download): counted and hashed as it passes. */
+  async stream(name: string, content: Readable, part: string, e: IncomingEntry): Promise<Written> {
+    const hash = crypto.createHash('sha256');
+    let size = 0;
+    const total = e.size;
+    const meter = new Transform({
+      transform: (chunk: Buffer, _enc, done) => {
+        try {
+          this.budget.count(chunk.length, e.source);
+        } catch (err) {
+          return done(err as Error);
+        }
+        hash.update(chunk);
+        size += chunk.length;
+        this.progress.update(name, size, total);
+        done(null, chunk);
+      },
+    });
+    const out = fs.createWriteStream(part, { flags: 'wx' });
+    let writeError: unknown;
+    out.once('error', (err) => (writeError = err));
+    try {
+      await pipeline(content, meter, out, { signal: this.signal });
+    } catch (err) {
+      if (this.signal.aborted) throw this.signal.reason;
+      if (isStagingError(err)) throw err;
+      // Writing failed (a full disk, permissions): the area's problem, not the source's.
+      if (writeError !== undefined) throw asStagingError(writeError, `write ${name} into`, this.dir);
+      throw new StagingError('ESOURCE', `Could not stage ${e.name} from ${e.source}: ${(err as Error).message}.`, { cause: err });
+    }
+    return { size, sha256: hash.digest('hex') };
+  }
+}
+
+/** `p`, or the signal's reason as soon as it aborts (a worker mid-file is stopped separately). */
+function untilAborted<T>(p: Promise<T>, signal: AbortSignal): Promise<T> {
+  if (signal.aborted) return Promise.reject(signal.reason);
+  return new Promise((resolve, reject) => {
+    const onAbort = (): void => reject(signal.reason);
+    signal.addEventListener('abort', onAbort, { once: true });
+    p.then(
+      (v) => {
+        signal.removeEventListener('abort', onAbort);
+        resolve(v);
+      },
+      (err: unknown) => {
+        signal.removeEventListener('abort', onAbort);
+        reject(err);
+      },
+    );
+  });
+}
+
+export async function hashFile(p: string): Promise<Written> {
+  const hash = crypto.createHash('sha256');
+  let size = 0;
+  for await (const chunk of fs.createReadStream(p, { highWaterMark: CHUNK })) {
+    hash.update(chunk as Buffer);
+    size += (chunk as Buffer).length;
+  }
+  return { size, sha256: hash.digest('hex') };
+}
