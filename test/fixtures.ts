@@ -8,6 +8,7 @@ import * as fs from 'fs';
 import * as http from 'http';
 import type { AddressInfo, Socket } from 'net';
 import * as path from 'path';
+import { FENCE_FILE } from '../src/core/protocol';
 import type { Readable } from 'stream';
 import { PART_PREFIX } from '../src/core/stage/types';
 import { run } from './helpers';
@@ -147,10 +148,14 @@ export async function writeArchives(specs: readonly ArchiveSpec[]): Promise<void
  * Every path below `top` with what can change: type, mode, size, content hash, link target and
  * mtime (of directories too when `dirMtimes`, so an entry made and removed again shows).
  */
+/**
+ * Every entry below `top` with its type, mode, size, mtime and content hash. The area's fencing
+ * counter is left out: it is the lock's bookkeeping and grows with every lock, like the lock itself.
+ */
 export function tree(top: string, options: { skip?: (p: string) => boolean; dirMtimes: boolean }): Map<string, string> {
   const out = new Map<string, string>();
   const visit = (p: string): void => {
-    if (options.skip?.(p) === true) return;
+    if (options.skip?.(p) === true || path.basename(p) === FENCE_FILE) return;
     const st = fs.lstatSync(p);
     if (st.isDirectory()) {
       out.set(p, `d ${st.mode} ${options.dirMtimes ? st.mtimeMs : ''}`);

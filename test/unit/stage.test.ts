@@ -6,6 +6,7 @@ import { strict as assert } from 'assert';
 import * as crypto from 'crypto';
 import * as fs from 'fs';
 import * as path from 'path';
+import { FENCE_FILE } from '../../src/core/protocol';
 import { inspect } from '../../src/core/inspect';
 import { acquire } from '../../src/core/lock';
 import { stage } from '../../src/core/stage/stage';
@@ -21,6 +22,7 @@ function contents(dir: string): Map<string, string> {
     for (const e of fs.readdirSync(d, { withFileTypes: true })) {
       const p = path.join(d, e.name);
       const rel = path.relative(dir, p);
+      if (e.name === FENCE_FILE) continue;
       if (e.isDirectory()) walk(p);
       else if (e.isSymbolicLink()) out.set(rel, `-> ${fs.readlinkSync(p)}`);
       else out.set(rel, sha(fs.readFileSync(p)));

@@ -1,78 +1,170 @@
 /**
- * The undo journal of one staging call: everything it did to the area, so that a failure can put
- * the area back as it was, and a commit can let go of what it no longer needs.
+ * One staging call's change to the area, prepared in the holder's work directory and committed at
+ * the end. Nothing reaches the area before the commit: artifacts are written as parts in the work
+ * directory (`devserver.lock/work.<token>/`, named through the lock), and the commit moves each one
+ * into place by a rename recorded beforehand (see ../commit.ts). So:
+ * - a failure or cancel before the commit leaves the area untouched (the parts go with the lock);
+ * - a failure during the commit is undone by inode, and what was replaced comes back;
+ * - a holder that loses its lock can change nothing any more: its work directory's name leads
+ *   nowhere once the lock is moved away, and the next holder undoes a commit it left half done.
  */
 import * as crypto from 'crypto';
 import * as fs from 'fs';
 import * as path from 'path';
-import { PART_PREFIX } from './types';
+import { createRecord, type Dir } from '../anchored';
+import { COMMIT_FILE, openParentOf, undoCommit, type CommitStep } from '../commit';
+import { StagingError, asStagingError, errnoCode } from '../errors';
+import { MANIFEST_FILE, TIMESTAMP_FILE } from './types';
+
+/** An artifact waiting in the work directory for the commit. */
+interface Pending {
+  part: string;
+  /** Whether something is at its place in the area now, which the commit sets aside. */
+  replaces: boolean;
+}
 
 export class Journal {
-  /** Temporary files of this call, removed at the end whatever happens. */
-  private readonly parts = new Set<string>();
-  /** Artifacts this call put where nothing was: removed on rollback. */
-  private readonly placed: string[] = [];
-  /** Originals this call replaced, renamed aside: put back on rollback, deleted on commit. */
-  private readonly asides: { final: string; aside: string }[] = [];
-  /** Directories this call made: removed on rollback (when empty). */
-  private readonly madeDirs: string[] = [];
+  /** Artifacts to place, by name in the area. */
+  private readonly pending = new Map<string, Pending>();
+  /** Directories the artifacts need, by name in the area ('/'-separated). */
+  private readonly dirs = new Set<string>();
+  private serial = 0;
 
-  constructor(private readonly dir: string) {}
+  /**
+   * @param area the area, opened (anchored.ts): places in it are reached without following links
+   * @param workDir the holder's work directory, named through the lock (the fence)
+   * @param shown the area's path, for messages
+   */
+  constructor(
+    private readonly area: Dir,
+    private readonly workDir: string,
+    private readonly shown: string,
+  ) {}
 
-  /** A fresh temporary path in the area, removed when the call ends unless it is placed. */
+  /** A fresh path in the work directory for a part (or a download to unpack). */
   newPart(kind = ''): string {
-    const p = path.join(this.dir, `${PART_PREFIX}${kind}${crypto.randomBytes(8).toString('hex')}`);
-    this.parts.add(p);
-    return p;
+    return `${this.workDir}/${kind}part.${crypto.randomBytes(8).toString('hex')}`;
   }
 
-  madeDir(dir: string): void {
-    this.madeDirs.push(dir);
+  /** A directory the staged artifacts need: made at commit if the area does not have it. */
+  needDir(rel: string): void {
+    if (rel === '' || rel === '.') return;
+    const segs = rel.split('/');
+    for (let i = 1; i <= segs.length; i++) this.dirs.add(segs.slice(0, i).join('/'));
+  }
+
+  /** Whether an artifact of that name is waiting to be placed (an earlier entry of this call). */
+  has(name: string): boolean {
+    return this.pending.has(name);
+  }
+
+  /** The part waiting to be placed as `name`, if any. */
+  partOf(name: string): string | undefined {
+    return this.pending.get(name)?.part;
+  }
+
+  isDir(name: string): boolean {
+    return this.dirs.has(name);
   }
 
   /** A part not needed after all (its artifact was already there). */
   async drop(part: string): Promise<void> {
     await fs.promises.unlink(part).catch(() => undefined);
-    this.parts.delete(part);
   }
 
-  /** Puts `part` where nothing was. */
-  async add(part: string, final: string): Promise<void> {
-    await fs.promises.rename(part, final);
-    this.parts.delete(part);
-    this.placed.push(final);
+  /** `part` is to go to `name`; `replaces`: something is there now. A later part for the same name wins. */
+  async place(name: string, part: string, replaces: boolean): Promise<void> {
+    const earlier = this.pending.get(name);
+    if (earlier !== undefined) await this.drop(earlier.part);
+    this.pending.set(name, { part, replaces: replaces || (earlier?.replaces ?? false) });
   }
 
-  /** Puts `part` in the place of `final`, which is renamed aside until commit or rollback. */
-  async replace(part: string, final: string): Promise<void> {
-    const aside = this.newPart('replaced.');
-    await fs.promises.rename(final, aside);
-    this.asides.push({ final, aside });
-    this.parts.delete(aside); // kept until commit or rollback, not removed as a part
-    await fs.promises.rename(part, final);
-    this.parts.delete(part);
-  }
-
-  /** The call is kept: what was replaced and what is left of temporary files go. */
-  async commit(): Promise<void> {
-    for (const { aside } of this.asides) await fs.promises.rm(aside, { force: true, recursive: true }).catch(() => undefined);
-    this.asides.length = 0;
-    await this.removeParts();
-  }
-
-  /** Undoes everything this call did to the area. Never throws: it is on the failure path already. */
-  async rollback(): Promise<void> {
-    await this.removeParts();
-    for (const final of this.placed.reverse()) await fs.promises.rm(final, { force: true }).catch(() => undefined);
-    for (const { final, aside } of this.asides.reverse()) {
-      await fs.promises.rm(final, { force: true }).catch(() => undefined);
-      await fs.promises.rename(aside, final).catch(() => undefined);
+  /**
+   * Moves everything into the area: directories first (shallowest first), then artifacts, then
+   * `manifestText` as the manifest and a fresh `staged.timestamp`. `check` runs once everything is in
+   * place and before the commit point; if it throws, the commit is undone.
+   */
+  async commit(manifestText: string, check: () => Promise<void>): Promise<void> {
+    const steps: CommitStep[] = [];
+    const inWork = async (from: string): Promise<number> => (await fs.promises.lstat(`${this.workDir}/${from}`)).ino;
+    const aside = (): string => `aside.${this.serial++}`;
+    // Directories the area lacks: made in the work directory, moved in whole.
+    for (const rel of [...this.dirs].sort((a, b) => a.split('/').length - b.split('/').length || a.localeCompare(b))) {
+      if (await this.exists(rel)) continue;
+      const from = `dir.${this.serial++}`;
+      await fs.promises.mkdir(`${this.workDir}/${from}`);
+      steps.push({ to: rel, from, ino: await inWork(from) });
     }
-    for (const dir of this.madeDirs.reverse()) await fs.promises.rmdir(dir).catch(() => undefined);
+    for (const [name, p] of this.pending) {
+      const from = path.posix.basename(p.part);
+      const step: CommitStep = { to: name, from, ino: await inWork(from) };
+      if (p.replaces && (await this.exists(name))) step.aside = aside();
+      steps.push(step);
+    }
+    for (const [to, data] of [
+      [MANIFEST_FILE, manifestText],
+      [TIMESTAMP_FILE, ''],
+    ] as const) {
+      const from = `${to}.new`;
+      await createRecord(`${this.workDir}/${from}`, data, 0o644);
+      const step: CommitStep = { to, from, ino: await inWork(from) };
+      if (await this.exists(to)) step.aside = aside();
+      steps.push(step);
+    }
+    // Written down before the first rename: whoever finds it undoes what was done of it.
+    await createRecord(`${this.workDir}/${COMMIT_FILE}`, `${JSON.stringify({ version: 1, steps })}\n`, 0o644);
+    let done = 0;
+    try {
+      for (const step of steps) {
+        await this.run(step);
+        done++;
+      }
+      await check();
+      // The commit point: from here on the change stands. It fails if the lock was taken away.
+      await fs.promises.unlink(`${this.workDir}/${COMMIT_FILE}`);
+    } catch (err) {
+      await undoCommit(this.area, this.workDir, steps.slice(0, done + 1));
+      await fs.promises.unlink(`${this.workDir}/${COMMIT_FILE}`).catch(() => undefined);
+      if (errnoCode(err) === 'ENOENT' && !(await this.workDirExists())) {
+        throw new StagingError('ECOMPROMISED', `Lost the lock on ${this.shown} while committing; nothing of this staging was kept.`, { path: this.shown, cause: err });
+      }
+      throw err;
+    }
+    this.pending.clear();
   }
 
-  private async removeParts(): Promise<void> {
-    await Promise.all([...this.parts].map((p) => fs.promises.rm(p, { force: true, recursive: true }).catch(() => undefined)));
-    this.parts.clear();
+  private async run(step: CommitStep): Promise<void> {
+    const where = await openParentOf(this.area, step.to);
+    if (where === undefined) {
+      throw new StagingError('EUNSAFE', `Cannot place ${step.to} in ${this.shown}: a directory on its way is missing or is a symbolic link.`, {
+        path: path.join(this.shown, step.to),
+      });
+    }
+    const { dir, name } = where;
+    try {
+      if (step.aside !== undefined) await fs.promises.rename(dir.at(name), `${this.workDir}/${step.aside}`);
+      await fs.promises.rename(`${this.workDir}/${step.from}`, dir.at(name));
+    } catch (err) {
+      throw asStagingError(err, `place ${step.to} in`, this.shown);
+    } finally {
+      if (dir !== this.area) dir.close();
+    }
+  }
+
+  private async exists(rel: string): Promise<boolean> {
+    const where = await openParentOf(this.area, rel);
+    if (where === undefined) return false;
+    try {
+      return (await fs.promises.lstat(where.dir.at(where.name)).catch(() => null)) !== null;
+    } finally {
+      if (where.dir !== this.area) where.dir.close();
+    }
+  }
+
+  private async workDirExists(): Promise<boolean> {
+    return fs.promises.lstat(this.workDir).then(
+      () => true,
+      () => false,
+    );
   }
 }

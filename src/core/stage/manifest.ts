@@ -1,12 +1,14 @@
 /**
  * The manifest of a staging area: what was staged, from where, with which hash. Written whole
- * (temporary file, then rename), so a reader never sees half of it.
+ * (a new file committed in one rename, see journal.ts), so a reader never sees half of it.
  */
-import * as crypto from 'crypto';
-import * as fs from 'fs';
 import * as path from 'path';
+import { readRecord } from '../anchored';
 import { StagingError, asStagingError, errnoCode } from '../errors';
-import { MANIFEST_FILE, PART_PREFIX, type Manifest, type ManifestEntry } from './types';
+import { MANIFEST_FILE, type Manifest, type ManifestEntry } from './types';
+
+/** Far above the manifest of any build (about 300 bytes an artifact), far below memory. */
+const MAX_MANIFEST_BYTES = 512 * 1024 * 1024;
 
 export function emptyManifest(): Manifest {
   return { version: 1, artifacts: {} };
@@ -21,7 +23,8 @@ export async function readManifest(dir: string): Promise<Manifest> {
   const file = path.join(dir, MANIFEST_FILE);
   let text: string;
   try {
-    text = await fs.promises.readFile(file, 'utf8');
+    // Never through a link, never blocking on a FIFO put in its place (see anchored.ts).
+    text = await readRecord(file, file, MAX_MANIFEST_BYTES);
   } catch (err) {
     if (errnoCode(err) === 'ENOENT') return emptyManifest();
     throw asStagingError(err, 'read the manifest', file);
@@ -85,18 +88,13 @@ function entryProblem(key: string, e: unknown): string | undefined {
   if (typeof e.stagedAt !== 'string') return 'has no stagedAt';
   if (e.type === 'symlink' && typeof e.linkTarget !== 'string') return 'is a symlink without a linkTarget';
   if (e.linkTarget !== undefined && typeof e.linkTarget !== 'string') return `has the linkTarget ${JSON.stringify(e.linkTarget)}`;
+  if (e.fence !== undefined && (typeof e.fence !== 'number' || !Number.isSafeInteger(e.fence) || e.fence < 0)) return `has the fence ${JSON.stringify(e.fence)}`;
   return undefined;
 }
 
-export async function writeManifest(dir: string, manifest: Manifest): Promise<void> {
+/** The manifest as written: entries sorted by name, one JSON document. */
+export function manifestText(manifest: Manifest): string {
   const sorted: Manifest = { version: 1, artifacts: {} };
   for (const name of Object.keys(manifest.artifacts).sort()) sorted.artifacts[name] = manifest.artifacts[name]!;
-  const part = path.join(dir, `${PART_PREFIX}manifest.${crypto.randomBytes(6).toString('hex')}`);
-  try {
-    await fs.promises.writeFile(part, `${JSON.stringify(sorted, null, 2)}\n`, { flag: 'wx' });
-    await fs.promises.rename(part, path.join(dir, MANIFEST_FILE));
-  } catch (err) {
-    await fs.promises.unlink(part).catch(() => undefined);
-    throw err;
-  }
+  return `${JSON.stringify(sorted, null, 2)}\n`;
 }

@@ -1,11 +1,12 @@
 /**
  * Staging a build: every artifact from the sources into `<staticDir>/<tag>`, under its lock.
  *
- * Each artifact is written under a temporary name inside the area while it is hashed, and renamed
- * into place when complete, so it appears whole or not at all. A call is all or nothing: if it
- * fails or is cancelled, what it added is removed, what it replaced is put back (the original was
- * only renamed aside), directories it made are removed, and a new area is released with destroy
- * so a later run can retry. The area never loses an artifact it had before the call.
+ * Each artifact is written into the holder's work directory while it is hashed; when every source is
+ * done, the commit moves them all into place, each in one rename (see journal.ts). A call is all or
+ * nothing: if it fails or is cancelled before the commit, the area is untouched; if the commit
+ * fails, it is undone and what it replaced comes back; a new area is released with destroy so a
+ * later run can retry. The area never loses an artifact it had before the call, and a stager that
+ * loses its lock can no longer change the area at all (the fence, see ../commit.ts).
  */
 import * as crypto from 'crypto';
 import { setMaxListeners } from 'events';
@@ -17,13 +18,12 @@ import { isInside } from '../tags';
 import { asyncIo } from '../io';
 import { Budget, Copier, hashFile, type Written } from './copy';
 import { Journal } from './journal';
-import { emptyManifest, readManifest, writeManifest } from './manifest';
+import { emptyManifest, manifestText, readManifest } from './manifest';
 import { checkName, checkPathLength, conflict, resolveInside, unsafe } from './names';
 import { Progress } from './progress';
 import { openSource } from './sources';
 import {
   DEFAULT_MAX_BYTES,
-  TIMESTAMP_FILE,
   type IncomingEntry,
   type Manifest,
   type ManifestEntry,
@@ -104,7 +104,7 @@ class Transaction {
   ) {
     this.dir = lease.dir;
     this.budget = new Budget(options.maxBytes ?? DEFAULT_MAX_BYTES, this.dir);
-    this.journal = new Journal(this.dir);
+    this.journal = new Journal(lease.area, lease.workDir, this.dir);
     this.progress = new Progress(options.onProgress);
     this.copier = new Copier(this.dir, signal, this.budget, this.progress);
     this.knownDirs.add(this.dir);
@@ -218,34 +218,34 @@ class Transaction {
   }
 
   /**
-   * Makes the directories of `rel` inside the area, refusing to pass through a symlink or a file:
-   * a link placed earlier (by this archive or another) must never carry a write outside the area.
+   * Notes the directories of `rel` for the commit, refusing to pass through a symlink or a file: a
+   * link placed earlier (by this archive or another) must never carry a write outside the area.
+   * Nothing is made now: the commit makes what is missing.
    */
   private async ensureDir(rel: string, e: IncomingEntry): Promise<void> {
     if (rel === '.' || rel === '') return;
     let current = this.dir;
+    let sub = '';
     for (const seg of rel.split('/')) {
       current = path.join(current, seg);
+      sub = sub === '' ? seg : `${sub}/${seg}`;
       if (this.knownDirs.has(current)) continue;
+      if (this.journal.has(sub)) {
+        if (this.manifest.artifacts[sub]?.type === 'symlink') throw unsafe(e, `${sub} in the area is a symbolic link, and nothing is written through links`);
+        throw new StagingError('ECONFLICT', `Cannot stage ${e.name} from ${e.source}: ${sub} is a file of this staging, not a directory.`, { path: current });
+      }
       const st = await fs.promises.lstat(current).catch((err: unknown) => {
         if (errnoCode(err) === 'ENOENT') return null;
         throw asStagingError(err, 'inspect', current);
       });
-      if (st === null) {
-        try {
-          await fs.promises.mkdir(current);
-          this.journal.madeDir(current);
-        } catch (err) {
-          if (errnoCode(err) !== 'EEXIST') throw asStagingError(err, 'create', current);
-          continue; // made by a parallel entry just now; check it on the next pass
-        }
-      } else if (st.isSymbolicLink()) {
+      if (st?.isSymbolicLink() === true) {
         throw unsafe(e, `${path.relative(this.dir, current)} in the area is a symbolic link, and nothing is written through links`);
-      } else if (!st.isDirectory()) {
+      } else if (st !== null && !st.isDirectory()) {
         throw new StagingError('ECONFLICT', `Cannot stage ${e.name} from ${e.source}: ${current} is a file, not a directory.`, { path: current });
       }
       this.knownDirs.add(current);
     }
+    this.journal.needDir(rel);
   }
 
   private async file(name: string, e: IncomingEntry): Promise<void> {
@@ -253,7 +253,7 @@ class Transaction {
     // In an area this call created, only this call's own artifacts and directories can be there.
     const mightExist = !this.lease.created || name in this.manifest.artifacts || this.knownDirs.has(final);
     const existing = mightExist ? await asyncIo.lstatOrNull(final) : null;
-    if (existing?.isDirectory() === true) {
+    if (existing?.isDirectory() === true || this.journal.isDir(name)) {
       e.content?.destroy();
       throw new StagingError('ECONFLICT', `Cannot stage ${name} from ${e.source}: a directory of that name is already in ${this.dir}.`, { path: final });
     }
@@ -272,14 +272,26 @@ class Transaction {
     } else {
       throw new StagingError('ESOURCE', `${e.source} gave no content for ${e.name}.`);
     }
-    const entry: ManifestEntry = { name, type: 'file', size: written.size, sha256: written.sha256, source: e.source, stagedAt: new Date().toISOString() };
+    const entry: ManifestEntry = {
+      name,
+      type: 'file',
+      size: written.size,
+      sha256: written.sha256,
+      source: e.source,
+      stagedAt: new Date().toISOString(),
+      fence: this.lease.fence,
+    };
     await this.place(name, final, part, entry, existing);
   }
 
-  /** Puts a finished part in place: skip if identical, conflict or replace if not, else add. */
+  /**
+   * A finished part: dropped if the same artifact is already there (or waiting, from an earlier entry
+   * of this call), a conflict if a different one is (unless overwriting), else placed at the commit.
+   */
   private async place(name: string, final: string, part: string, entry: ManifestEntry, existing: fs.Stats | null): Promise<void> {
-    if (existing !== null) {
-      const same = await this.sameAsExisting(name, final, existing, entry);
+    const waiting = this.journal.has(name) ? this.manifest.artifacts[name] : undefined;
+    if (existing !== null || waiting !== undefined) {
+      const same = waiting !== undefined ? sameEntry(waiting, entry) : await this.sameAsExisting(name, final, existing!, entry);
       if (same) {
         await this.journal.drop(part);
         this.manifest.artifacts[name] ??= entry;
@@ -288,14 +300,14 @@ class Transaction {
         return;
       }
       if (this.options.overwrite !== true) throw conflict(name, { name, source: entry.source }, final);
-      await this.journal.replace(part, final);
+      await this.journal.place(name, part, existing !== null);
       this.replaced.push(entry);
     } else {
-      await this.journal.add(part, final);
+      await this.journal.place(name, part, false);
       this.added.push(entry);
     }
     this.manifest.artifacts[name] = entry;
-    this.progress.finished(name, bytesOf(entry), existing !== null ? 'replaced' : 'added');
+    this.progress.finished(name, bytesOf(entry), existing !== null || waiting !== undefined ? 'replaced' : 'added');
   }
 
   /** Same size and hash as what is there; the manifest's hash is trusted when the size agrees. */
@@ -337,6 +349,7 @@ class Transaction {
       source: e.source,
       stagedAt: new Date().toISOString(),
       linkTarget: target,
+      fence: this.lease.fence,
     };
     await this.place(name, final, part, entry, existing);
     this.links.push(final);
@@ -353,6 +366,13 @@ class Transaction {
     } catch {
       throw unsafe(e, `it is a hard link to ${JSON.stringify(e.linkTarget)}, which is not an entry inside the area`);
     }
+    // An earlier entry of this call is still waiting in the work directory: copy that.
+    const waiting = this.journal.partOf(targetName);
+    if (waiting !== undefined) {
+      const entry = this.manifest.artifacts[targetName];
+      if (entry?.type !== 'file') throw unsafe(e, `it is a hard link to ${JSON.stringify(e.linkTarget)}, which is not a file`);
+      return this.file(name, { ...e, type: 'file', localPath: waiting, size: entry.size });
+    }
     const target = path.join(this.dir, targetName);
     let st: fs.Stats | null = null;
     let probe = this.dir;
@@ -367,12 +387,19 @@ class Transaction {
     await this.file(name, { ...e, type: 'file', localPath: target, size: st.size });
   }
 
-  /** Writes the manifest and the timestamp, then lets go of what was replaced. */
+  /** Moves everything into the area with the manifest and a fresh timestamp (see journal.ts). */
   async commit(): Promise<void> {
     this.check();
-    // A link may lead out through other links, made now or earlier, even where its target does not
-    // exist yet. So every link of the area is followed once more, as the kernel would, with what is
-    // on disk now; one that would leave the area fails the staging, whichever call made it.
+    await this.journal.commit(manifestText(this.manifest), () => this.checkLinks());
+  }
+
+  /**
+   * A link may lead out through other links, made now or earlier, even where its target does not
+   * exist yet. So, with this call's artifacts in place, every link of the area is followed once
+   * more, as the kernel would; one that would leave the area fails the staging (and undoes the
+   * commit), whichever call made it.
+   */
+  private async checkLinks(): Promise<void> {
     const realDir = await fs.promises.realpath(this.dir);
     const links = new Set(this.links.map((l) => path.relative(this.dir, l).split(path.sep).join('/')));
     for (const entry of Object.values(this.manifest.artifacts)) if (entry.type === 'symlink') links.add(entry.name);
@@ -391,20 +418,21 @@ class Transaction {
         );
       }
     }
-    await writeManifest(this.dir, this.manifest);
-    const stamp = path.join(this.dir, TIMESTAMP_FILE);
-    const now = new Date();
-    await fs.promises.utimes(stamp, now, now).catch(() => fs.promises.writeFile(stamp, ''));
-    await this.journal.commit();
   }
 
-  /** Undoes everything this call did to the area. Never throws: it is on the failure path already. */
+  /**
+   * After a failure: waits for the entries still being written. Nothing of this call is in the area
+   * (a failed commit undid itself), and its parts go with the lock's work directory.
+   */
   async rollback(): Promise<void> {
     await Promise.all([...this.writing.values()].map((w) => w.catch(() => undefined)));
-    await this.journal.rollback();
   }
 }
 
+/** Whether two entries of one call for the same name stage the same thing. */
+function sameEntry(a: ManifestEntry, b: ManifestEntry): boolean {
+  return a.type === b.type && a.size === b.size && a.sha256 === b.sha256 && a.linkTarget === b.linkTarget;
+}
 
 /** What an artifact counts for in progress: its content; a link has none to copy. */
 function bytesOf(entry: ManifestEntry): number {

@@ -74,6 +74,8 @@ export interface ManifestEntry {
   stagedAt: string;
   /** For symlinks. */
   linkTarget?: string;
+  /** The fencing token of the lock it was staged under. */
+  fence?: number;
 }
 
 /** `<area>/.devserver-staging.manifest.json` */
