@@ -70,6 +70,11 @@ export function sourceError(message: string, source: string, cause?: unknown): S
   return new StagingError('ESOURCE', message, cause === undefined ? { path: source } : { path: source, cause });
 }
 
+/** A local source file or directory that is not what the walk saw when it is opened, or changed while read. */
+export function changedSourceError(file: string): StagingError {
+  return sourceError(`${file} changed while it was being staged; stage it again once it is complete.`, file);
+}
+
 /** An error's message, without the final period a sentence around it adds again. */
 export function messageOf(err: unknown): string {
   return (err instanceof Error ? err.message : String(err)).replace(/\.+$/, '');

@@ -8,7 +8,9 @@ import { Transform, type Readable } from 'stream';
 import { pipeline } from 'stream/promises';
 import { StagingError, asStagingError, errnoCode, isStagingError } from '../errors';
 import { ioFor } from '../io';
-import { FileHasher } from './hasher';
+import { changedSourceError } from './archive';
+import { FileHasher, type FileDigest } from './hasher';
+import { fdPath } from './sources';
 import { limitOf, sizeLimit, type SizeLimit } from './space';
 import type { Progress } from './progress';
 import type { IncomingEntry } from './types';
@@ -90,67 +92,69 @@ export class Copier {
   }
 
   /**
-   * A local file: the kernel copies it (copy_file_range) while a worker hashes the source, and a
-   * stat before and after makes sure the source did not change in between, so the hash is the
-   * copy's. Large files are copied in chunks instead, so that a cancel stops within 100 ms.
+   * A local file, opened once: everything copied and hashed is read through that descriptor, and
+   * it must be the regular file the source saw (device and inode), so that nothing exchanged for it
+   * since (a link to another file, a FIFO) is ever read. Up to 16 MiB the kernel copies it
+   * (copy_file_range) while a worker hashes it; larger files are copied in chunks, so that a cancel
+   * stops within 100 ms. Its size and mtime before and after make sure it did not change in
+   * between, so the hash is the copy's.
    */
   async local(name: string, src: string, part: string, e: IncomingEntry): Promise<Written> {
     const sourceError = (err: unknown): StagingError =>
       new StagingError('ESOURCE', `Cannot read ${src}: ${(err as Error).message}.`, { path: src, cause: err });
-    // The size as the source saw it (its directory walk); the worker's look at the open file decides.
-    const size = e.size ?? (await fs.promises.stat(src).catch((err: unknown) => {
-      throw sourceError(err);
-    })).size;
-    // The limit is known to be broken before a byte is copied.
-    if (this.budget.used + size > this.budget.max) this.budget.count(size, e.source);
-    if (size <= SMALL_SYNC_MAX && e.localStat !== undefined && (await this.bothLocal(src, e.localStat.dev))) {
-      return this.small(name, src, part, e);
-    }
-    let copied = 0;
-    let hashed = 0;
-    const report = (): void => this.progress.update(name, Math.min(copied, hashed), size);
-    this.fileHasher ??= new FileHasher();
-    const hashing = this.fileHasher.hash(src, (n) => {
-      hashed = n;
-      report();
-    });
-    hashing.catch(() => undefined); // awaited below; a copy failure must not leave it unobserved
+    const { handle, st } = await openChecked(src, e.localStat, sourceError);
+    let hashing: Promise<FileDigest> | undefined;
     try {
-      let copiedBytes: number;
-      if (size <= COPY_FILE_MAX) {
+      // The size as the source saw it (its directory walk); the worker's look at the open file decides.
+      const size = e.size ?? st.size;
+      // The limit is known to be broken before a byte is copied.
+      if (this.budget.used + size > this.budget.max) this.budget.count(size, e.source);
+      if (size <= SMALL_SYNC_MAX && (await this.bothLocal(src, st.dev))) return this.small(name, handle, src, part, e);
+      let copied = 0;
+      let hashed = 0;
+      const report = (): void => this.progress.update(name, Math.min(copied, hashed), size);
+      this.fileHasher ??= new FileHasher();
+      hashing = this.fileHasher.hash(handle.fd, (n) => {
+        hashed = n;
+        report();
+      });
+      hashing.catch(() => undefined); // awaited below; a copy failure must not leave it unobserved
+      const whole = size <= COPY_FILE_MAX ? fdPath(handle.fd) : undefined;
+      if (whole !== undefined) {
         // Counted before the copy: several run at once, and each must see the others' bytes.
         this.budget.count(size, e.source);
-        await fs.promises.copyFile(src, part, fs.constants.COPYFILE_EXCL);
+        await fs.promises.copyFile(whole, part, fs.constants.COPYFILE_EXCL);
         this.check();
-        copiedBytes = size;
         copied = size;
         report();
       } else {
-        copiedBytes = 0;
-        await this.chunks(src, part, e, (n) => {
+        await this.chunks(handle, part, e, (n) => {
           copied += n;
-          copiedBytes += n;
           report();
         });
       }
-      // The file as the source saw it before the copy began (else as the worker found it on
-      // opening), as it is now, and what was hashed must agree: otherwise it changed while it was
-      // staged and the hash might not be the copy's.
+      // The file as the source saw it before the copy began (else as it was opened), as the worker
+      // found it, as it is now, and what was hashed and copied must agree: otherwise it changed
+      // while it was staged and the hash might not be the copy's.
       const digest = await untilAborted(hashing, this.signal);
-      const after = await fs.promises.stat(src);
-      const seen = e.localStat ?? digest.opened;
-      const copiedSize = size <= COPY_FILE_MAX ? size : copiedBytes;
+      const after = await handle.stat();
+      const seen = e.localStat ?? st;
       const same = (a: { ino: number; size: number; mtimeMs: number }): boolean => a.ino === after.ino && a.size === after.size && a.mtimeMs === after.mtimeMs;
-      if (!same(seen) || !same(digest.opened) || digest.size !== after.size || copiedSize !== after.size) {
-        throw new StagingError('ESOURCE', `${src} changed while it was being staged; stage it again once it is complete.`, { path: src });
-      }
+      if (!same(seen) || !same(digest.opened) || digest.size !== after.size || copied !== after.size) throw changedSourceError(src);
       return { size: digest.size, sha256: digest.sha256 };
     } catch (err) {
       if (this.signal.aborted) throw this.signal.reason;
       if (isStagingError(err)) throw err;
       const errno = errnoCode(err);
-      if ((errno === 'ENOENT' || errno === 'EACCES' || errno === 'EPERM' || errno === 'EISDIR') && (err as { path?: string }).path === src) throw sourceError(err);
+      const at = (err as { path?: string }).path;
+      if ((errno === 'ENOENT' || errno === 'EACCES' || errno === 'EPERM' || errno === 'EISDIR') && (at === src || at === fdPath(handle.fd))) throw sourceError(err);
       throw asStagingError(err, 'copy into', part);
+    } finally {
+      // A worker may still be reading it (a failed copy, a cancel): closed once it has let go.
+      void (hashing ?? Promise.resolve())
+        .catch(() => undefined)
+        .then(() => handle.close())
+        .catch(() => undefined);
     }
   }
 
@@ -167,11 +171,11 @@ export class Copier {
   }
 
   /** A small local file: read once, hashed, written, all synchronously: the hash is of what was written. */
-  private small(name: string, src: string, part: string, e: IncomingEntry): Written {
+  private small(name: string, handle: fs.promises.FileHandle, src: string, part: string, e: IncomingEntry): Written {
     this.check();
     let data: Buffer;
     try {
-      data = fs.readFileSync(src);
+      data = fs.readFileSync(handle.fd);
     } catch (err) {
       throw new StagingError('ESOURCE', `Cannot read ${src}: ${(err as Error).message}.`, { path: src, cause: err });
     }
@@ -186,22 +190,22 @@ export class Copier {
     return { size: data.length, sha256: crypto.createHash('sha256').update(data).digest('hex') };
   }
 
-  private async chunks(src: string, part: string, e: IncomingEntry, onCopied: (n: number) => void): Promise<void> {
-    const input = await fs.promises.open(src, 'r');
+  /** Copies through the open `input`, at explicit offsets: a hash worker reads the same descriptor. */
+  private async chunks(input: fs.promises.FileHandle, part: string, e: IncomingEntry, onCopied: (n: number) => void): Promise<void> {
     let output: fs.promises.FileHandle | undefined;
     try {
       output = await fs.promises.open(part, 'wx');
       const buf = Buffer.allocUnsafe(CHUNK);
-      for (;;) {
+      for (let position = 0; ; ) {
         this.check();
-        const { bytesRead } = await input.read(buf, 0, CHUNK, null);
+        const { bytesRead } = await input.read(buf, 0, CHUNK, position);
         if (bytesRead === 0) break;
+        position += bytesRead;
         this.budget.count(bytesRead, e.source);
         await output.write(buf, 0, bytesRead);
         onCopied(bytesRead);
       }
     } finally {
-      await input.close().catch(() => undefined);
       await output?.close().catch(() => undefined);
     }
   }
@@ -237,6 +241,33 @@ export class Copier {
       throw new StagingError('ESOURCE', `Could not stage ${e.name} from ${e.source}: ${(err as Error).message}.`, { cause: err });
     }
     return { size, sha256: hash.digest('hex') };
+  }
+}
+
+/**
+ * Opens the local source file `src` once, without following a link in its place and without
+ * waiting on a FIFO, and checks that it is a regular file and the one the source saw (`seen`).
+ */
+async function openChecked(
+  src: string,
+  seen: IncomingEntry['localStat'],
+  sourceError: (err: unknown) => StagingError,
+): Promise<{ handle: fs.promises.FileHandle; st: fs.Stats }> {
+  let handle: fs.promises.FileHandle;
+  try {
+    handle = await fs.promises.open(src, fs.constants.O_RDONLY | fs.constants.O_NOFOLLOW | fs.constants.O_NONBLOCK);
+  } catch (err) {
+    // A link where the file was: exchanged since the source saw it.
+    if (errnoCode(err) === 'ELOOP') throw changedSourceError(src);
+    throw sourceError(err);
+  }
+  try {
+    const st = await handle.stat();
+    if (!st.isFile() || (seen !== undefined && (st.dev !== seen.dev || st.ino !== seen.ino))) throw changedSourceError(src);
+    return { handle, st };
+  } catch (err) {
+    await handle.close().catch(() => undefined);
+    throw isStagingError(err) ? err : sourceError(err);
   }
 }
 

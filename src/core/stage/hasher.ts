@@ -7,20 +7,20 @@ import * as os from 'os';
 import { Worker } from 'worker_threads';
 
 // Inline, so the bundle needs no separate worker file. Reads with a fixed buffer; reports size too.
+// Workers share the process's descriptors: the file is read through the stager's own descriptor,
+// at explicit offsets (the copy reads the same descriptor), and left open for the stager to close.
 const WORKER_SOURCE = `
 const { parentPort } = require('worker_threads');
 const fs = require('fs');
 const crypto = require('crypto');
 const buf = Buffer.allocUnsafe(4 * 1024 * 1024);
-parentPort.on('message', ({ id, file }) => {
-  let fd;
+parentPort.on('message', ({ id, fd }) => {
   try {
-    fd = fs.openSync(file, 'r');
     const st = fs.fstatSync(fd);
     const hash = crypto.createHash('sha256');
     let size = 0;
     for (;;) {
-      const n = fs.readSync(fd, buf, 0, buf.length, null);
+      const n = fs.readSync(fd, buf, 0, buf.length, size);
       if (n === 0) break;
       hash.update(buf.subarray(0, n));
       size += n;
@@ -29,13 +29,11 @@ parentPort.on('message', ({ id, file }) => {
     parentPort.postMessage({ id, size, sha256: hash.digest('hex'), opened: { ino: st.ino, size: st.size, mtimeMs: st.mtimeMs } });
   } catch (err) {
     parentPort.postMessage({ id, error: String(err && err.message || err), code: err && err.code });
-  } finally {
-    if (fd !== undefined) try { fs.closeSync(fd); } catch {}
   }
 });
 `;
 
-/** What a file was when the worker opened it: to tell whether it changed while it was staged. */
+/** What a file was when the worker began to read it: to tell whether it changed while it was staged. */
 export interface FileIdentity {
   ino: number;
   size: number;
@@ -72,14 +70,17 @@ export class FileHasher {
   /** Two workers where there are two cores or more: one per core beside the main thread's I/O. */
   constructor(private readonly size = Math.max(1, Math.min(2, os.cpus().length))) {}
 
-  /** The file's size and SHA-256; `onProgress` hears bytes hashed so far, now and then. */
-  hash(file: string, onProgress?: (bytes: number) => void): Promise<FileDigest> {
+  /**
+   * The size and SHA-256 of the file open as `fd`; `onProgress` hears bytes hashed so far, now
+   * and then. The caller keeps `fd` open until this settles.
+   */
+  hash(fd: number, onProgress?: (bytes: number) => void): Promise<FileDigest> {
     if (this.closed) return Promise.reject(new Error('the hasher was closed'));
     if (this.workers.length < this.size) this.spawn();
     const id = this.nextId++;
     return new Promise((resolve, reject) => {
       this.pending.set(id, onProgress === undefined ? { resolve, reject } : { resolve, reject, onProgress });
-      this.workers[this.turn++ % this.workers.length]!.postMessage({ id, file });
+      this.workers[this.turn++ % this.workers.length]!.postMessage({ id, fd });
     });
   }
 
@@ -110,11 +111,14 @@ export class FileHasher {
     this.pending.clear();
   }
 
-  /** Stops the workers, even mid-file: a cancelled staging must not keep reading. */
+  /**
+   * Stops the workers, even mid-file: a cancelled staging must not keep reading. Hashes still
+   * pending fail only once the workers are gone, since their callers then close the descriptors.
+   */
   async close(): Promise<void> {
     this.closed = true;
-    this.failAll(new Error('the hasher was closed'));
     await Promise.all(this.workers.map((w) => w.terminate()));
     this.workers.length = 0;
+    this.failAll(new Error('the hasher was closed'));
   }
 }

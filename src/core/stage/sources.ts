@@ -3,10 +3,10 @@
  * the entries it holds. Sources report what they find as it is (names, types, link targets); the
  * stager decides what may land in the area.
  */
-import { promises as fsp, type Stats } from 'fs';
+import { constants, existsSync, promises as fsp, type Stats } from 'fs';
 import * as path from 'path';
 import { fileURLToPath } from 'url';
-import { archiveFileEntries, archiveKindOf, fsSourceError, messageOf, sourceError, throwIfAborted } from './archive';
+import { archiveFileEntries, archiveKindOf, changedSourceError, fsSourceError, messageOf, sourceError, throwIfAborted } from './archive';
 import { httpEntries } from './http';
 import type { EntrySource, IncomingEntry, SourceContext } from './types';
 
@@ -51,7 +51,12 @@ async function* localEntries(spec: string, signal: AbortSignal): AsyncGenerator<
     throw fsSourceError(err, shown);
   }
   if (st.isDirectory()) {
-    yield* walk(real, '', shown, signal);
+    const root = await openDir(real, st, shown, shown);
+    try {
+      yield* walk(root, real, '', shown, signal);
+    } finally {
+      await root.close().catch(() => undefined);
+    }
     return;
   }
   if (!st.isFile()) {
@@ -65,16 +70,53 @@ async function* localEntries(spec: string, signal: AbortSignal): AsyncGenerator<
   yield { name: path.basename(shown), type: 'file', localPath: real, size: st.size, localStat: identityOf(st), source: shown };
 }
 
+const ANCHORED = existsSync('/proc/self/fd');
+
+/**
+ * A path to what is open as `fd`, which the kernel resolves to the open file or directory itself,
+ * whatever has been renamed or linked in its place since (Linux); undefined where there is none.
+ */
+export function fdPath(fd: number): string | undefined {
+  return ANCHORED ? `/proc/self/fd/${fd}` : undefined;
+}
+
+/**
+ * Opens the directory `dir` that was seen as `seen`, without following a link in its place, and
+ * checks it is the one seen: the source's owner may have exchanged it for a link to another
+ * directory since, and the walk must not list what the link leads to.
+ */
+async function openDir(dir: string, seen: Stats, shown: string, shownRoot: string): Promise<fsp.FileHandle> {
+  let handle: fsp.FileHandle;
+  try {
+    handle = await fsp.open(dir, constants.O_RDONLY | constants.O_DIRECTORY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    if (code === 'ELOOP' || code === 'ENOTDIR') throw changedSourceError(shown);
+    throw fsSourceError(err, shown, shownRoot);
+  }
+  const st = await handle.stat().catch(async (err: unknown) => {
+    await handle.close().catch(() => undefined);
+    throw fsSourceError(err, shown, shownRoot);
+  });
+  if (st.dev !== seen.dev || st.ino !== seen.ino || !st.isDirectory()) {
+    await handle.close().catch(() => undefined);
+    throw changedSourceError(shown);
+  }
+  return handle;
+}
+
 /**
  * Walks a directory depth first in a stable order (names sorted by code unit), each directory
- * before what it holds. Symbolic links are reported, never followed.
+ * before what it holds. Symbolic links are reported, never followed: each directory is listed
+ * through its open handle, so a directory exchanged for a link after it was seen is never entered.
+ * Files are named by path, and the stager checks that the file it opens is the one seen here.
  */
-async function* walk(realRoot: string, rel: string, shownRoot: string, signal: AbortSignal): AsyncGenerator<IncomingEntry> {
-  const dir = rel === '' ? realRoot : path.join(realRoot, rel);
+async function* walk(handle: fsp.FileHandle, realDir: string, rel: string, shownRoot: string, signal: AbortSignal): AsyncGenerator<IncomingEntry> {
+  const here = fdPath(handle.fd) ?? realDir;
   const shownDir = rel === '' ? shownRoot : path.join(shownRoot, rel);
   let names: string[];
   try {
-    names = await fsp.readdir(dir);
+    names = await fsp.readdir(here);
   } catch (err) {
     throw fsSourceError(err, shownDir, shownRoot);
   }
@@ -82,24 +124,31 @@ async function* walk(realRoot: string, rel: string, shownRoot: string, signal: A
   for (const base of names) {
     throwIfAborted(signal, shownRoot);
     const name = rel === '' ? base : `${rel}/${base}`;
-    const file = path.join(dir, base);
+    const inHere = path.join(here, base);
     const source = path.join(shownDir, base);
     let st: Stats;
     try {
-      st = await fsp.lstat(file);
+      st = await fsp.lstat(inHere);
     } catch (err) {
       throw fsSourceError(err, source, shownRoot);
     }
     if (st.isDirectory()) {
       yield { name, type: 'directory', source };
-      yield* walk(realRoot, name, shownRoot, signal);
+      const sub = await openDir(inHere, st, source, shownRoot);
+      try {
+        yield* walk(sub, path.join(realDir, base), name, shownRoot, signal);
+      } finally {
+        await sub.close().catch(() => undefined);
+      }
     } else if (st.isFile()) {
-      yield { name, type: 'file', localPath: file, size: st.size, localStat: identityOf(st), source };
+      yield { name, type: 'file', localPath: path.join(realDir, base), size: st.size, localStat: identityOf(st), source };
     } else if (st.isSymbolicLink()) {
       let linkTarget: string;
       try {
-        linkTarget = await fsp.readlink(file);
+        linkTarget = await fsp.readlink(inHere);
       } catch (err) {
+        // No longer a link: exchanged since it was seen.
+        if ((err as NodeJS.ErrnoException).code === 'EINVAL') throw changedSourceError(source);
         throw fsSourceError(err, source, shownRoot);
       }
       yield { name, type: 'symlink', linkTarget, source };

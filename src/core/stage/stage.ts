@@ -384,7 +384,7 @@ class Transaction {
     if (st === null || !st.isFile()) {
       throw unsafe(e, `it is a hard link to ${JSON.stringify(e.linkTarget)}, which is not a file staged in the area (reached without links)`);
     }
-    await this.file(name, { ...e, type: 'file', localPath: target, size: st.size });
+    await this.file(name, { ...e, type: 'file', localPath: target, size: st.size, localStat: st });
   }
 
   /** Moves everything into the area with the manifest and a fresh timestamp (see journal.ts). */

@@ -27,15 +27,17 @@ export interface IncomingEntry {
   /** Where it came from, recorded in the manifest: a path, a URL, or `archive#entry`. */
   source: string;
   /**
-   * For files that are plain local files: their path. The stager may then copy in the kernel
-   * (copy_file_range) and hash separately instead of streaming `content`, and may stage several
-   * such files at once. `content` must then be left unread (it may be omitted).
+   * For files that are plain local files: their path. The stager then opens it once (never through
+   * a link in its place), copies in the kernel (copy_file_range) and hashes separately instead of
+   * streaming `content`, and may stage several such files at once. `content` must then be left
+   * unread (it may be omitted).
    */
   localPath?: string;
   /**
    * For `localPath` files: the file's device, inode, size and mtime when the source looked at it, before
-   * anything was copied. The stager refuses the file if it differs afterwards (it changed while it
-   * was being staged, so its hash might not be the copy's).
+   * anything was copied. The stager refuses the file if what it opens is another file (device and
+   * inode), or if it differs afterwards (it changed while it was being staged, so its hash might
+   * not be the copy's).
    */
   localStat?: { dev: number; ino: number; size: number; mtimeMs: number };
 }
