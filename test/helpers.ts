@@ -8,7 +8,7 @@ import * as path from 'path';
 import { strict as assert } from 'assert';
 import Mocha = require('mocha');
 import { StagingError } from '../src/core/errors';
-import { OWNER_FILE } from '../src/core/protocol';
+import { FENCE_FILE, OWNER_FILE } from '../src/core/protocol';
 
 export const ROOT = path.resolve(__dirname, '..', '..');
 /** The built command-line tool, as users run it. */
@@ -141,10 +141,12 @@ export async function waitFor<T>(check: () => T | undefined | Promise<T | undefi
 }
 
 /** Every path below `dir` with its type, size and mtime: to prove nothing changed. */
+/** Every entry below `dir` with mode, size and mtime; the area's fencing counter (lock bookkeeping) left out. */
 export function snapshot(dir: string): Map<string, string> {
   const out = new Map<string, string>();
   const walk = (d: string): void => {
     for (const e of fs.readdirSync(d, { withFileTypes: true })) {
+      if (e.name === FENCE_FILE) continue;
       const p = path.join(d, e.name);
       const st = fs.lstatSync(p);
       out.set(p, `${st.mode}:${st.isDirectory() ? '' : st.size}:${st.isDirectory() ? '' : st.mtimeMs}`);
