@@ -49,6 +49,7 @@ describe('attack: FIFOs in every record position', function () {
     const src = path.join(template, 'src');
     fs.mkdirSync(src);
     fs.writeFileSync(path.join(src, 'extra.bin'), 'more\n');
+    fs.mkdirSync(path.join(template, 'static'));
     const first = path.join(template, 'first');
     fs.mkdirSync(first);
     fs.writeFileSync(path.join(first, 'a.bin'), 'a\n');

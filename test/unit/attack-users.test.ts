@@ -4,7 +4,8 @@
  * refreshes, and whose owner record the other user cannot read); the other user tries to take the
  * same area again and again with the defaults. It must never run its command while the holder's
  * command runs, and must leave no `devserver.lock.trash.*` or `devserver.lock.claim.*` behind.
- * Both directions: nobody holds and daemon contends, then daemon holds and nobody contends.
+ * Both directions: nobody holds and daemon contends, then daemon holds and nobody contends. The
+ * area directory is writable by both (mode 777, as a group-shared build directory is).
  */
 import { strict as assert } from 'assert';
 import { spawn } from 'child_process';
@@ -46,6 +47,10 @@ describe('attack: two real users, a holder with umask 077 and --stale 60', funct
       const tag = `board-${holder}/R1`;
       const area = path.join(staticDir, tag);
       const running = path.join(marks, `holder-${holder}-running`);
+      // A shared area, writable by both (as a group-writable build directory is): the lock inside it is the holder's own.
+      fs.mkdirSync(area, { recursive: true });
+      fs.chmodSync(path.dirname(area), 0o777);
+      fs.chmodSync(area, 0o777);
       // The holder's command marks its whole run with a file only it removes at the end.
       const script = `umask 077; exec "$0" "${CLI}" --stale 60 --refresh 25 lock ${tag} -- sh -c 'touch ${running}; sleep ${HOLD_S}; rm -f ${running}'`;
       const held = spawn('runuser', ['-u', holder, '--', 'sh', '-c', script, process.execPath], {
