@@ -67,7 +67,9 @@ describe('attack: two real users, a holder with umask 077 and --stale 60', funct
         let attempts = 0;
         const contenderRan = path.join(marks, `contender-${contender}-ran`);
         fs.rmSync(contenderRan, { force: true });
-        while (fs.existsSync(running)) {
+        const until = Date.now() + HOLD_S * 1000;
+        // Until the holder's command ends (a holder told it lost the lock stops it before it can remove its mark).
+        while (fs.existsSync(running) && held.exitCode === null && Date.now() < until) {
           attempts++;
           const r = await cliTimed(staticDir, ['lock', tag, '--', 'sh', '-c', `touch ${contenderRan}`], { timeoutMs: 20_000, user: contender });
           const stillRunning = fs.existsSync(running);
