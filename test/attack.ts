@@ -1,0 +1,282 @@
+/**
+ * Shared pieces of the adversarial suites (test/unit/attack-*.test.ts): canary trees outside the
+ * static directory hashed before and after, commands run under a deadline, and checks of an area
+ * against its manifest. They only rely on the documented on-disk protocol (README.md).
+ */
+import { spawn, spawnSync, type SpawnOptions } from 'child_process';
+import * as crypto from 'crypto';
+import * as fs from 'fs';
+import * as path from 'path';
+import { CLI } from './helpers';
+
+/** Every entry below `dir` (and `dir` itself): type, mode, owner, size, mtime, content hash or link target. */
+export function fingerprint(dir: string): Map<string, string> {
+  const out = new Map<string, string>();
+  const visit = (p: string, rel: string): void => {
+    let st: fs.Stats;
+    try {
+      st = fs.lstatSync(p);
+    } catch {
+      return;
+    }
+    let what: string;
+    if (st.isSymbolicLink()) what = `link->${fs.readlinkSync(p)}`;
+    else if (st.isFile()) what = `file sha256=${crypto.createHash('sha256').update(fs.readFileSync(p)).digest('hex').slice(0, 16)}`;
+    else if (st.isDirectory()) what = 'dir';
+    else what = `special mode=${st.mode.toString(8)}`;
+    out.set(rel || '.', `${what} mode=${(st.mode & 0o7777).toString(8)} uid=${st.uid} size=${st.isDirectory() ? '-' : st.size} mtime=${st.mtimeMs}`);
+    if (st.isDirectory() && !st.isSymbolicLink()) for (const name of fs.readdirSync(p).sort()) visit(path.join(p, name), rel ? `${rel}/${name}` : name);
+  };
+  visit(dir, '');
+  return out;
+}
+
+/** Human-readable differences between two fingerprints of `root`; empty when nothing changed. */
+export function changes(root: string, before: Map<string, string>, after: Map<string, string>): string[] {
+  const out: string[] = [];
+  for (const [k, v] of before) {
+    const w = after.get(k);
+    if (w === undefined) out.push(`removed ${path.join(root, k)} (was ${v})`);
+    else if (w !== v) out.push(`changed ${path.join(root, k)}: ${v}  =>  ${w}`);
+  }
+  for (const [k, w] of after) if (!before.has(k)) out.push(`created ${path.join(root, k)} (${w})`);
+  return out;
+}
+
+/** A few files and directories outside the static directory that no command may ever touch. */
+export function plantCanaries(dir: string, extra: Record<string, string> = {}): void {
+  fs.mkdirSync(dir, { recursive: true });
+  const files: Record<string, string> = {
+    'victim.txt': 'victim: must never change\n',
+    'precious/data.bin': crypto.randomBytes(4096).toString('hex'),
+    'precious/deeper/notes.txt': 'deep canary\n',
+    ...extra,
+  };
+  for (const [name, data] of Object.entries(files)) {
+    fs.mkdirSync(path.dirname(path.join(dir, name)), { recursive: true });
+    fs.writeFileSync(path.join(dir, name), data);
+  }
+}
+
+export interface Timed {
+  code: number | null;
+  signal: NodeJS.Signals | null;
+  stdout: string;
+  stderr: string;
+  ms: number;
+  /** It had not ended by the deadline. */
+  hung: boolean;
+  /** When hung: it ended within `termGraceMs` of SIGTERM (undefined when not hung). */
+  stoppedOnTerm?: boolean;
+}
+
+export interface TimedOptions extends SpawnOptions {
+  timeoutMs: number;
+  /** After the deadline: SIGTERM, then this long to stop, then SIGKILL. Default 3 s. */
+  termGraceMs?: number;
+  /** Send SIGTERM this long after the start (to prove it stops when asked). */
+  termAfterMs?: number;
+}
+
+/** Runs a command; at the deadline sends SIGTERM, then SIGKILL after a grace, and says which. */
+export function runTimed(command: string, args: readonly string[], options: TimedOptions): Promise<Timed> {
+  const { timeoutMs, termGraceMs = 3_000, termAfterMs, ...spawnOptions } = options;
+  return new Promise((resolve, reject) => {
+    const start = Date.now();
+    const child = spawn(command, args, { ...spawnOptions, stdio: ['ignore', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    let hung = false;
+    let termSentAt: number | undefined;
+    child.stdout!.on('data', (d: Buffer) => (stdout += d.toString()));
+    child.stderr!.on('data', (d: Buffer) => (stderr += d.toString()));
+    const timers: NodeJS.Timeout[] = [];
+    const term = (): void => {
+      termSentAt = Date.now();
+      child.kill('SIGTERM');
+      timers.push(setTimeout(() => child.kill('SIGKILL'), termGraceMs));
+    };
+    if (termAfterMs !== undefined) timers.push(setTimeout(term, termAfterMs));
+    timers.push(
+      setTimeout(() => {
+        hung = true;
+        if (termSentAt === undefined) term();
+      }, timeoutMs),
+    );
+    child.once('error', reject);
+    child.once('close', (code, signal) => {
+      for (const t of timers) clearTimeout(t);
+      const end = Date.now();
+      const stoppedOnTerm = termSentAt === undefined ? undefined : signal !== 'SIGKILL' && end - termSentAt < termGraceMs;
+      resolve({ code, signal, stdout, stderr, ms: end - start, hung, stoppedOnTerm });
+    });
+  });
+}
+
+/** The built CLI under a deadline, optionally as another user (`runuser -u USER`). */
+export function cliTimed(staticDir: string, args: readonly string[], options: Omit<TimedOptions, 'env'> & { env?: NodeJS.ProcessEnv; user?: string; umask?: string } = { timeoutMs: 20_000 }): Promise<Timed> {
+  const { env, user, umask, ...rest } = options;
+  const fullEnv = { ...process.env, DEVSERVER_STATIC_DIR: staticDir, ...env };
+  if (user === undefined && umask === undefined) return runTimed(process.execPath, [CLI, ...args], { ...rest, env: fullEnv });
+  // `exec` keeps one process, so signals reach the CLI itself.
+  const script = `umask ${umask ?? '022'}; exec "$@"`;
+  const inner = ['sh', '-c', script, 'sh', process.execPath, CLI, ...args];
+  const argv = user === undefined ? inner : ['runuser', '-u', user, '--', ...inner];
+  return runTimed(argv[0]!, argv.slice(1), { ...rest, env: fullEnv });
+}
+
+/** One line describing a finished command, for failure messages. */
+export function describeRun(what: string, r: Timed): string {
+  const status = r.hung ? `HUNG (no exit within the deadline; ${r.stoppedOnTerm ? 'stopped on SIGTERM' : 'IGNORED SIGTERM, SIGKILLed'})` : `exit ${r.code ?? r.signal}`;
+  const err = r.stderr.trim().split('\n').slice(-2).join(' | ');
+  return `${what}: ${status} after ${r.ms} ms${err ? `; stderr: ${err.slice(0, 300)}` : ''}`;
+}
+
+export const hasTool = (name: string): boolean => spawnSync('sh', ['-c', `command -v ${name}`]).status === 0;
+
+export const MANIFEST = '.devserver-staging.manifest.json';
+export const TIMESTAMP = 'staged.timestamp';
+
+/** Names of the protocol, never artifacts: `.devserver-staging*`, `devserver.lock*`, and the top-level `staged.timestamp`. */
+export function isProtocol(rel: string): boolean {
+  const base = rel.split('/').pop()!;
+  return rel === TIMESTAMP || rel === 'devserver' || base.startsWith('.devserver-staging') || base.startsWith('devserver.lock');
+}
+
+/** Files and links below an area, relative and '/'-separated, without protocol names. */
+export function artifactsOnDisk(area: string): Map<string, fs.Stats> {
+  const out = new Map<string, fs.Stats>();
+  const walk = (d: string, rel: string): void => {
+    for (const name of fs.readdirSync(d)) {
+      const r = rel ? `${rel}/${name}` : name;
+      if (isProtocol(r)) continue;
+      const st = fs.lstatSync(path.join(d, name));
+      if (st.isDirectory()) walk(path.join(d, name), r);
+      else out.set(r, st);
+    }
+  };
+  walk(area, '');
+  return out;
+}
+
+export const sha256 = (data: Buffer | string): string => crypto.createHash('sha256').update(data).digest('hex');
+
+/**
+ * Checks an area file by file: the manifest lists exactly the artifacts on disk, each with the
+ * right hash, and every file of `expected` (name -> content hash) is there with that content.
+ * Returns the problems found, empty when the area is consistent.
+ */
+export function checkArea(area: string, expected: Map<string, string> = new Map()): string[] {
+  const problems: string[] = [];
+  let manifest: { artifacts?: Record<string, { type: string; sha256: string; linkTarget?: string } | null> };
+  try {
+    manifest = JSON.parse(fs.readFileSync(path.join(area, MANIFEST), 'utf8'));
+  } catch (err) {
+    return [`manifest ${path.join(area, MANIFEST)} unreadable: ${(err as Error).message}`];
+  }
+  const listed = manifest.artifacts ?? {};
+  const disk = artifactsOnDisk(area);
+  for (const [name, entry] of Object.entries(listed)) {
+    const p = path.join(area, name);
+    const st = disk.get(name);
+    if (entry === null) problems.push(`manifest entry ${name} is null`);
+    else if (st === undefined) problems.push(`listed but missing: ${p}`);
+    else if (entry.type === 'symlink') {
+      if (!st.isSymbolicLink() || fs.readlinkSync(p) !== entry.linkTarget) problems.push(`listed link differs: ${p}`);
+    } else if (!st.isFile()) problems.push(`listed as a file but not one: ${p}`);
+    else {
+      const h = sha256(fs.readFileSync(p));
+      if (h !== entry.sha256) problems.push(`hash mismatch: ${p} is ${h.slice(0, 12)}, manifest says ${entry.sha256.slice(0, 12)}`);
+    }
+  }
+  for (const name of disk.keys()) if (!(name in listed)) problems.push(`unlisted file on disk: ${path.join(area, name)}`);
+  for (const [name, hash] of expected) {
+    const p = path.join(area, name);
+    let h: string | undefined;
+    try {
+      h = sha256(fs.readFileSync(p));
+    } catch {
+      h = undefined;
+    }
+    if (h === undefined) problems.push(`second stager's file missing: ${p}`);
+    else if (h !== hash) problems.push(`second stager's file has other content: ${p}`);
+  }
+  return problems;
+}
+
+/** Leftovers a dead holder may leave in an area: partial files and lock siblings (claims, trash, probes). */
+export function areaJunk(area: string): string[] {
+  let names: string[];
+  try {
+    names = fs.readdirSync(area);
+  } catch {
+    return [];
+  }
+  return names.filter((n) => n.startsWith('.devserver-staging.part') || n.startsWith('devserver.lock.') || n.startsWith('.devserver-staging.trash')).map((n) => path.join(area, n));
+}
+
+export function pidAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+/** Clock probes under `<static>/.devserver-staging/` whose writer (a pid in the name) is gone. */
+export function deadProbes(staticDir: string): string[] {
+  const meta = path.join(staticDir, '.devserver-staging');
+  let names: string[];
+  try {
+    names = fs.readdirSync(meta);
+  } catch {
+    return [];
+  }
+  return names
+    .filter((n) => n.startsWith('clock'))
+    .filter((n) => {
+      const pids = (n.match(/\d+/g) ?? []).map(Number).filter((p) => p > 1 && p < 4_194_305);
+      return !pids.some(pidAlive);
+    })
+    .map((n) => path.join(meta, n));
+}
+
+/** The next pids the kernel will hand out (for planting names a process will use as `<name>.<pid>`). */
+export function nextPids(count: number): number[] {
+  let last = process.pid;
+  try {
+    last = Number(fs.readFileSync('/proc/sys/kernel/ns_last_pid', 'utf8').trim());
+  } catch {
+    // Not Linux: guess from our own pid.
+  }
+  let max = 4_194_304;
+  try {
+    max = Number(fs.readFileSync('/proc/sys/kernel/pid_max', 'utf8').trim());
+  } catch {
+    // Keep the default.
+  }
+  const out: number[] = [];
+  for (let i = 1; i <= count; i++) out.push(((last + i - 300) % max) + 300);
+  return out;
+}
+
+/** A small file of random bytes of `size`, written at `p`; returns its SHA-256. */
+export function writeRandom(p: string, size: number): string {
+  const data = crypto.randomBytes(size);
+  fs.mkdirSync(path.dirname(p), { recursive: true });
+  fs.writeFileSync(p, data);
+  return sha256(data);
+}
+
+export async function pool<T>(items: readonly T[], concurrency: number, fn: (item: T, i: number) => Promise<void>): Promise<void> {
+  let next = 0;
+  await Promise.all(
+    Array.from({ length: Math.min(concurrency, items.length) }, async () => {
+      while (next < items.length) {
+        const i = next++;
+        await fn(items[i]!, i);
+      }
+    }),
+  );
+}

@@ -1,0 +1,214 @@
+/**
+ * A directory swapped for a symbolic link while a command runs. A small C helper exchanges
+ * `<static>/board` (a real directory) and `<static>/board.x` (a link to a directory outside) with
+ * renameat2(RENAME_EXCHANGE) in a tight loop, while destroy, prune, stage, stage --add and
+ * force-release run again and again on `board/R1`. The outside directory mirrors what they act on
+ * (an area R1 with artifacts, a lock, a legacy `devserver.lock` file); it is hashed after every
+ * operation and must never change. Set-up goes through the real directory by its descriptor
+ * (/proc/self/fd), so the test itself never writes through the link.
+ */
+import { strict as assert } from 'assert';
+import { spawn, spawnSync, type ChildProcess } from 'child_process';
+import * as fs from 'fs';
+import * as path from 'path';
+import { destroy, forceRelease, prune, stage } from '../../src/core';
+import { changes, cliTimed, fingerprint, hasTool } from '../attack';
+import { cleanup, report, tempDir } from '../helpers';
+
+const SWAPPER_C = `
+#define _GNU_SOURCE
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+static volatile sig_atomic_t stop = 0;
+static void on_term(int s) { (void)s; stop = 1; }
+int main(int argc, char **argv) {
+  if (argc < 3) return 2;
+  long limit = argc > 3 ? atol(argv[3]) : -1;
+  unsigned long n = 0;
+  signal(SIGTERM, on_term);
+  while (!stop && (limit < 0 || (long)n < limit)) {
+    if (syscall(SYS_renameat2, AT_FDCWD, argv[1], AT_FDCWD, argv[2], 2 /* RENAME_EXCHANGE */) == 0) n++;
+  }
+  printf("%lu\\n", n);
+  return 0;
+}
+`;
+
+/** Seconds each operation runs against the swapper; iteration counts are printed. */
+const BUDGET_MS = Number(process.env.DSS_ATTACK_RACE_MS ?? 22_000);
+
+describe('attack: a directory exchanged with a link to outside while commands run', function () {
+  this.timeout(BUDGET_MS * 3 + 60_000);
+  let root = '';
+  let swapperBin = '';
+  let staticDir = '';
+  let outside = '';
+  let src = '';
+  let boardFd = -1;
+  let board = '';
+  let swapper: ChildProcess | undefined;
+
+  before(function () {
+    if (process.platform !== 'linux') this.skip();
+    if (!hasTool('cc')) {
+      console.log('      skipped: no C compiler (cc) to build the renameat2 helper');
+      this.skip();
+    }
+    root = tempDir('dss-attack-race-');
+    fs.writeFileSync(path.join(root, 'swap.c'), SWAPPER_C);
+    swapperBin = path.join(root, 'swap');
+    const cc = spawnSync('cc', ['-O2', '-o', swapperBin, path.join(root, 'swap.c')], { encoding: 'utf8' });
+    assert.equal(cc.status, 0, `cc failed: ${cc.stderr}`);
+    staticDir = path.join(root, 'static');
+    outside = path.join(root, 'outside');
+    src = path.join(root, 'src');
+    fs.mkdirSync(path.join(staticDir, 'board'), { recursive: true });
+    fs.mkdirSync(path.join(src, 'sub'), { recursive: true });
+    for (let i = 0; i < 20; i++) fs.writeFileSync(path.join(src, i < 10 ? `f${i}.bin` : `sub/f${i}.bin`), `source ${i}\n`.repeat(50));
+    // Outside: what the operations would find through the link.
+    resetOutside();
+    fs.symlinkSync(outside, path.join(staticDir, 'board.x'));
+    boardFd = fs.openSync(path.join(staticDir, 'board'), fs.constants.O_RDONLY | fs.constants.O_DIRECTORY | fs.constants.O_NOFOLLOW);
+    board = `/proc/self/fd/${boardFd}`;
+  });
+
+  after(async () => {
+    await stopSwapper();
+    if (boardFd >= 0) fs.closeSync(boardFd);
+    if (root) cleanup(root);
+  });
+
+  function resetOutside(): void {
+    fs.rmSync(outside, { recursive: true, force: true });
+    const r1 = path.join(outside, 'R1');
+    fs.mkdirSync(path.join(r1, 'sub'), { recursive: true });
+    fs.writeFileSync(path.join(r1, 'f1.bin'), 'OUTSIDE: must never change\n');
+    fs.writeFileSync(path.join(r1, 'sub', 'f12.bin'), 'OUTSIDE deeper\n');
+    fs.writeFileSync(path.join(r1, 'staged.timestamp'), '');
+    fs.writeFileSync(path.join(r1, '.devserver-staging.manifest.json'), JSON.stringify({ version: 1, artifacts: {} }));
+    // A legacy-looking lock: force-release through the link would delete it.
+    fs.writeFileSync(path.join(r1, 'devserver.lock'), 'outside legacy lock\n');
+    fs.writeFileSync(path.join(outside, 'devserver.lock'), 'outside legacy lock at the top\n');
+    fs.writeFileSync(path.join(outside, 'victim.txt'), 'victim\n');
+    const old = new Date(Date.now() - 86_400_000);
+    fs.utimesSync(path.join(r1, 'staged.timestamp'), old, old);
+  }
+
+  function startSwapper(): void {
+    swapper = spawn(swapperBin, ['board', 'board.x'], { cwd: staticDir, stdio: ['ignore', 'pipe', 'inherit'] });
+  }
+
+  async function stopSwapper(): Promise<number> {
+    const s = swapper;
+    swapper = undefined;
+    if (s === undefined || s.exitCode !== null) return 0;
+    let out = '';
+    s.stdout!.on('data', (d: Buffer) => (out += d.toString()));
+    const done = new Promise<void>((r) => s.once('close', () => r()));
+    s.kill('SIGTERM');
+    await done;
+    // Leave `board` the real directory again.
+    if (fs.lstatSync(path.join(staticDir, 'board')).isSymbolicLink()) spawnSync(swapperBin, ['board', 'board.x', '1'], { cwd: staticDir });
+    return Number(out.trim()) || 0;
+  }
+
+  /** Through the real directory's descriptor, whatever its name is right now. */
+  function setupR1(withLock: 'none' | 'ours' | 'legacy'): void {
+    const r1 = path.join(board, 'R1');
+    fs.rmSync(r1, { recursive: true, force: true });
+    fs.mkdirSync(path.join(r1, 'sub'), { recursive: true });
+    fs.writeFileSync(path.join(r1, 'f1.bin'), 'inside\n');
+    fs.writeFileSync(path.join(r1, 'staged.timestamp'), '');
+    const old = new Date(Date.now() - 86_400_000);
+    fs.utimesSync(path.join(r1, 'staged.timestamp'), old, old);
+    if (withLock === 'ours') {
+      fs.mkdirSync(path.join(r1, 'devserver.lock'));
+      fs.writeFileSync(path.join(r1, 'devserver.lock', 'owner.json'), JSON.stringify({ pid: 999_999, hostname: 'gone.example', user: 'x', clientId: 'x', acquiredAt: 0, token: 'dead', staleMs: 10_000, refreshMs: 2_500, tool: 'test' }));
+      fs.utimesSync(path.join(r1, 'devserver.lock'), old, old);
+    } else if (withLock === 'legacy') {
+      fs.writeFileSync(path.join(r1, 'devserver.lock'), 'inside legacy lock\n');
+    }
+  }
+
+  interface Op {
+    name: string;
+    setup: () => void;
+    run: (i: number) => Promise<unknown>;
+  }
+
+  const ops: Op[] = [
+    { name: 'destroy board/R1 (force)', setup: () => setupR1('none'), run: () => destroy(staticDir, 'board/R1', { force: true }) },
+    { name: 'prune board --keep 0', setup: () => setupR1('none'), run: () => prune(staticDir, { keep: 0, subpath: 'board' }) },
+    { name: 'stage board/N<i> (new)', setup: () => undefined, run: (i) => stage(staticDir, `board/N${i}`, [src]) },
+    { name: 'stage --add --overwrite board/R1', setup: () => setupR1('none'), run: () => stage(staticDir, 'board/R1', [src], { add: true, overwrite: true }) },
+    { name: 'force-release board/R1 (stale lock)', setup: () => setupR1('ours'), run: () => forceRelease(staticDir, 'board/R1') },
+    { name: 'force-release board/R1 (legacy lock)', setup: () => setupR1('legacy'), run: () => forceRelease(staticDir, 'board/R1') },
+  ];
+
+  for (const op of ops) {
+    it(`${op.name}: nothing outside changes`, async function () {
+      const breaks: string[] = [];
+      let iterations = 0;
+      let errors = 0;
+      let before = fingerprint(outside);
+      startSwapper();
+      const deadline = Date.now() + BUDGET_MS;
+      try {
+        while (Date.now() < deadline) {
+          op.setup();
+          try {
+            await op.run(iterations);
+          } catch {
+            errors++;
+          }
+          iterations++;
+          const diff = changes(outside, before, fingerprint(outside));
+          if (diff.length > 0) {
+            breaks.push(`iteration ${iterations}: ${diff.slice(0, 4).join('; ')}`);
+            resetOutside();
+            before = fingerprint(outside);
+          }
+        }
+      } finally {
+        const swaps = await stopSwapper();
+        report(`${op.name}: ${iterations} iterations (${errors} refused or failed), ${swaps} exchanges, ${breaks.length} changed something outside`);
+      }
+      // Clean the areas staged by 'stage new' so later operations see a small tree.
+      for (const name of fs.readdirSync(board)) if (name.startsWith('N')) fs.rmSync(path.join(board, name), { recursive: true, force: true });
+      assert.ok(breaks.length === 0, `${op.name}: ${breaks.length} of ${iterations} iterations changed files outside the static directory:\n  ${breaks.slice(0, 8).join('\n  ')}`);
+    });
+  }
+
+  it('the CLI: destroy and force-release by path, 40 runs each: nothing outside changes', async function () {
+    const breaks: string[] = [];
+    let before = fingerprint(outside);
+    let runs = 0;
+    startSwapper();
+    try {
+      for (let i = 0; i < 40; i++) {
+        for (const [args, lock] of [
+          [['destroy', '--force', 'board/R1'], 'none'],
+          [['force-release', 'board/R1'], 'legacy'],
+        ] as const) {
+          setupR1(lock);
+          const r = await cliTimed(staticDir, args, { timeoutMs: 20_000 });
+          runs++;
+          const diff = changes(outside, before, fingerprint(outside));
+          if (diff.length > 0) {
+            breaks.push(`${args.join(' ')} (exit ${r.code}): ${diff.slice(0, 4).join('; ')}`);
+            resetOutside();
+            before = fingerprint(outside);
+          }
+        }
+      }
+    } finally {
+      const swaps = await stopSwapper();
+      report(`CLI: ${runs} runs, ${swaps} exchanges, ${breaks.length} changed something outside`);
+    }
+    assert.ok(breaks.length === 0, `${breaks.length} of ${runs} CLI runs changed files outside the static directory:\n  ${breaks.slice(0, 8).join('\n  ')}`);
+  });
+});
