@@ -172,6 +172,11 @@ export function makeLockFs(state: LockFsState): LockFs {
       await rmTreeSoon(area, tempName).catch(() => undefined);
       const code = errnoCode(err);
       if (code === 'EEXIST' || code === 'ENOTEMPTY' || code === 'ENOTDIR' || code === 'EISDIR') throw coded('EEXIST', `${state.lockPath} already exists`);
+      // SFTP (sshfs) refuses a rename onto an existing name with EPERM (the lock may be gone again
+      // by now): unless this user may not write the area at all, that means someone holds it.
+      if (code === 'EPERM' && (await fs.promises.access(area.at('.'), fs.constants.W_OK).then(() => true, () => false))) {
+        throw coded('EEXIST', `${state.lockPath} already exists`);
+      }
       // Our temporary lock was cleared away as litter by the holder of the lock: it is held.
       if (code === 'ENOENT') throw coded('EEXIST', `${state.lockPath} already exists`);
       throw err;

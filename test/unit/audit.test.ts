@@ -153,18 +153,26 @@ describe('audit log first', function () {
     await waitFor(() => (lease.state === 'lost' ? true : undefined), 10_000, 'the holder to learn it lost the lock');
     const de = await cli(staticDir, ['destroy', 'doomed']);
     assert.equal(de.code, 0, de.stderr);
-    // Refused under its lock (a lock inside it is held): recorded, then the failure recorded.
+    // Refused before it acts (a lock inside it is held, so its own lock is not granted): nothing done, nothing recorded.
     fs.mkdirSync(path.join(staticDir, 'outer', 'inner'), { recursive: true });
     await hold('outer/inner');
     const refused = await cli(staticDir, ['destroy', 'outer']);
     assert.equal(refused.code, 3, refused.stderr);
+    // Fails once recorded (a file stands where the trash goes): recorded, then the failure recorded.
+    fs.mkdirSync(path.join(staticDir, 'blocked'));
+    const trash = path.join(staticDir, '.devserver-staging', 'trash');
+    fs.rmSync(trash, { recursive: true, force: true });
+    fs.writeFileSync(trash, 'in the way');
+    const failed = await cli(staticDir, ['destroy', 'blocked']);
+    assert.equal(failed.code, 1, failed.stderr);
+    assert.ok(fs.existsSync(path.join(staticDir, 'blocked')), 'the area is still there');
     const lines = auditOf(staticDir);
     assert.deepEqual(
       lines.map((l) => `${l.action} ${l.tag}${l.failed !== undefined ? ' failed' : ''}`),
-      ['force-release held', 'destroy doomed', 'destroy outer', 'destroy outer failed'],
+      ['force-release held', 'destroy doomed', 'destroy blocked', 'destroy blocked failed'],
     );
     assert.equal(lines[0]!.previous?.holder?.pid, process.pid);
-    assert.match(lines[3]!.failed!, /inner inside it is locked/);
+    assert.match(lines[3]!.failed!, /trash/);
     assert.equal(fs.existsSync(path.join(staticDir, 'outer', 'inner')), true);
   });
 

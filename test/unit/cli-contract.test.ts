@@ -6,6 +6,7 @@ import { strict as assert } from 'assert';
 import { spawn } from 'child_process';
 import * as fs from 'fs';
 import * as path from 'path';
+import { FENCE_FILE } from '../../src/core/protocol';
 import { acquire } from '../../src/core/lock';
 import { inspect } from '../../src/core/inspect';
 import { CLI, catchesSignal, cleanup, cli, run, tempDir, waitFor } from '../helpers';
@@ -153,7 +154,7 @@ describe('devserver-stage as scripts use it', () => {
         }
       }
       assert.equal((await inspect(staticDir, 'busy')).holder?.token, lease.holder.token, 'the lock is still the test’s');
-      assert.deepEqual(fs.readdirSync(path.join(staticDir, 'busy')).filter((n) => n !== 'devserver.lock'), [], 'nothing staged');
+      assert.deepEqual(fs.readdirSync(path.join(staticDir, 'busy')).filter((n) => n !== 'devserver.lock' && n !== FENCE_FILE), [], 'nothing staged');
     } finally {
       await lease.release();
     }

@@ -9,7 +9,7 @@ import { spawn, type ChildProcess } from 'child_process';
 import * as fs from 'fs';
 import * as path from 'path';
 import { procStat } from '../../src/core/holder';
-import { COMMAND_FILE, LOCK_NAME, OWNER_FILE, WORK_PREFIX } from '../../src/core/protocol';
+import { FENCE_FILE, COMMAND_FILE, LOCK_NAME, OWNER_FILE, WORK_PREFIX } from '../../src/core/protocol';
 import type { LockInfo } from '../../src/core/types';
 import { CLI, cleanup, cli, exitOf, killAll, report, tempDir, track, waitFor } from '../helpers';
 
@@ -125,6 +125,6 @@ describe('lock -- COMMAND lasts as long as the command', function () {
     assert.equal(r.code, 0, r.stderr);
     assert.ok(fs.existsSync(bg), 'released only after the background process ended');
     assert.match(r.stderr, /waiting for the processes it left in its process group/);
-    assert.deepEqual(fs.readdirSync(path.join(staticDir, 'w')), [], 'nothing of the lock is left');
+    assert.deepEqual(fs.readdirSync(path.join(staticDir, 'w')).filter((n) => n !== FENCE_FILE), [], 'nothing of the lock is left');
   });
 });

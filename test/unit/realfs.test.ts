@@ -13,7 +13,7 @@ import * as path from 'path';
 import { performance } from 'perf_hooks';
 import { inspect, list } from '../../src/core/inspect';
 import { acquire, heldLeases } from '../../src/core/lock';
-import { LOCK_NAME, META_DIR, OWNER_FILE } from '../../src/core/protocol';
+import { FENCE_FILE, LOCK_NAME, META_DIR, OWNER_FILE } from '../../src/core/protocol';
 import type { LockState } from '../../src/core/types';
 import { type Msg, WORKERS, cleanup, exitOf, expectMessage, isRoot, killAll, readToken, report, run, sleep, snapshot, startWorker, tempDir, track, waitFor } from '../helpers';
 
@@ -393,7 +393,7 @@ describe('a network filesystem shared by two clients (sshfs)', function () {
     }
     assert.equal(fs.existsSync(path.join(exportDir, 'critical.marker')), false);
     // No lock, claim, probe or anything set aside is left.
-    assert.deepEqual(fs.readdirSync(path.join(exportDir, tag)), []);
+    assert.deepEqual(fs.readdirSync(path.join(exportDir, tag)).filter((n) => n !== FENCE_FILE), []);
   });
 
   it('releases cleanly while the owner record is open on the same client (FUSE hides it as .fuse_hidden…)', async () => {
@@ -407,7 +407,7 @@ describe('a network filesystem shared by two clients (sshfs)', function () {
     } finally {
       await closed;
     }
-    await waitFor(() => (fs.readdirSync(path.join(exportDir, tag)).length === 0 ? true : undefined), 2_000, 'the area to be empty');
+    await waitFor(() => (fs.readdirSync(path.join(exportDir, tag)).filter((n) => n !== FENCE_FILE).length === 0 ? true : undefined), 2_000, 'the area to be empty');
     const again = await acquire(mountA, tag, { ...timing, createOnce: false });
     await again.release();
   });
@@ -493,7 +493,7 @@ describe('a network filesystem shared by two clients (sshfs)', function () {
     assert.equal(readToken(lockOnServer), lease.holder.token);
     assert.equal((await inspect(mountA, tag, timing)).holder?.token, lease.holder.token);
     await lease.release();
-    assert.deepEqual(fs.readdirSync(path.join(exportDir, tag)), []);
+    assert.deepEqual(fs.readdirSync(path.join(exportDir, tag)).filter((n) => n !== FENCE_FILE), []);
   });
 });
 
