@@ -71,10 +71,11 @@ describe('attack: two real users, a holder with umask 077 and --stale 60', funct
         // Until the holder's command ends (a holder told it lost the lock stops it before it can remove its mark).
         while (fs.existsSync(running) && held.exitCode === null && Date.now() < until) {
           attempts++;
-          const r = await cliTimed(staticDir, ['lock', tag, '--', 'sh', '-c', `touch ${contenderRan}`], { timeoutMs: 20_000, user: contender });
+          // The contender's command records only what it saw inside the lock: the holder's mark still there.
+          const r = await cliTimed(staticDir, ['lock', tag, '--', 'sh', '-c', `if [ -e ${running} ]; then touch ${contenderRan}; fi`], { timeoutMs: 20_000, user: contender });
           const stillRunning = fs.existsSync(running);
           if (fs.existsSync(contenderRan)) {
-            steals.push(`attempt ${attempts}: ${contender}'s lock ${tag} ran its command (exit ${r.code}) while ${holder}'s command ${stillRunning ? 'still ran' : 'was ending'}; stderr: ${r.stderr.trim().slice(0, 200)}`);
+            steals.push(`attempt ${attempts}: ${contender}'s lock ${tag} ran its command (exit ${r.code}) while ${holder}'s command still ran (its mark was there${stillRunning ? '' : ', gone just after'}); stderr: ${r.stderr.trim().slice(0, 200)}`);
             fs.rmSync(contenderRan, { force: true });
           }
           for (const j of areaJunk(area)) leftovers.add(j);

@@ -8,7 +8,7 @@ import { StagingError, asStagingError, errnoCode } from '../errors';
 import { MANIFEST_FILE, type Manifest, type ManifestEntry } from './types';
 
 /** Far above the manifest of any build (about 300 bytes an artifact), far below memory. */
-const MAX_MANIFEST_BYTES = 512 * 1024 * 1024;
+export const MAX_MANIFEST_BYTES = 512 * 1024 * 1024;
 
 export function emptyManifest(): Manifest {
   return { version: 1, artifacts: {} };

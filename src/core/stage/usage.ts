@@ -4,6 +4,7 @@
  */
 import * as fs from 'fs';
 import * as path from 'path';
+import { readRecord } from '../anchored';
 import { fsClockSkew } from '../clock';
 import { naturalOrder } from '../format';
 import { StagingError, asStagingError, errnoCode, isStagingError } from '../errors';
@@ -15,7 +16,7 @@ import { FENCE_FILE, LOCK_NAME, META_DIR, clampTiming, isProtocolName } from '..
 import { destroy } from '../remove';
 import { resolveArea, resolveStaticDir } from '../tags';
 import type { LockInfo, LockState, Timing } from '../types';
-import { parseManifest } from './manifest';
+import { MAX_MANIFEST_BYTES, parseManifest } from './manifest';
 import { MANIFEST_FILE, TIMESTAMP_FILE } from './types';
 
 /** One staging area's footprint. */
@@ -278,9 +279,10 @@ async function measureArea(
 async function readManifestCount(file: string): Promise<{ count?: number; damaged?: string } | undefined> {
   let text: string;
   try {
-    text = await fs.promises.readFile(file, 'utf8');
-  } catch {
-    return undefined;
+    // Never through a link, never waiting on a FIFO put in its place.
+    text = await readRecord(file, file, MAX_MANIFEST_BYTES);
+  } catch (err) {
+    return isStagingError(err) ? { damaged: err.message } : undefined;
   }
   try {
     return { count: Object.keys(parseManifest(text, file).artifacts).length };
