@@ -36,12 +36,15 @@ export function formatStatus(info: LockInfo): string {
     const h = info.holder;
     lines.push(`  holder:     ${describeHolder(info)}`, `  client:     ${h.clientId}`);
     if (h.acquiredAt !== '') lines.push(`  acquired:   ${h.acquiredAt} (${formatDuration(info.ageMs)} ago)`);
+    if (h.fence !== undefined) lines.push(`  fence:      ${h.fence} (the lock's fencing token)`);
   } else if (info.legacy !== undefined) {
     lines.push(`  holder:     ${describeHolder(info)}`);
     if (info.legacy.pid === undefined && info.legacy.pidAndHash !== '') {
       lines.push(`  pid+hash:   ${info.legacy.pidAndHash} (the pid is a prefix of these digits)`);
     }
     if (info.legacy.uniqueFile !== undefined) lines.push(`  lock file:  ${info.legacy.uniqueFile}`);
+  } else if (info.unreadable !== undefined) {
+    lines.push(`  holder:     unknown: ${info.unreadable}`);
   } else if (info.state !== 'free') {
     lines.push('  holder:     unknown (no holder record)');
   }

@@ -219,7 +219,7 @@ export class Lease extends EventEmitter<LeaseEvents> {
   }
 }
 
-export function describeHolder(info: Pick<LockInfo, 'state' | 'holder' | 'legacy'>): string {
+export function describeHolder(info: Pick<LockInfo, 'state' | 'holder' | 'legacy' | 'unreadable'>): string {
   if (info.holder !== undefined) {
     const h = info.holder;
     return `${h.user}@${h.hostname} (pid ${h.pid}${h.purpose !== undefined ? `, ${h.purpose}` : ''})`;
@@ -227,6 +227,7 @@ export function describeHolder(info: Pick<LockInfo, 'state' | 'holder' | 'legacy
   if (info.legacy !== undefined) {
     return `the Python devserver on ${info.legacy.hostname}${info.legacy.pid !== undefined ? ` (pid ${info.legacy.pid})` : ''}`;
   }
+  if (info.unreadable !== undefined) return `another process (${info.unreadable})`;
   return 'another process (no holder record)';
 }
 
@@ -236,7 +237,9 @@ function lockedError(info: LockInfo): StagingError {
     info.state === 'legacy'
       ? ' Legacy locks are never taken over automatically: force-release it if its holder is gone.'
       : ' Wait for it to be released (--wait), or force-release it if its holder is gone.';
-  return new StagingError('ELOCKED', `${info.dir} is held: ${what} by ${describeHolder(info)}.${hint}`, { path: info.lockPath, lock: info });
+  // A stale lock stands in the way only when it could not be taken over: say why.
+  const stale = info.state === 'stale' && info.staleReason !== undefined ? ` It is stale (${info.staleReason}).` : '';
+  return new StagingError('ELOCKED', `${info.dir} is held: ${what} by ${describeHolder(info)}.${stale}${hint}`, { path: info.lockPath, lock: info });
 }
 
 function sleep(ms: number, signal?: AbortSignal): Promise<void> {

@@ -72,7 +72,9 @@ export class AreaNode {
       if (h.purpose !== undefined) rows.push([vscode.l10n.t('Purpose'), h.purpose]);
       const acquired = Date.parse(h.acquiredAt);
       if (!Number.isNaN(acquired)) rows.push([vscode.l10n.t('Acquired'), `${new Date(acquired).toLocaleString()} (${formatAge(now - acquired)})`]);
+      if (h.fence !== undefined) rows.push([vscode.l10n.t('Fencing token'), String(h.fence)]);
     }
+    if (e.unreadable !== undefined) rows.push([vscode.l10n.t('Holder'), e.unreadable]);
     if (e.legacy !== undefined) {
       rows.push([vscode.l10n.t('Holder'), vscode.l10n.t('Python devserver on {0}', e.legacy.hostname) + (e.legacy.pid !== undefined ? `, pid ${e.legacy.pid}` : '')]);
     }
