@@ -2,6 +2,7 @@
  * Shared test helpers: real temporary static directories, real child processes.
  */
 import { spawn, type ChildProcess, type SpawnOptions } from 'child_process';
+import * as crypto from 'crypto';
 import * as fs from 'fs';
 import * as os from 'os';
 import * as path from 'path';
@@ -155,6 +156,17 @@ export function snapshot(dir: string): Map<string, string> {
   };
   walk(dir);
   return out;
+}
+
+/** sha256, mode and mtime of every file below `dir`, and the set of names: what must not change. */
+export function fingerprint(dir: string): string {
+  const lines: string[] = [];
+  for (const [p, meta] of snapshot(dir)) {
+    const st = fs.lstatSync(p);
+    const hash = st.isFile() ? crypto.createHash('sha256').update(fs.readFileSync(p)).digest('hex') : '';
+    lines.push(`${p} ${meta} ${hash}`);
+  }
+  return lines.sort().join('\n');
 }
 
 export const isRoot = typeof process.getuid === 'function' && process.getuid() === 0;

@@ -128,6 +128,16 @@ export async function openOrMakeBelow(parent: Dir, name: string): Promise<Dir> {
   return openBelow(parent, name);
 }
 
+const HAS_PROC_FD = fs.existsSync('/proc/self/fd');
+
+/**
+ * A path to what is open as `fd`, which the kernel resolves to the open file or directory itself,
+ * whatever has been renamed or linked in its place since (Linux); undefined where there is none.
+ */
+export function fdPath(fd: number): string | undefined {
+  return HAS_PROC_FD ? `/proc/self/fd/${fd}` : undefined;
+}
+
 /** Where the kernel says an open directory is now (its path at this instant). */
 export function whereIs(dir: Dir): string {
   return fs.readlinkSync(`/proc/self/fd/${dir.fd}`);

@@ -130,16 +130,21 @@ export function makeHolder(o: HolderOptions): Holder {
   return holder;
 }
 
-/** Parses an owner record, tolerating records from other tools; undefined when unusable. */
-export function parseHolder(text: string): Holder | undefined {
+/** A record's JSON object; undefined when the text is not one (a record of another tool, garbage). */
+export function parseObject(text: string): Record<string, unknown> | undefined {
   let raw: unknown;
   try {
     raw = JSON.parse(text);
   } catch {
     return undefined;
   }
-  if (typeof raw !== 'object' || raw === null) return undefined;
-  const r = raw as Record<string, unknown>;
+  return typeof raw === 'object' && raw !== null && !Array.isArray(raw) ? (raw as Record<string, unknown>) : undefined;
+}
+
+/** Parses an owner record, tolerating records from other tools; undefined when unusable. */
+export function parseHolder(text: string): Holder | undefined {
+  const r = parseObject(text);
+  if (r === undefined) return undefined;
   if (typeof r.pid !== 'number' || typeof r.hostname !== 'string') return undefined;
   const str = (k: string): string | undefined => (typeof r[k] === 'string' ? (r[k] as string) : undefined);
   const num = (k: string): number | undefined => (typeof r[k] === 'number' && Number.isFinite(r[k]) ? (r[k] as number) : undefined);

@@ -4,7 +4,7 @@
 import * as crypto from 'crypto';
 import * as fs from 'fs';
 import * as path from 'path';
-import { readRecord } from './anchored';
+import { isWithin, openDir, readRecord, whereIs, type Dir } from './anchored';
 import { asStagingError, errnoCode } from './errors';
 import { isOnThisMachine, parseHolder } from './holder';
 import { isLockAlive } from './lifetime';
@@ -38,16 +38,20 @@ function baseInfo(area: Pick<Area, 'staticDir' | 'tag' | 'dir'>, exists: boolean
  * Reads the lock of one area and judges it. `nowFsMs` is the current time by the filesystem's
  * clock. `st` may be passed when the caller already has the lock's lstat (list does).
  * `recheck`: before calling a lock stale for its heartbeat, look again past a network client's
- * attribute cache (see `lstatAnew`).
+ * attribute cache (see `lstatAnew`). `area.opened`: the area as the caller opened it; the lock
+ * is then read there (the one the caller will act on), not through a path that can be re-pointed.
  */
 export async function judgeLock(
-  area: Pick<Area, 'staticDir' | 'tag' | 'dir'>,
+  area: Pick<Area, 'staticDir' | 'tag' | 'dir'> & { opened?: Dir },
   timing: Timing,
   nowFsMs: number,
   st?: fs.Stats | null,
   recheck = true,
 ): Promise<Judged> {
-  const lockPath = lockPathOf(area.dir);
+  // For messages the lock's path; for reading it, where the caller's opened area has it.
+  const shownLock = lockPathOf(area.dir);
+  const lockPath = area.opened?.at(LOCK_NAME) ?? shownLock;
+  const areaPath = area.opened?.at('.') ?? area.dir;
   const lookedAt = Date.now();
   if (st === undefined) {
     try {
@@ -56,11 +60,11 @@ export async function judgeLock(
       const code = errnoCode(err);
       if (code === 'ENOENT') st = null;
       else if (code === 'ENOTDIR') return { info: baseInfo(area, false) };
-      else throw asStagingError(err, 'read the lock', lockPath);
+      else throw asStagingError(err, 'read the lock', shownLock);
     }
   }
   if (st === null) {
-    const exists = await fs.promises.stat(area.dir).then(
+    const exists = await fs.promises.stat(areaPath).then(
       (s) => s.isDirectory(),
       () => false,
     );
@@ -76,11 +80,11 @@ export async function judgeLock(
     // The Python devserver's lockfile.FileLock: a hard link to a unique file. Never ours to judge stale.
     info.state = 'legacy';
     info.ageMs = heartbeatAgeMs;
-    info.legacy = await readLegacyHolder(area.dir, st);
+    info.legacy = await readLegacyHolder(areaPath, st);
     return { info, identity };
   }
 
-  const record = await readOwnerRecord(lockPath);
+  const record = await readOwnerRecord(lockPath, shownLock);
   if (record.unreadable !== undefined) {
     // A record that is there but cannot be read (another user's umask, a FIFO, garbage) says
     // nothing about its holder: never steal on a guess.
@@ -120,7 +124,7 @@ export async function judgeLock(
     }
   }
   if (heartbeatAgeMs > threshold) {
-    const fresh = recheck ? await lstatAnew(area.dir, lockPath, lookedAt) : undefined;
+    const fresh = recheck ? await lstatAnew(area, lockPath, lookedAt) : undefined;
     if (fresh !== undefined && (fresh === null || fresh.ino !== st.ino || fresh.mtimeMs !== st.mtimeMs)) {
       return judgeLock(area, timing, nowFsMs + (Date.now() - lookedAt), fresh, false);
     }
@@ -136,11 +140,11 @@ export async function judgeLock(
  * A lock's owner record: the holder, nothing (no record: a bare lock of another tool, judged by
  * its heartbeat), or why a record that is there cannot be read.
  */
-async function readOwnerRecord(lockPath: string): Promise<{ holder?: Holder; unreadable?: string }> {
-  const file = path.join(lockPath, OWNER_FILE);
+async function readOwnerRecord(lockPath: string, shownLock: string): Promise<{ holder?: Holder; unreadable?: string }> {
+  const file = path.join(shownLock, OWNER_FILE);
   let text: string;
   try {
-    text = await readRecord(file, file, MAX_OWNER_BYTES);
+    text = await readRecord(`${lockPath}/${OWNER_FILE}`, file, MAX_OWNER_BYTES);
   } catch (err) {
     const code = errnoCode(err);
     if (code === 'ENOENT' || code === 'ENOTDIR') return {};
@@ -166,22 +170,36 @@ const ATTR_CACHE_MS = 1_100;
  * reading the area fetches every entry with its attributes, and lstat gets those.
  * Undefined where there is nothing to refresh or the area cannot be written: the first look stands.
  */
-async function lstatAnew(dir: string, lockPath: string, since: number): Promise<fs.Stats | null | undefined> {
-  const type = await fs.promises.statfs(dir).then(
+async function lstatAnew(area: Pick<Area, 'staticDir' | 'dir'>, lockPath: string, since: number): Promise<fs.Stats | null | undefined> {
+  const type = await fs.promises.statfs(area.dir).then(
     (s) => s.type,
     () => undefined,
   );
   if (type === undefined || !CACHING_FS.has(type)) return undefined;
-  const probe = path.join(dir, `${LOCK_NAME}.probe.${process.pid}.${crypto.randomBytes(4).toString('hex')}`);
+  // The probe is made in the area as the kernel places it now, and only if that is still inside
+  // the static directory: a judge writes nowhere else, whatever was swapped meanwhile.
+  let dir: Dir;
   try {
-    await fs.promises.mkdir(probe);
+    dir = await openDir(area.dir, true);
   } catch {
     return undefined;
   }
-  await fs.promises.rmdir(probe).catch(() => undefined);
+  try {
+    const realStatic = await fs.promises.realpath(area.staticDir).catch(() => undefined);
+    if (realStatic === undefined || !isWithin(realStatic, whereIs(dir))) return undefined;
+    const probe = `${LOCK_NAME}.probe.${process.pid}.${crypto.randomBytes(4).toString('hex')}`;
+    try {
+      await fs.promises.mkdir(dir.at(probe));
+    } catch {
+      return undefined;
+    }
+    await fs.promises.rmdir(dir.at(probe)).catch(() => undefined);
+  } finally {
+    dir.close();
+  }
   const wait = since + ATTR_CACHE_MS - Date.now();
   if (wait > 0) await new Promise((r) => setTimeout(r, wait));
-  await fs.promises.readdir(dir).catch(() => undefined);
+  await fs.promises.readdir(area.dir).catch(() => undefined);
   return fs.promises.lstat(lockPath).catch((err: unknown) => (errnoCode(err) === 'ENOENT' ? null : undefined));
 }
 

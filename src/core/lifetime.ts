@@ -14,44 +14,26 @@
 import * as fs from 'fs';
 import * as path from 'path';
 import { errnoCode } from './errors';
-import { isHolderAlive, isPidAlive, procStat, thisMachine } from './holder';
-import { createRecordSync } from './anchored';
+import { isHolderAlive, isPidAlive, parseObject, procStat, thisMachine } from './holder';
+import { createRecordSync, readRecordSync } from './anchored';
 import { COMMAND_FILE, WORK_PREFIX } from './protocol';
 import type { CommandRecord, Holder } from './types';
 
 /** A command record is a few dozen bytes; anything larger is not one. */
 const MAX_RECORD_BYTES = 4_096;
 
-/** Reads a small regular file without following a link or blocking on a FIFO; undefined if there is none. */
+/** Reads a small record without following a link or blocking on a FIFO; undefined if it cannot. */
 function readSmallFile(p: string): string | undefined {
-  let fd: number;
   try {
-    fd = fs.openSync(p, fs.constants.O_RDONLY | fs.constants.O_NOFOLLOW | fs.constants.O_NONBLOCK);
+    return readRecordSync(p, p, MAX_RECORD_BYTES);
   } catch {
     return undefined;
-  }
-  try {
-    const st = fs.fstatSync(fd);
-    if (!st.isFile() || st.size > MAX_RECORD_BYTES) return undefined;
-    const buf = Buffer.alloc(MAX_RECORD_BYTES + 1);
-    const n = fs.readSync(fd, buf, 0, buf.length, 0);
-    return n > MAX_RECORD_BYTES ? undefined : buf.toString('utf8', 0, n);
-  } catch {
-    return undefined;
-  } finally {
-    fs.closeSync(fd);
   }
 }
 
 export function parseCommandRecord(text: string): CommandRecord | undefined {
-  let raw: unknown;
-  try {
-    raw = JSON.parse(text);
-  } catch {
-    return undefined;
-  }
-  if (typeof raw !== 'object' || raw === null) return undefined;
-  const r = raw as Record<string, unknown>;
+  const r = parseObject(text);
+  if (r === undefined) return undefined;
   const isPid = (v: unknown): v is number => typeof v === 'number' && Number.isInteger(v) && v > 0;
   if (!isPid(r.pid) || typeof r.token !== 'string') return undefined;
   const rec: CommandRecord = { pid: r.pid, token: r.token };

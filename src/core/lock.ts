@@ -134,7 +134,8 @@ export class Lease extends EventEmitter<LeaseEvents> {
     if (this.status !== 'held') return;
     this.status = 'lost';
     if (held.get(this.lockPath) === this) held.delete(this.lockPath);
-    this.closeDirs();
+    // The descriptors stay open until `release`: work still in flight names paths through them,
+    // and a number closed now could be reused by another open under its feet.
     const detail = cause instanceof Error ? cause.message : String(cause);
     const reason = new StagingError('ECOMPROMISED', `Lost the lock on ${this.dir}: ${detail}. Work done under it may be incomplete.`, {
       path: this.lockPath,
@@ -160,7 +161,11 @@ export class Lease extends EventEmitter<LeaseEvents> {
 
   /** Releases the lock; with `destroy`, removes the staging area too (atomically, see remove.ts). */
   async release(options: ReleaseOptions = {}): Promise<void> {
-    if (this.status === 'lost') throw this.lostReason!;
+    if (this.status === 'lost') {
+      // Nothing to remove (the lock is someone else's now); the descriptors can go.
+      this.closeDirs();
+      throw this.lostReason!;
+    }
     if (this.status === 'released' || this.unlock === undefined) {
       throw new StagingError('ENOTHELD', `The lock on ${this.dir} was already released.`, { path: this.lockPath });
     }
@@ -277,6 +282,7 @@ export async function acquire(staticDir: string, tag: string, options: AcquireOp
   try {
     const deadline = Date.now() + waitMs;
     let vanished = 0;
+    let retries = 0;
     for (let attempt = 0; ; attempt++) {
       if (options.signal?.aborted === true) throw cancelled(area, options.signal);
       const taken = await tryAcquire(area, opened, timing, options);
@@ -286,7 +292,15 @@ export async function acquire(staticDir: string, tag: string, options: AcquireOp
         outcome.adopt();
         return outcome;
       }
-      if (outcome === 'retry') continue; // the lock vanished or we took a stale one over: try again at once
+      if (outcome === 'retry') {
+        // The lock vanished or we took a stale one over: try again at once. Every so often through
+        // a timer: on a local filesystem each step is synchronous, and a run of retries must not
+        // keep the event loop (timers, signals) waiting.
+        if (++retries % 8 === 0) await sleep(1 + Math.random() * 4, options.signal).catch(() => {
+          throw cancelled(area, options.signal!);
+        });
+        continue;
+      }
       if (outcome === 'vanished') {
         if (createOnce || ++vanished > 10) {
           throw new StagingError('ENOENT', `The staging area ${area.dir} was removed by another process while this one was locking it.`, { path: area.dir });
@@ -435,7 +449,7 @@ async function tryAcquire(area: Area, opened: OpenedLockArea, timing: Timing, op
 /** The lock exists: judge it, and take it over if it is stale (exactly one contender does). */
 async function judgeInTheWay(area: Area, opened: OpenedLockArea, timing: Timing, skewMs: number): Promise<'retry' | LockInfo> {
   const nowFs = Date.now() + skewMs;
-  const { info, identity } = await judgeLock(area, timing, nowFs);
+  const { info, identity } = await judgeLock({ ...area, opened: opened.dir }, timing, nowFs);
   if (info.state === 'free') return 'retry';
   if (info.state !== 'stale' || identity === undefined) return info;
   const claim = await claimInstance(opened.dir, identity, timing.staleMs, nowFs);
@@ -469,13 +483,10 @@ export async function withLock<T>(
   try {
     result = await fn(lease.signal, lease);
   } catch (err) {
-    if (lease.state === 'held') {
-      await lease.release({ destroy: options.destroyOnError ?? lease.created }).catch(() => undefined);
-    }
+    await lease.release(lease.state === 'held' ? { destroy: options.destroyOnError ?? lease.created } : {}).catch(() => undefined);
     throw err;
   }
-  if (lease.state === 'lost') throw lease.signal.reason as StagingError;
-  await lease.release();
+  await lease.release(); // rejects with ECOMPROMISED if the lock was lost, even when `fn` succeeded
   return result;
 }
 

@@ -63,7 +63,7 @@ async function forceReleaseIn(area: Area, dir: Dir, timing: Timing, options: For
   for (let attempt = 0; attempt < 50; attempt++) {
     const skew = await fsClockSkew(area.realStaticDir);
     const nowFs = Date.now() + skew;
-    const { info, identity } = await judgeLock(area, timing, nowFs);
+    const { info, identity } = await judgeLock({ ...area, opened: dir }, timing, nowFs);
     if (identity === undefined) {
       if (!info.exists) throw new StagingError('ENOENT', `There is no staging area ${area.dir}.`, { path: area.dir });
       throw new StagingError('ENOTHELD', `${area.dir} is not locked; nothing to release.`, { path: info.lockPath });

@@ -12,7 +12,7 @@ import * as path from 'path';
 import { appendAudit } from '../../src/core';
 import { acquire, type Lease } from '../../src/core/lock';
 import { AUDIT_LOG, LOCK_NAME, META_DIR, OWNER_FILE } from '../../src/core/protocol';
-import { CLI, cleanup, cli, isRoot, rejectsWith, report, run, snapshot, tempDir, track, waitFor, killAll, type RunResult } from '../helpers';
+import { CLI, cleanup, cli, isRoot, rejectsWith, report, run, fingerprint, tempDir, track, waitFor, killAll, type RunResult } from '../helpers';
 
 /** Fails the test instead of hanging: a command that blocks on the log is killed after `ms`. */
 async function bounded(p: Promise<RunResult>, child: () => ChildProcess | undefined, ms: number): Promise<RunResult> {
@@ -45,16 +45,6 @@ function cliBounded(staticDir: string, args: readonly string[], ms = 15_000): Pr
   return bounded(p, () => child, ms);
 }
 
-/** sha256, mode and mtime of every file below `dir`: what must not change. */
-function fingerprint(dir: string): string {
-  const lines: string[] = [];
-  for (const [p, meta] of snapshot(dir)) {
-    const st = fs.lstatSync(p);
-    const hash = st.isFile() ? crypto.createHash('sha256').update(fs.readFileSync(p)).digest('hex') : '';
-    lines.push(`${p} ${meta} ${hash}`);
-  }
-  return lines.sort().join('\n');
-}
 
 interface AuditLine {
   action: string;

@@ -12,18 +12,8 @@ import * as path from 'path';
 import { fsClockSkew, resetClockCache } from '../../src/core/clock';
 import { isPidAlive } from '../../src/core/holder';
 import { META_DIR } from '../../src/core/protocol';
-import { CLI, cleanup, cli, report, sleep, snapshot, tempDir } from '../helpers';
+import { CLI, cleanup, cli, report, sleep, fingerprint, tempDir } from '../helpers';
 
-/** sha256 and mtime of every file below `dir`, and the set of names: what must not change. */
-function fingerprint(dir: string): string {
-  const lines: string[] = [];
-  for (const [p, meta] of snapshot(dir)) {
-    const st = fs.lstatSync(p);
-    const hash = st.isFile() ? crypto.createHash('sha256').update(fs.readFileSync(p)).digest('hex') : '';
-    lines.push(`${p} ${meta} ${hash}`);
-  }
-  return lines.sort().join('\n');
-}
 
 function pidMax(): number {
   try {

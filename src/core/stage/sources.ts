@@ -3,8 +3,9 @@
  * the entries it holds. Sources report what they find as it is (names, types, link targets); the
  * stager decides what may land in the area.
  */
-import { constants, existsSync, promises as fsp, type Stats } from 'fs';
+import { constants, promises as fsp, type Stats } from 'fs';
 import * as path from 'path';
+import { fdPath } from '../anchored';
 import { fileURLToPath } from 'url';
 import { archiveFileEntries, archiveKindOf, changedSourceError, fsSourceError, messageOf, sourceError, throwIfAborted } from './archive';
 import { httpEntries } from './http';
@@ -70,15 +71,6 @@ async function* localEntries(spec: string, signal: AbortSignal): AsyncGenerator<
   yield { name: path.basename(shown), type: 'file', localPath: real, size: st.size, localStat: identityOf(st), source: shown };
 }
 
-const ANCHORED = existsSync('/proc/self/fd');
-
-/**
- * A path to what is open as `fd`, which the kernel resolves to the open file or directory itself,
- * whatever has been renamed or linked in its place since (Linux); undefined where there is none.
- */
-export function fdPath(fd: number): string | undefined {
-  return ANCHORED ? `/proc/self/fd/${fd}` : undefined;
-}
 
 /**
  * Opens the directory `dir` that was seen as `seen`, without following a link in its place, and

@@ -69,7 +69,7 @@ export async function stage(staticDir: string, tag: string, sources: readonly st
   } catch (err) {
     const reason: unknown = work.signal.aborted ? work.signal.reason : err;
     await tx.rollback();
-    if (lease.state === 'held') await lease.release({ destroy: lease.created }).catch(() => undefined);
+    await lease.release(lease.state === 'held' ? { destroy: lease.created } : {}).catch(() => undefined);
     throw isStagingError(reason) ? reason : asStagingError(reason, 'stage into', lease.dir);
   } finally {
     options.signal?.removeEventListener('abort', onCancel);
