@@ -16,6 +16,7 @@ import { judgeLock, lockPathOf } from './judge';
 import { acquire } from './lock';
 import { findHeldInside } from './nesting';
 import { clampTiming } from './protocol';
+import { MANIFEST_FILE, TIMESTAMP_FILE } from './stage/types';
 
 function previousOf(info: LockInfo): NonNullable<AuditEntry['previous']> {
   const p: NonNullable<AuditEntry['previous']> = { state: info.state };
@@ -106,10 +107,24 @@ async function forceReleaseIn(area: Area, dir: Dir, timing: Timing, options: For
   throw new StagingError('ELOCKED', `Could not force-release ${lockPathOf(area.dir)}: it kept changing. Try again.`, { path: lockPathOf(area.dir) });
 }
 
+/** Whether the opened directory holds a staging's bookkeeping (manifest or timestamp). */
+async function isStaged(dir: Dir): Promise<boolean> {
+  for (const name of [MANIFEST_FILE, TIMESTAMP_FILE]) {
+    if ((await fs.promises.lstat(dir.at(name)).catch(() => null)) !== null) return true;
+  }
+  return false;
+}
+
 export interface DestroyOptions extends Partial<Timing> {
   /** Force-release a lock held by someone else first (recorded in the audit log). */
   force?: boolean;
   clientId?: string;
+  /**
+   * Only a staged build (a manifest or `staged.timestamp` in it, checked in the directory that
+   * was locked): prune's choice was made from a listing that a co-user could have shown another
+   * directory through a swapped link, and must not become the removal of, say, a whole board.
+   */
+  onlyStaged?: boolean;
 }
 
 /**
@@ -135,6 +150,10 @@ export async function destroy(staticDir: string, tag: string, options: DestroyOp
     await forceRelease(staticDir, path.relative(area.staticDir, nested.dir), options).catch(() => undefined);
   }
   const lease = await acquire(staticDir, tag, { ...timing, createOnce: false, purpose: 'destroy', ...(options.clientId !== undefined ? { clientId: options.clientId } : {}) });
+  if (options.onlyStaged === true && !(await isStaged(lease.area))) {
+    await lease.release().catch(() => undefined);
+    throw new StagingError('ENOENT', `Did not destroy ${area.dir}: it holds no manifest or ${TIMESTAMP_FILE}, so it is not a staged build.`, { path: area.dir });
+  }
   // Recorded before it happens, under the lock: a destroy that cannot be recorded does not happen.
   const entry = { action: 'destroy', tag: area.tag } as const;
   try {

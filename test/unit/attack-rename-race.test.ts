@@ -166,6 +166,12 @@ describe('attack: a directory exchanged with a link to outside while commands ru
             errors++;
           }
           iterations++;
+          // A listing seen through the swapped link must not turn into the removal of the real
+          // board (a directory of the static directory that is not a build).
+          if (fs.fstatSync(boardFd).nlink === 0) {
+            breaks.push(`iteration ${iterations}: the board directory itself (not a build) was destroyed`);
+            break;
+          }
           const diff = changes(outside, before, fingerprint(outside));
           if (diff.length > 0) {
             breaks.push(`iteration ${iterations}: ${diff.slice(0, 4).join('; ')}`);

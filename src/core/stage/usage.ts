@@ -439,7 +439,7 @@ export async function prune(staticDir: string, options: PruneOptions = {}): Prom
         skip(candidate, 'it was staged to again while pruning');
         continue;
       }
-      await destroy(root, candidate.tag, { ...timing, ...(options.clientId !== undefined ? { clientId: options.clientId } : {}) });
+      await destroy(root, candidate.tag, { ...timing, onlyStaged: true, ...(options.clientId !== undefined ? { clientId: options.clientId } : {}) });
       result.removed.push(candidate);
       result.bytes += candidate.bytes;
     } catch (err) {
