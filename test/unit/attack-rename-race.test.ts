@@ -39,7 +39,7 @@ int main(int argc, char **argv) {
 `;
 
 /** Seconds each operation runs against the swapper; iteration counts are printed. */
-const BUDGET_MS = Number(process.env.DSS_ATTACK_RACE_MS ?? 22_000);
+const BUDGET_MS = Number(process.env.DSS_ATTACK_RACE_MS ?? 12_000);
 
 describe('attack: a directory exchanged with a link to outside while commands run', function () {
   this.timeout(BUDGET_MS * 3 + 60_000);

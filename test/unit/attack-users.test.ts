@@ -14,7 +14,11 @@ import * as path from 'path';
 import { areaJunk, cliTimed, hasTool } from '../attack';
 import { CLI, cleanup, isRoot, report, sleep, tempDir, waitFor } from '../helpers';
 
-const HOLD_S = 32;
+/**
+ * How long the holder holds: well past the contender's own 10 s threshold, so that a judge that
+ * cannot read the holder's record and applies its own threshold would call the lock stale.
+ */
+const HOLD_S = 18;
 
 describe('attack: two real users, a holder with umask 077 and --stale 60', function () {
   this.timeout(120_000);
