@@ -11,7 +11,7 @@
  * Claims (`devserver.lock.claim.*`) are the takeover's and are left to it.
  */
 import * as fs from 'fs';
-import { openBelow, removeTree, type Dir } from './anchored';
+import { openBelow, removeTree, removeTreeSync, type Dir } from './anchored';
 import { readCommit, undoCommit } from './commit';
 import { isPidAlive, parseSideName, thisMachine } from './holder';
 import type { Io } from './io';
@@ -32,10 +32,13 @@ async function isDeadOwners(area: Dir, name: string, prefix: string, timing: Tim
   return st !== null && Date.now() - st.mtimeMs > Math.max(6 * timing.staleMs, 60_000);
 }
 
-/** Clears the litter of dead and fenced holders in an area whose lock the caller has just taken. */
-export async function clearLitter(io: Io, area: Dir, _shownArea: string, timing: Timing): Promise<void> {
-  const names = await fs.promises.readdir(area.at('.'));
-  for (const name of names) {
+/**
+ * Clears the litter of dead and fenced holders in an area whose lock the caller has just taken.
+ * Returns the area's listing as it was read (the nesting check walks on from it).
+ */
+export async function clearLitter(io: Io, area: Dir, timing: Timing): Promise<fs.Dirent[]> {
+  const entries = io.sync ? fs.readdirSync(area.at('.'), { withFileTypes: true }) : await fs.promises.readdir(area.at('.'), { withFileTypes: true });
+  for (const { name } of entries) {
     if (!name.startsWith(LOCK_NAME) && !name.startsWith(PART_PREFIX)) continue;
     let litter = false;
     if (name.startsWith(LOCK_FENCED_PREFIX)) {
@@ -51,8 +54,15 @@ export async function clearLitter(io: Io, area: Dir, _shownArea: string, timing:
     } else if (name.startsWith(PART_PREFIX)) {
       litter = true;
     }
-    if (litter) await removeTree(area, name).catch(() => undefined);
+    if (!litter) continue;
+    try {
+      if (io.sync) removeTreeSync(area, name);
+      else await removeTree(area, name);
+    } catch {
+      /* left for the next holder */
+    }
   }
+  return entries;
 }
 
 /** Undoes the unfinished commit kept in a fenced lock instance (opened without following links). */

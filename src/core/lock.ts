@@ -4,6 +4,7 @@
  * (through an AbortSignal) when the lock is lost.
  */
 import { EventEmitter } from 'events';
+import type { Dirent } from 'fs';
 import * as path from 'path';
 import * as lockfile from 'proper-lockfile';
 import type { Dir } from './anchored';
@@ -285,8 +286,7 @@ export async function acquire(staticDir: string, tag: string, options: AcquireOp
     let retries = 0;
     for (let attempt = 0; ; attempt++) {
       if (options.signal?.aborted === true) throw cancelled(area, options.signal);
-      const taken = await tryAcquire(area, opened, timing, options);
-      const outcome = taken instanceof Lease ? await checkNesting(taken, area, timing) : taken;
+      const outcome = await tryAcquire(area, opened, timing, options);
       if (outcome instanceof Lease) {
         handedOver = true;
         outcome.adopt();
@@ -345,8 +345,8 @@ async function openLockArea(area: Area, exclusive: boolean): Promise<OpenedLockA
  * processes taking nested areas at once, at least one sees the other (see nesting.ts); on a
  * conflict ours is let go again, and the caller waits or fails as for a held lock.
  */
-async function checkNesting(lease: Lease, area: Area, timing: Timing): Promise<Lease | StagingError> {
-  const conflict = await findNestingConflict(area, timing, Date.now() + (await fsClockSkew(area.realStaticDir)));
+async function checkNesting(lease: Lease, area: Area, timing: Timing, listing: readonly Dirent[]): Promise<Lease | StagingError> {
+  const conflict = await findNestingConflict(area, timing, Date.now() + (await fsClockSkew(area.realStaticDir)), listing);
   if (conflict === undefined) return lease;
   await lease.release().catch(() => undefined);
   return nestingError(area, conflict);
@@ -368,13 +368,12 @@ function cancelled(area: Area, signal: AbortSignal): StagingError {
 }
 
 /** Mode of the lock and work directories: readable by all, writable by whoever may write the area. */
-async function lockModeFor(io: Io, area: Dir): Promise<number> {
-  const st = await io.stat(area.at('.'));
-  return 0o755 | (st.mode & 0o022);
+function lockModeFor(area: Dir): number {
+  return 0o755 | (area.mode & 0o022);
 }
 
 /** One attempt: the lease, 'retry', 'vanished' (the area is gone), or the judged lock that stands in the way. */
-async function tryAcquire(area: Area, opened: OpenedLockArea, timing: Timing, options: AcquireOptions): Promise<Lease | 'retry' | 'vanished' | LockInfo> {
+async function tryAcquire(area: Area, opened: OpenedLockArea, timing: Timing, options: AcquireOptions): Promise<Lease | StagingError | 'retry' | 'vanished' | LockInfo> {
   const skewMs = await fsClockSkew(area.realStaticDir);
   // The area may be on another filesystem than the static directory (a mount inside it).
   const io = await ioFor(opened.dir.at('.'), opened.dir.dev);
@@ -382,7 +381,7 @@ async function tryAcquire(area: Area, opened: OpenedLockArea, timing: Timing, op
   let mode: number;
   try {
     fence = (await readFence(io, opened.dir, area.dir)) + 1;
-    mode = await lockModeFor(io, opened.dir);
+    mode = lockModeFor(opened.dir);
   } catch (err) {
     // The opened area was removed meanwhile (a destroy next door).
     if (errnoCode(err) === 'ENOENT' || errnoCode((err as { cause?: unknown }).cause) === 'ENOENT') return 'vanished';
@@ -437,13 +436,14 @@ async function tryAcquire(area: Area, opened: OpenedLockArea, timing: Timing, op
       return 'retry';
     }
     await writeFence(io, opened.dir, lease.workDir, fence, area.dir);
-    // Whatever holders that died or were fenced left here is ours to clear now.
-    await clearLitter(io, opened.dir, area.dir, timing);
+    // Whatever holders that died or were fenced left here is ours to clear now; the listing that
+    // tells serves the nesting check too.
+    const listing = await clearLitter(io, opened.dir, timing);
+    return await checkNesting(lease, area, timing, listing);
   } catch (err) {
     await lease.releaseQuietly();
     throw err;
   }
-  return lease;
 }
 
 /** The lock exists: judge it, and take it over if it is stale (exactly one contender does). */

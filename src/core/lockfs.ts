@@ -20,11 +20,18 @@
  * Every path here is named through the area's open directory (see anchored.ts).
  */
 import * as fs from 'fs';
-import { readRecordSync, removeTree, type Dir } from './anchored';
+import { openBelowSync, readRecordSync, removeTree, removeTreeSync, type Dir } from './anchored';
 import { errnoCode } from './errors';
 import { sideName } from './holder';
 import type { Io } from './io';
 import { COMMAND_FILE, LOCK_NAME, LOCK_NEW_PREFIX, LOCK_TRASH_PREFIX, MAX_OWNER_BYTES, OWNER_FILE } from './protocol';
+
+/** The process's umask, read once (it is set at start and left alone). */
+const UMASK = (() => {
+  const mask = process.umask(0o022);
+  process.umask(mask);
+  return mask;
+})();
 
 type Callback<T = void> = (err: NodeJS.ErrnoException | null, value?: T) => void;
 
@@ -99,10 +106,10 @@ const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms
  * `.fuse_hidden…` until that one closes it. So an owner record unlinked while someone was reading it
  * still fills the directory, briefly.
  */
-async function rmTreeSoon(area: Dir, name: string): Promise<void> {
+async function rmTreeSoon(io: Io, area: Dir, name: string): Promise<void> {
   for (let tries = 20; ; tries--) {
     try {
-      return await removeTree(area, name);
+      return io.sync ? removeTreeSync(area, name) : await removeTree(area, name);
     } catch (err) {
       if (errnoCode(err) !== 'ENOTEMPTY' || tries === 0) throw err;
     }
@@ -111,6 +118,35 @@ async function rmTreeSoon(area: Dir, name: string): Promise<void> {
 }
 
 /** Whether the lock is still the one we made: same inode and, byte for byte, our owner record. */
+/**
+ * The usual release on a local filesystem: our lock holds just its record and an empty work
+ * directory, so it goes in a handful of calls, through the moved lock's own descriptor (opened
+ * without following a link, so a name swapped meanwhile leads nowhere). False when there is more
+ * to it (parts of an unfinished staging, a command record): then the caller walks it.
+ */
+function removeKnownSync(area: Dir, name: string, workName: string): boolean {
+  let dir: Dir;
+  try {
+    dir = openBelowSync(area, name);
+  } catch {
+    return false;
+  }
+  try {
+    fs.unlinkSync(dir.at(OWNER_FILE));
+    fs.rmdirSync(dir.at(workName));
+  } catch {
+    return false;
+  } finally {
+    dir.close();
+  }
+  try {
+    fs.rmdirSync(area.at(name));
+    return true;
+  } catch {
+    return false;
+  }
+}
+
 export async function isOurLock(state: LockFsState, lockPath = state.area.at(LOCK_NAME)): Promise<boolean> {
   const st = await state.io.lstatOrNull(lockPath);
   // A replacement often gets the inode just freed: the record tells instances apart.
@@ -148,7 +184,7 @@ export function makeLockFs(state: LockFsState): LockFs {
       await io.rename(area.at(aside), lockPath).catch(() => undefined);
       throw lost();
     }
-    await rmTreeSoon(area, aside);
+    if (!(io.sync && removeKnownSync(area, aside, state.workName))) await rmTreeSoon(io, area, aside);
   };
 
   const create = async (): Promise<void> => {
@@ -162,14 +198,16 @@ export function makeLockFs(state: LockFsState): LockFs {
       throw err;
     }
     try {
-      await io.chmod(temp, state.mode);
+      // mkdir's mode goes through the umask; set it exactly only where the umask took something.
+      const chmod = (state.mode & ~UMASK) !== state.mode;
+      if (chmod) await io.chmod(temp, state.mode);
       await io.writeNewFile(`${temp}/${OWNER_FILE}`, state.ownerJson, 0o644);
       await io.mkdir(`${temp}/${state.workName}`);
-      await io.chmod(`${temp}/${state.workName}`, state.mode);
+      if (chmod) await io.chmod(`${temp}/${state.workName}`, state.mode);
       // Atomic: the lock appears whole, or (EEXIST, ENOTEMPTY, ENOTDIR for a legacy lock file) not at all.
       await io.rename(temp, lockPath);
     } catch (err) {
-      await rmTreeSoon(area, tempName).catch(() => undefined);
+      await rmTreeSoon(io, area, tempName).catch(() => undefined);
       const code = errnoCode(err);
       if (code === 'EEXIST' || code === 'ENOTEMPTY' || code === 'ENOTDIR' || code === 'EISDIR') throw coded('EEXIST', `${state.lockPath} already exists`);
       // SFTP (sshfs) refuses a rename onto an existing name with EPERM (the lock may be gone again
@@ -213,7 +251,9 @@ export function makeLockFs(state: LockFsState): LockFs {
     const hook = state.removeHook;
     state.removeHook = undefined;
     // Gone or replaced: nothing of ours to remove, and the holder must hear that it lost the lock.
-    if (!(await isOurLock(state))) throw lost();
+    // The inode tells most replacements; the record is checked once the lock is moved (below).
+    const st = await io.lstatOrNull(lockPath);
+    if (st === null || st.ino !== state.ino) throw lost();
     if (hook === undefined) return removeOurs();
     try {
       await hook();

@@ -60,13 +60,15 @@ export async function findHeldAbove(
  * The first lock held (or legacy) below `dir`, not counting `dir`'s own. Walks directories only
  * (the entries' types come with the listing, so files cost nothing), never through a link.
  */
-export async function findHeldInside(dir: string, timing: Timing, nowFsMs = Date.now(), io: Io = asyncIo): Promise<LockInfo | undefined> {
+export async function findHeldInside(dir: string, timing: Timing, nowFsMs = Date.now(), io: Io = asyncIo, listing?: readonly fs.Dirent[]): Promise<LockInfo | undefined> {
   const stack = [dir];
   while (stack.length > 0) {
     const current = stack.pop()!;
-    let entries: fs.Dirent[];
+    let entries: readonly fs.Dirent[];
     try {
-      entries = io.sync ? fs.readdirSync(current, { withFileTypes: true }) : await fs.promises.readdir(current, { withFileTypes: true });
+      // The area's own listing may come from the caller, who just read it.
+      if (current === dir && listing !== undefined) entries = listing;
+      else entries = io.sync ? fs.readdirSync(current, { withFileTypes: true }) : await fs.promises.readdir(current, { withFileTypes: true });
     } catch {
       continue;
     }
@@ -84,9 +86,14 @@ export async function findHeldInside(dir: string, timing: Timing, nowFsMs = Date
 }
 
 /** A lock above or inside `area` that forbids holding it, if any. Call it once the area's own lock is taken. */
-export async function findNestingConflict(area: Pick<Area, 'staticDir' | 'segments' | 'dir' | 'io'>, timing: Timing, nowFsMs: number): Promise<NestingConflict | undefined> {
+export async function findNestingConflict(
+  area: Pick<Area, 'staticDir' | 'segments' | 'dir' | 'io'>,
+  timing: Timing,
+  nowFsMs: number,
+  listing?: readonly fs.Dirent[],
+): Promise<NestingConflict | undefined> {
   const above = await findHeldAbove(area, timing, nowFsMs, area.io);
   if (above !== undefined) return { info: above, relation: 'above' };
-  const inside = await findHeldInside(area.dir, timing, nowFsMs, area.io);
+  const inside = await findHeldInside(area.dir, timing, nowFsMs, area.io, listing);
   return inside === undefined ? undefined : { info: inside, relation: 'inside' };
 }
