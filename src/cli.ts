@@ -142,7 +142,7 @@ Examples:
     .description(
       'run COMMAND while holding the lock of TAG, and exit with its exit code (like flock(1)). ' +
         'If the lock is lost while it runs, COMMAND is stopped (SIGTERM, then SIGKILL after 5 s). ' +
-        'COMMAND sees DEVSERVER_STAGING_DIR (the area) and DEVSERVER_STAGING_TAG. It runs in its own session and process group, ' +
+        'COMMAND sees DEVSERVER_STAGING_DIR (the area), DEVSERVER_STAGING_TAG and DEVSERVER_STAGING_FENCE (the lock\'s fencing token). It runs in its own session and process group, ' +
         'and the lock lasts until that whole group has ended, even if this tool is killed (judged by the command\'s pid on this machine). ' +
         'SIGINT (Ctrl-C), SIGTERM, SIGHUP and SIGQUIT are passed on to the group once. A signal while waiting for the lock stops the wait: exit 130 for Ctrl-C, 143 for SIGTERM, 129 for SIGHUP. ' +
         'A tag inside a held area, or one with a held area inside it, cannot be locked (exit 3).',

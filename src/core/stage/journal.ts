@@ -11,8 +11,8 @@
 import * as crypto from 'crypto';
 import * as fs from 'fs';
 import * as path from 'path';
-import { createRecord, type Dir } from '../anchored';
-import { COMMIT_FILE, openParentOf, undoCommit, type CommitStep } from '../commit';
+import { createRecord, openBelow, type Dir } from '../anchored';
+import { COMMIT_FILE, undoCommit, type CommitStep } from '../commit';
 import { StagingError, asStagingError, errnoCode } from '../errors';
 import { MANIFEST_FILE, TIMESTAMP_FILE } from './types';
 
@@ -28,6 +28,8 @@ export class Journal {
   private readonly pending = new Map<string, Pending>();
   /** Directories the artifacts need, by name in the area ('/'-separated). */
   private readonly dirs = new Set<string>();
+  /** Directories of the area the commit opened, by name in the area. */
+  private readonly opened = new Map<string, Dir>();
   private serial = 0;
 
   /**
@@ -39,6 +41,8 @@ export class Journal {
     private readonly area: Dir,
     private readonly workDir: string,
     private readonly shown: string,
+    /** Whether the area's filesystem takes synchronous calls (io.ts). */
+    private readonly sync = false,
   ) {}
 
   /** A fresh path in the work directory for a part (or a download to unpack). */
@@ -85,6 +89,14 @@ export class Journal {
    * place and before the commit point; if it throws, the commit is undone.
    */
   async commit(manifestText: string, check: () => Promise<void>): Promise<void> {
+    try {
+      await this.commitSteps(manifestText, check);
+    } finally {
+      this.closeOpened();
+    }
+  }
+
+  private async commitSteps(manifestText: string, check: () => Promise<void>): Promise<void> {
     const steps: CommitStep[] = [];
     const inWork = async (from: string): Promise<number> => (await fs.promises.lstat(`${this.workDir}/${from}`)).ino;
     const aside = (): string => `aside.${this.serial++}`;
@@ -134,7 +146,7 @@ export class Journal {
   }
 
   private async run(step: CommitStep): Promise<void> {
-    const where = await openParentOf(this.area, step.to);
+    const where = await this.parentOf(step.to);
     if (where === undefined) {
       throw new StagingError('EUNSAFE', `Cannot place ${step.to} in ${this.shown}: a directory on its way is missing or is a symbolic link.`, {
         path: path.join(this.shown, step.to),
@@ -146,19 +158,47 @@ export class Journal {
       await fs.promises.rename(`${this.workDir}/${step.from}`, dir.at(name));
     } catch (err) {
       throw asStagingError(err, `place ${step.to} in`, this.shown);
-    } finally {
-      if (dir !== this.area) dir.close();
     }
   }
 
   private async exists(rel: string): Promise<boolean> {
-    const where = await openParentOf(this.area, rel);
+    const where = await this.parentOf(rel);
     if (where === undefined) return false;
-    try {
-      return (await fs.promises.lstat(where.dir.at(where.name)).catch(() => null)) !== null;
-    } finally {
-      if (where.dir !== this.area) where.dir.close();
+    return (await fs.promises.lstat(where.dir.at(where.name)).catch(() => null)) !== null;
+  }
+
+  /**
+   * The opened directory holding `rel` in the area, each level opened once per commit without
+   * following links (a build of thousands of files has a few dozen directories); undefined when
+   * a level is missing or not a directory.
+   */
+  private async parentOf(rel: string): Promise<{ dir: Dir; name: string } | undefined> {
+    const segs = rel.split('/');
+    const name = segs.pop()!;
+    if (name === '' || name === '.' || name === '..') return undefined;
+    let dir = this.area;
+    let key = '';
+    for (const seg of segs) {
+      if (seg === '' || seg === '.' || seg === '..') return undefined;
+      key = key === '' ? seg : `${key}/${seg}`;
+      let next = this.opened.get(key);
+      if (next === undefined) {
+        try {
+          next = await openBelow(dir, seg, this.sync);
+        } catch {
+          return undefined;
+        }
+        this.opened.set(key, next);
+      }
+      dir = next;
     }
+    return { dir, name };
+  }
+
+  /** Lets go of the directories the commit opened. */
+  private closeOpened(): void {
+    for (const d of this.opened.values()) d.close();
+    this.opened.clear();
   }
 
   private async workDirExists(): Promise<boolean> {

@@ -1,0 +1,102 @@
+/**
+ * The fence: tokens that only grow, handed to whoever needs them, and a commit cut off by the
+ * death of its holder undone by the next holder.
+ */
+import { strict as assert } from 'assert';
+import * as fs from 'fs';
+import * as path from 'path';
+import { forceRelease } from '../../src/core/remove';
+import { acquire } from '../../src/core/lock';
+import { inspect } from '../../src/core/inspect';
+import { stage } from '../../src/core/stage/stage';
+import { FENCE_FILE, LOCK_NAME } from '../../src/core/protocol';
+import { MANIFEST_FILE } from '../../src/core/stage/types';
+import { WORKERS, cleanup, cli, exitOf, killAll, run, tempDir, track, waitFor } from '../helpers';
+import { spawn } from 'child_process';
+
+describe('fencing', function () {
+  this.timeout(60_000);
+  let root: string;
+  let staticDir: string;
+
+  beforeEach(() => {
+    root = tempDir('dss-fence-');
+    staticDir = path.join(root, 'static');
+    fs.mkdirSync(staticDir);
+  });
+  afterEach(async () => {
+    await killAll();
+    cleanup(root);
+  });
+
+  it('gives every holder a greater token: in turn, after a force-release, after a holder killed before it wrote its token down', async () => {
+    const tokens: number[] = [];
+    for (let i = 0; i < 5; i++) {
+      const lease = await acquire(staticDir, 'b/R1', { createOnce: false });
+      tokens.push(lease.fence);
+      await lease.release();
+    }
+    // A live holder in another process, force-released.
+    const holder = track(spawn(process.execPath, [path.join(WORKERS, 'holder.js'), JSON.stringify({ staticDir, tag: 'b/R1', createOnce: false })], { stdio: ['ignore', 'pipe', 'pipe', 'ipc'] }));
+    await waitFor(async () => ((await inspect(staticDir, 'b/R1')).state === 'held' ? true : undefined), 10_000, 'the holder to take the lock');
+    const victim = (await forceRelease(staticDir, 'b/R1')).holder!.fence!;
+    tokens.push(victim);
+    holder.kill('SIGKILL');
+    await exitOf(holder);
+    // A holder killed as if before it wrote its token down (the counter put back behind it): its
+    // record's token still counts for whoever takes over.
+    const killed = track(spawn(process.execPath, [path.join(WORKERS, 'holder.js'), JSON.stringify({ staticDir, tag: 'b/R1', createOnce: false })], { stdio: ['ignore', 'pipe', 'pipe', 'ipc'] }));
+    await waitFor(async () => ((await inspect(staticDir, 'b/R1')).state === 'held' ? true : undefined), 10_000, 'the second holder');
+    const killedToken = (await inspect(staticDir, 'b/R1')).holder!.fence!;
+    tokens.push(killedToken);
+    killed.kill('SIGKILL');
+    await exitOf(killed);
+    fs.writeFileSync(path.join(staticDir, 'b', 'R1', FENCE_FILE), '1\n');
+    const next = await acquire(staticDir, 'b/R1', { createOnce: false });
+    tokens.push(next.fence);
+    await next.release();
+    for (let i = 1; i < tokens.length; i++) assert.ok(tokens[i]! > tokens[i - 1]!, `tokens must grow: ${tokens.join(', ')}`);
+  });
+
+  it('shows the token in status --json, hands it to lock -- COMMAND, and records it in the manifest', async () => {
+    const src = path.join(root, 'src');
+    fs.mkdirSync(src);
+    fs.writeFileSync(path.join(src, 'a.bin'), 'a');
+    const staged = await stage(staticDir, 'b/R2', [src]);
+    const manifest = JSON.parse(fs.readFileSync(path.join(staged.dir, MANIFEST_FILE), 'utf8')) as { artifacts: Record<string, { fence?: number }> };
+    assert.equal(typeof manifest.artifacts['a.bin']!.fence, 'number');
+    const before = manifest.artifacts['a.bin']!.fence!;
+    const printed = await cli(staticDir, ['lock', 'b/R2', '--', 'sh', '-c', 'echo "$DEVSERVER_STAGING_FENCE"']);
+    assert.equal(printed.code, 0, printed.stderr);
+    assert.ok(Number(printed.stdout.trim()) > before, `lock -- COMMAND saw ${printed.stdout.trim()}, after ${before}`);
+    const lease = await acquire(staticDir, 'b/R2', { createOnce: false });
+    try {
+      const status = await cli(staticDir, ['--json', 'status', 'b/R2']);
+      const info = JSON.parse(status.stdout) as { holder: { fence: number } };
+      assert.equal(info.holder.fence, lease.fence);
+      assert.ok(lease.fence > Number(printed.stdout.trim()));
+    } finally {
+      await lease.release();
+    }
+  });
+
+  it('undoes a commit whose holder died half-way, before the next holder does anything', async () => {
+    const area = path.join(staticDir, 'b', 'R3');
+    fs.mkdirSync(area, { recursive: true });
+    fs.writeFileSync(path.join(area, 'keep.txt'), 'original\n');
+    const died = await run(process.execPath, [path.join(WORKERS, 'dies-mid-commit.js'), staticDir, 'b/R3']);
+    assert.equal(died.signal, 'SIGKILL', died.stderr);
+    // Half-done on disk: the new artifact placed, the original set aside into the dead lock.
+    assert.ok(fs.existsSync(path.join(area, 'new.txt')));
+    assert.ok(!fs.existsSync(path.join(area, 'keep.txt')));
+    const next = await acquire(staticDir, 'b/R3', { createOnce: false });
+    try {
+      assert.equal(fs.existsSync(path.join(area, 'new.txt')), false, 'the placed artifact is taken back');
+      assert.equal(fs.readFileSync(path.join(area, 'keep.txt'), 'utf8'), 'original\n', 'what was set aside comes back');
+      const left = fs.readdirSync(area).filter((n) => n !== LOCK_NAME && n !== FENCE_FILE);
+      assert.deepEqual(left, ['keep.txt'], 'nothing of the dead holder is left');
+    } finally {
+      await next.release();
+    }
+  });
+});
