@@ -14,6 +14,7 @@ import * as path from 'path';
 import { createRecord, openBelow, type Dir } from '../anchored';
 import { COMMIT_FILE, undoCommit, type CommitStep } from '../commit';
 import { StagingError, asStagingError, errnoCode } from '../errors';
+import { asyncIo, type Io } from '../io';
 import { MANIFEST_FILE, TIMESTAMP_FILE } from './types';
 
 /** An artifact waiting in the work directory for the commit. */
@@ -37,13 +38,21 @@ export class Journal {
    * @param workDir the holder's work directory, named through the lock (the fence)
    * @param shown the area's path, for messages
    */
+  /** The area's filesystem calls: synchronous on local filesystems, where a commit of thousands of renames would otherwise wait on the thread pool for each (io.ts). */
+  private readonly fs: Io;
+
   constructor(
     private readonly area: Dir,
     private readonly workDir: string,
     private readonly shown: string,
-    /** Whether the area's filesystem takes synchronous calls (io.ts). */
-    private readonly sync = false,
-  ) {}
+    io: Io = asyncIo,
+  ) {
+    this.fs = io;
+  }
+
+  private get sync(): boolean {
+    return this.fs.sync;
+  }
 
   /** A fresh path in the work directory for a part (or a download to unpack). */
   newPart(kind = ''): string {
@@ -98,13 +107,13 @@ export class Journal {
 
   private async commitSteps(manifestText: string, check: () => Promise<void>): Promise<void> {
     const steps: CommitStep[] = [];
-    const inWork = async (from: string): Promise<number> => (await fs.promises.lstat(`${this.workDir}/${from}`)).ino;
+    const inWork = async (from: string): Promise<number> => (await this.fs.lstat(`${this.workDir}/${from}`)).ino;
     const aside = (): string => `aside.${this.serial++}`;
     // Directories the area lacks: made in the work directory, moved in whole.
     for (const rel of [...this.dirs].sort((a, b) => a.split('/').length - b.split('/').length || a.localeCompare(b))) {
       if (await this.exists(rel)) continue;
       const from = `dir.${this.serial++}`;
-      await fs.promises.mkdir(`${this.workDir}/${from}`);
+      await this.fs.mkdir(`${this.workDir}/${from}`);
       steps.push({ to: rel, from, ino: await inWork(from) });
     }
     for (const [name, p] of this.pending) {
@@ -154,8 +163,8 @@ export class Journal {
     }
     const { dir, name } = where;
     try {
-      if (step.aside !== undefined) await fs.promises.rename(dir.at(name), `${this.workDir}/${step.aside}`);
-      await fs.promises.rename(`${this.workDir}/${step.from}`, dir.at(name));
+      if (step.aside !== undefined) await this.fs.rename(dir.at(name), `${this.workDir}/${step.aside}`);
+      await this.fs.rename(`${this.workDir}/${step.from}`, dir.at(name));
     } catch (err) {
       throw asStagingError(err, `place ${step.to} in`, this.shown);
     }
@@ -164,7 +173,7 @@ export class Journal {
   private async exists(rel: string): Promise<boolean> {
     const where = await this.parentOf(rel);
     if (where === undefined) return false;
-    return (await fs.promises.lstat(where.dir.at(where.name)).catch(() => null)) !== null;
+    return (await this.fs.lstat(where.dir.at(where.name)).catch(() => null)) !== null;
   }
 
   /**

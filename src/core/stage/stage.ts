@@ -104,7 +104,7 @@ class Transaction {
   ) {
     this.dir = lease.dir;
     this.budget = new Budget(options.maxBytes ?? DEFAULT_MAX_BYTES, this.dir);
-    this.journal = new Journal(lease.area, lease.workDir, this.dir, lease.io.sync);
+    this.journal = new Journal(lease.area, lease.workDir, this.dir, lease.io);
     this.progress = new Progress(options.onProgress);
     this.copier = new Copier(this.dir, signal, this.budget, this.progress);
     this.knownDirs.add(this.dir);
