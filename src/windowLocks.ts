@@ -44,6 +44,8 @@ export class WindowLocks implements vscode.Disposable {
     this.leases.set(key, { lease, since: Date.now() });
     lease.once('lost', (reason) => {
       this.leases.delete(key);
+      // Nothing to remove (the lock is someone else's now); this lets go of the lease's descriptors.
+      lease.release().catch(() => undefined);
       this._onDidChange.fire();
       this.log.warn(`Lost the lock on ${tag}: ${reason.message}`);
       void vscode.window.showWarningMessage(vscode.l10n.t('This window lost its lock on {0}: {1}', tag, reason.message));

@@ -38,14 +38,39 @@ export function makeStaleLock(staticDir: string, tag: string): void {
   fs.utimesSync(lock, hourAgo, hourAgo);
 }
 
-/** Takes a lock the way a script would: `devserver-stage lock TAG -- sleep`. Resolves once held. */
+/** The process group of the command running under `tag`'s lock, from its command record. */
+function commandGroup(staticDir: string, tag: string): number | undefined {
+  try {
+    const lock = path.join(staticDir, tag, 'devserver.lock');
+    const { token } = JSON.parse(fs.readFileSync(path.join(lock, 'owner.json'), 'utf8')) as { token: string };
+    return (JSON.parse(fs.readFileSync(path.join(lock, `work.${token}`, 'command.json'), 'utf8')) as { pgid: number }).pgid;
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * Takes a lock the way a script would: `devserver-stage lock TAG -- COMMAND`. Resolves once held.
+ * The lock lasts as long as its command, even when the tool is killed; so killing the returned
+ * process kills the command's process group with it, as a test that kills "the holder" means.
+ */
 export async function holdWithCli(staticDir: string, tag: string, extra: string[] = []): Promise<ChildProcess> {
   const child = track(
     spawn(process.execPath, [CLI, '--static-dir', staticDir, ...extra, 'lock', '--purpose', 'integration test', tag, '--', process.execPath, '-e', 'setInterval(() => {}, 1 << 30)'], {
       stdio: ['ignore', 'ignore', 'pipe'],
     }),
   );
-  await waitFor(() => (fs.existsSync(path.join(staticDir, tag, 'devserver.lock', 'owner.json')) ? true : undefined), 10_000, `the CLI to lock ${tag}`, 5);
+  await waitFor(() => (commandGroup(staticDir, tag) !== undefined ? true : undefined), 10_000, `the CLI to lock ${tag} and start its command`, 5);
+  const group = commandGroup(staticDir, tag)!;
+  const kill = child.kill.bind(child);
+  child.kill = (signal?: NodeJS.Signals | number): boolean => {
+    try {
+      process.kill(-group, signal ?? 'SIGTERM');
+    } catch {
+      /* already gone */
+    }
+    return kill(signal);
+  };
   return child;
 }
 
