@@ -185,7 +185,11 @@ export class Copier {
     } catch (err) {
       throw new StagingError('ESOURCE', `Cannot read ${src}: ${(err as Error).message}.`, { path: src, cause: err });
     }
-    // What was read is what is hashed and written: a change since the walk cannot split them.
+    return this.writeRead(name, part, data, e);
+  }
+
+  /** Writes what was read of a small file, which is what is hashed: a change since the walk cannot split them. */
+  private writeRead(name: string, part: string, data: Buffer, e: IncomingEntry): Written {
     this.budget.count(data.length, e.source);
     try {
       fs.writeFileSync(part, data, { flag: 'wx' });
@@ -224,14 +228,7 @@ export class Copier {
     } finally {
       fs.closeSync(fd);
     }
-    this.budget.count(data.length, e.source);
-    try {
-      fs.writeFileSync(part, data, { flag: 'wx' });
-    } catch (err) {
-      throw asStagingError(err, `write ${name} into`, this.dir);
-    }
-    this.progress.update(name, data.length, data.length);
-    return { size: data.length, sha256: crypto.createHash('sha256').update(data).digest('hex') };
+    return this.writeRead(name, part, data, e);
   }
 
   /** Copies through the open `input`, at explicit offsets: a hash worker reads the same descriptor. */
