@@ -15,8 +15,7 @@ import { openBelow, removeTree, removeTreeSync, type Dir } from './anchored';
 import { readCommit, undoCommit } from './commit';
 import { isPidAlive, parseSideName, thisMachine } from './holder';
 import type { Io } from './io';
-import { LOCK_FENCED_PREFIX, LOCK_NAME, LOCK_NEW_PREFIX, LOCK_TRASH_PREFIX, WORK_PREFIX } from './protocol';
-import { PART_PREFIX } from './stage/types';
+import { LOCK_FENCED_PREFIX, LOCK_NAME, LOCK_NEW_PREFIX, LOCK_TRASH_PREFIX, PART_PREFIX, WORK_PREFIX } from './protocol';
 import type { Timing } from './types';
 
 const PROBE_PREFIX = `${LOCK_NAME}.probe.`;

@@ -31,6 +31,12 @@ export const LOCK_FENCED_PREFIX = `${LOCK_NAME}.fenced.`;
 export const WORK_PREFIX = 'work.';
 /** The area's fencing counter: the last token handed out. Only grows. */
 export const FENCE_FILE = '.devserver-staging.fence';
+/** The manifest's file name inside each area (ignored by listings: it starts with `.devserver-staging`). */
+export const MANIFEST_FILE = '.devserver-staging.manifest.json';
+/** Replaced at each staging, as the devserver touched it, so an area's last use is known. */
+export const TIMESTAMP_FILE = 'staged.timestamp';
+/** Partial files that stagers of earlier versions wrote in the area itself (now: in the work directory). */
+export const PART_PREFIX = '.devserver-staging.part.';
 /** Owner records are a few hundred bytes; anything much larger was not written by a holder. */
 export const MAX_OWNER_BYTES = 64 * 1024;
 /** Our bookkeeping directory at the top of the static directory: audit log, clock probe, trash. */

@@ -15,8 +15,7 @@ import { StagingError, asStagingError } from './errors';
 import { judgeLock, lockPathOf } from './judge';
 import { acquire } from './lock';
 import { findHeldInside } from './nesting';
-import { clampTiming } from './protocol';
-import { MANIFEST_FILE, TIMESTAMP_FILE } from './stage/types';
+import { MANIFEST_FILE, TIMESTAMP_FILE, clampTiming } from './protocol';
 
 function previousOf(info: LockInfo): NonNullable<AuditEntry['previous']> {
   const p: NonNullable<AuditEntry['previous']> = { state: info.state };

@@ -138,9 +138,5 @@ export interface StageResult {
 /** Default `maxBytes`: 64 GiB, far above any build, far below a full disk of a bomb. */
 export const DEFAULT_MAX_BYTES = 64 * 1024 ** 3;
 
-/** The manifest's file name inside each area (ignored by listings: it starts with `.devserver-staging`). */
-export const MANIFEST_FILE = '.devserver-staging.manifest.json';
-/** Touched after each staging, as the devserver did, so an area's last use is known. */
-export const TIMESTAMP_FILE = 'staged.timestamp';
-/** Prefix of this call's partial files inside the area. */
-export const PART_PREFIX = '.devserver-staging.part.';
+// The names staging keeps in an area are part of the on-disk protocol: defined there, once.
+export { MANIFEST_FILE, PART_PREFIX, TIMESTAMP_FILE } from '../protocol';
