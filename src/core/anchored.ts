@@ -389,12 +389,35 @@ export async function appendRecord(p: string, shown: string, line: string, mode 
 }
 
 /**
+ * Where filesystems are mounted, as the kernel lists them for this process. A bind mount of a
+ * directory of the same filesystem has the same device number as its parent, so the device alone
+ * does not tell a mount point; this list does (paths as `whereIs` gives them).
+ */
+export function mountPoints(): Set<string> {
+  let text: string;
+  try {
+    text = fs.readFileSync('/proc/self/mountinfo', 'utf8');
+  } catch {
+    return new Set();
+  }
+  // Field 5 is the mount point, with spaces, tabs, newlines and backslashes escaped in octal.
+  const unescape = (p: string): string => p.replace(/\\([0-7]{3})/g, (_m, o: string) => String.fromCharCode(parseInt(o, 8)));
+  return new Set(
+    text
+      .split('\n')
+      .map((line) => line.split(' ')[4])
+      .filter((p): p is string => p !== undefined && p !== '')
+      .map(unescape),
+  );
+}
+
+/**
  * Deletes `name` inside `parent` and everything below it, through descriptors: never follows a
  * link (links are unlinked, not entered) and never crosses into another filesystem (a bind mount
  * inside is left alone, and the call fails with EXDEV naming it). Entries that vanish meanwhile
  * are fine. Throws the first other error after trying the rest.
  */
-export async function removeTree(parent: Dir, name: string): Promise<void> {
+export async function removeTree(parent: Dir, name: string, mounts: ReadonlySet<string> = mountPoints()): Promise<void> {
   checkName(name);
   const st = await fs.promises.lstat(parent.at(name)).catch((err: unknown) => {
     if (errnoCode(err) === 'ENOENT') return null;
@@ -414,18 +437,18 @@ export async function removeTree(parent: Dir, name: string): Promise<void> {
     const code = errnoCode(err);
     if (code === 'ENOENT') return;
     // Swapped for a link or a file since the lstat: remove that entry itself, never what it leads to.
-    if (code === 'ELOOP' || code === 'ENOTDIR') return removeTree(parent, name);
+    if (code === 'ELOOP' || code === 'ENOTDIR') return removeTree(parent, name, mounts);
     throw err;
   }
   let first: unknown;
   try {
-    if (dir.dev !== parent.dev) {
+    if (dir.dev !== parent.dev || mounts.has(whereIs(dir))) {
       throw new StagingError('EIO', `Did not remove ${dir.shown}: another filesystem is mounted there. Unmount it, then try again.`, { path: dir.shown });
     }
     const entries = await fs.promises.readdir(dir.at('.'));
     for (const entry of entries) {
       try {
-        await removeTree(dir, entry);
+        await removeTree(dir, entry, mounts);
       } catch (err) {
         first ??= err;
       }
@@ -440,7 +463,7 @@ export async function removeTree(parent: Dir, name: string): Promise<void> {
 }
 
 /** `removeTree`, synchronously: for a local filesystem and a small tree (a lock being removed). */
-export function removeTreeSync(parent: Dir, name: string): void {
+export function removeTreeSync(parent: Dir, name: string, mounts: ReadonlySet<string> = mountPoints()): void {
   checkName(name);
   const st = fs.lstatSync(parent.at(name), { throwIfNoEntry: false });
   if (st === undefined) return;
@@ -458,17 +481,17 @@ export function removeTreeSync(parent: Dir, name: string): void {
   } catch (err) {
     const code = errnoCode(err);
     if (code === 'ENOENT') return;
-    if (code === 'ELOOP' || code === 'ENOTDIR') return removeTreeSync(parent, name);
+    if (code === 'ELOOP' || code === 'ENOTDIR') return removeTreeSync(parent, name, mounts);
     throw err;
   }
   let first: unknown;
   try {
-    if (dir.dev !== parent.dev) {
+    if (dir.dev !== parent.dev || mounts.has(whereIs(dir))) {
       throw new StagingError('EIO', `Did not remove ${dir.shown}: another filesystem is mounted there. Unmount it, then try again.`, { path: dir.shown });
     }
     for (const entry of fs.readdirSync(dir.at('.'))) {
       try {
-        removeTreeSync(dir, entry);
+        removeTreeSync(dir, entry, mounts);
       } catch (err) {
         first ??= err;
       }
