@@ -184,8 +184,13 @@ export function whereIs(dir: Dir): string {
 
 /** True when `child` is `parent` or lies inside it; compares path segments, never string prefixes. */
 export function isWithin(parent: string, child: string): boolean {
+  return path.relative(parent, child) === '' || isInside(parent, child);
+}
+
+/** True when `child` lies strictly inside `parent`; compares path segments, never string prefixes. */
+export function isInside(parent: string, child: string): boolean {
   const rel = path.relative(parent, child);
-  return rel === '' || (rel !== '..' && !rel.startsWith(`..${path.sep}`) && !path.isAbsolute(rel));
+  return rel !== '' && rel !== '..' && !rel.startsWith(`..${path.sep}`) && !path.isAbsolute(rel);
 }
 
 /**

@@ -5,7 +5,7 @@
 import * as fs from 'fs';
 import * as path from 'path';
 import { StagingError, asStagingError, errnoCode } from './errors';
-import { openDir, openPath, type Dir } from './anchored';
+import { isInside, openDir, openPath, type Dir } from './anchored';
 import { ioFor, type Io } from './io';
 import { LOCK_NAME, LOCK_TARGET, META_DIR } from './protocol';
 
@@ -59,11 +59,8 @@ export function parseTag(tag: unknown): string[] {
   return segments;
 }
 
-/** True when `child` lies strictly inside `parent`; compares path segments, never string prefixes. */
-export function isInside(parent: string, child: string): boolean {
-  const rel = path.relative(parent, child);
-  return rel !== '' && rel !== '..' && !rel.startsWith(`..${path.sep}`) && !path.isAbsolute(rel);
-}
+// The containment rule lives with the other path rules of acting on what was checked.
+export { isInside } from './anchored';
 
 const staticCache = new Map<string, { realStaticDir: string; io: Io }>();
 
