@@ -223,8 +223,13 @@ describe('stage() over HTTP from a real server', function () {
         assert.equal(err.code, 'ESOURCE', err.message);
         assert.ok(err.message.includes(url), err.message);
         if (route === '/half/plain.bin') assert.match(err.message, new RegExp(`after ${plain.length >> 1} of ${plain.length} bytes`));
-        // The small entries before the cut were staged, so the rollback had something to undo.
-        if (route === '/half/build.tar.gz') assert.deepEqual(finished, ['a.txt', 'sub/b.txt', 'link']);
+        // Small entries before the cut were staged, so the rollback had something to undo. How many
+        // of them the parser hands over before the cut-off socket's error arrives is a race: any
+        // non-empty start of the archive's order will do.
+        if (route === '/half/build.tar.gz') {
+          const order = ['a.txt', 'sub/b.txt', 'link'];
+          assert.ok(finished.length > 0 && finished.every((n, i) => n === order[i]), `finished before the cut: ${JSON.stringify(finished)}`);
+        }
         await watch.unchanged(`${route} cut off (${mode})`, mode === 'new' ? tag : undefined);
       }
     }
