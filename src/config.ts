@@ -6,6 +6,7 @@ import * as os from 'os';
 import * as path from 'path';
 import * as vscode from 'vscode';
 import { DEFAULT_TIMING, clampTiming, type Timing } from './core';
+import { BUILD_ORDERS, type BuildOrder } from './model/view';
 
 export const SECTION = 'devserverStaging';
 
@@ -15,6 +16,10 @@ export interface Settings {
   timing: Timing;
   /** List shown directories again this often (0: never), for filesystems without file events. */
   pollMs: number;
+  /** The order of builds within a folder. */
+  order: BuildOrder;
+  /** Show each build's size and last use on its row. */
+  showUsage: boolean;
 }
 
 export function expandPath(raw: string, workspaceFolder: string | undefined): string | undefined {
@@ -48,7 +53,14 @@ export function readSettings(): Settings {
     refreshMs: c.get<number>('refreshSeconds', DEFAULT_TIMING.refreshMs / 1000) * 1000,
   });
   const poll = c.get<number>('pollSeconds', 0);
-  return { staticDirs: dirs, timing, pollMs: Number.isFinite(poll) && poll > 0 ? Math.max(1_000, poll * 1000) : 0 };
+  const order = c.get<string>('sortBuilds', 'version');
+  return {
+    staticDirs: dirs,
+    timing,
+    pollMs: Number.isFinite(poll) && poll > 0 ? Math.max(1_000, poll * 1000) : 0,
+    order: (BUILD_ORDERS as readonly string[]).includes(order) ? (order as BuildOrder) : 'version',
+    showUsage: c.get<boolean>('showSizeAndLastUse', false) === true,
+  };
 }
 
 /** The settings as they are now, and an event with the fresh ones whenever one of ours changes. */

@@ -15,7 +15,8 @@ import { stageBuildCommand } from './commands/stageBuild';
 import { Configuration } from './config';
 import { createLog } from './log';
 import { prompts, type Prompts } from './prompts';
-import { LockStates } from './state';
+import { LockStates } from './model/lockStates';
+import { Mine } from './model/mine';
 import { StatusBar } from './statusBar';
 import { StagingTreeProvider, type Node } from './tree/provider';
 import { WindowLocks } from './windowLocks';
@@ -29,6 +30,7 @@ export interface DevserverStagingApi {
   view: vscode.TreeView<Node>;
   windowLocks: WindowLocks;
   statusBar: StatusBar;
+  mine: Mine;
   prompts: Prompts;
 }
 
@@ -40,10 +42,12 @@ export function activate(context: vscode.ExtensionContext): DevserverStagingApi 
   const timing = () => config.current.timing;
   const states = new LockStates(settings.timing, log);
   states.setPolling(settings.pollMs);
+  states.scan(settings.staticDirs);
   const windowLocks = new WindowLocks(settings.timing, log);
-  const tree = new StagingTreeProvider(settings.staticDirs, states, windowLocks);
+  const mine = new Mine(windowLocks.clientId, (d, t) => windowLocks.has(d, t));
+  const tree = new StagingTreeProvider(settings, states, mine);
   const view = vscode.window.createTreeView(VIEW_ID, { treeDataProvider: tree, showCollapseAll: true, canSelectMany: true });
-  const statusBar = new StatusBar(states, windowLocks, settings.staticDirs);
+  const statusBar = new StatusBar(states, mine, settings.staticDirs);
   context.subscriptions.push(
     log,
     states,
@@ -52,30 +56,32 @@ export function activate(context: vscode.ExtensionContext): DevserverStagingApi 
     statusBar,
     // Disposed when the window closes: releases the locks it holds.
     windowLocks,
+    mine,
+    windowLocks.onDidChange(() => mine.locksChanged()),
     config,
     config.onDidChange((s) => {
-      states.reset(s.timing);
+      states.reset(s.timing, s.staticDirs);
       states.setPolling(s.pollMs);
       windowLocks.setTiming(s.timing);
-      tree.setStaticDirs(s.staticDirs);
+      tree.setSettings(s);
       statusBar.setStaticDirs(s.staticDirs);
     }),
     refreshCommand(tree, states, log),
     chooseStaticDirCommand(log),
     createStaticDirCommand(tree, states, log),
     lockForWindowCommand(states, windowLocks, log),
-    releaseWindowLockCommand(states, windowLocks, log),
+    releaseWindowLockCommand(windowLocks, log),
     forceReleaseCommand(states, windowLocks, prompts, timing, log),
     destroyCommand(states, windowLocks, prompts, timing, log),
     copyPathCommand(states, log),
     revealInExplorerCommand(states, log),
     openInTerminalCommand(states, log),
     showLogCommand(log),
-    stageBuildCommand(() => config.current.staticDirs, windowLocks, statusBar, timing, log),
-    addArtifactsCommand(states, windowLocks, statusBar, timing, log),
+    stageBuildCommand(() => config.current.staticDirs, windowLocks, mine, timing, log),
+    addArtifactsCommand(states, windowLocks, mine, timing, log),
   );
   log.info(`Activated with ${settings.staticDirs.length} static director${settings.staticDirs.length === 1 ? 'y' : 'ies'}.`);
-  return { tree, states, view, windowLocks, statusBar, prompts };
+  return { tree, states, view, windowLocks, statusBar, mine, prompts };
 }
 
 export function deactivate(): void {

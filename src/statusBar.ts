@@ -1,40 +1,27 @@
 /**
- * One status-bar item: the locks this window holds, and the builds held or stale in the
- * directories shown. Hidden while no static directory is configured.
+ * One status-bar item: builds this window holds or stages, and builds held, stale or legacy
+ * elsewhere, in words. Hidden while no static directory is configured.
  */
 import * as vscode from 'vscode';
-import type { LockStates } from './state';
-import type { WindowLocks } from './windowLocks';
+import type { LockStates } from './model/lockStates';
+import type { Mine } from './model/mine';
+import type { AreaRecord, Counts } from './model/records';
 
 export class StatusBar implements vscode.Disposable {
   private readonly item = vscode.window.createStatusBarItem('devserverStaging.status', vscode.StatusBarAlignment.Left, 50);
   private readonly subscriptions: vscode.Disposable[];
   private configured: boolean;
-  private staging = 0;
 
   constructor(
     private readonly states: LockStates,
-    private readonly windowLocks: WindowLocks,
+    private readonly mine: Mine,
     staticDirs: readonly string[],
   ) {
     this.item.name = vscode.l10n.t('Devserver Staging');
     this.item.command = 'devserverStaging.areas.focus';
     this.configured = staticDirs.length > 0;
-    this.subscriptions = [states.onDidChange(() => this.update()), windowLocks.onDidChange(() => this.update()), states.onDidList(() => this.update())];
-    states.scan(staticDirs);
+    this.subscriptions = [states.onDidChange(() => this.update()), mine.onDidChange(() => this.update()), states.onDidList(() => this.update())];
     this.update();
-  }
-
-  /** Shows a spinner while `work` (a staging) runs. */
-  async busy<T>(work: Promise<T>): Promise<T> {
-    this.staging++;
-    this.update();
-    try {
-      return await work;
-    } finally {
-      this.staging--;
-      this.update();
-    }
   }
 
   /** What the item shows, and whether it is shown. */
@@ -42,10 +29,24 @@ export class StatusBar implements vscode.Disposable {
     return this.configured ? this.item.text : undefined;
   }
 
+  /** What a screen reader says of it. */
+  get label(): string | undefined {
+    return this.configured ? this.item.accessibilityInformation?.label : undefined;
+  }
+
   setStaticDirs(dirs: readonly string[]): void {
     this.configured = dirs.length > 0;
-    this.states.scan(dirs);
     this.update();
+  }
+
+  /** The counts in words: "2 yours, 5 held, 1 stale"; states nobody is in are left out. */
+  static words(c: Counts): string {
+    const parts: string[] = [];
+    if (c.mine > 0) parts.push(vscode.l10n.t('{0} yours', c.mine));
+    if (c.held > 0) parts.push(vscode.l10n.t('{0} held', c.held));
+    if (c.stale > 0) parts.push(vscode.l10n.t('{0} stale', c.stale));
+    if (c.legacy > 0) parts.push(vscode.l10n.t('{0} legacy', c.legacy));
+    return parts.length > 0 ? parts.join(', ') : vscode.l10n.t('no locks');
   }
 
   update(): void {
@@ -53,22 +54,38 @@ export class StatusBar implements vscode.Disposable {
       this.item.hide();
       return;
     }
-    const mine = this.windowLocks.all;
-    const others = this.states.locked().filter((e) => (e.state === 'held' || e.state === 'stale') && !this.windowLocks.has(e.staticDir, e.tag));
-    const stale = others.filter((e) => e.state === 'stale').length;
-    const spinner = this.staging > 0 ? '$(sync~spin) ' : '';
-    this.item.text = `${spinner}$(lock) ${mine.length} · ${others.length}${stale > 0 ? ` $(warning) ${stale}` : ''}`;
+    const isMine = (r: AreaRecord): boolean => this.mine.has(r, r.lock);
+    const c = this.states.totals(isMine);
+    const staging = this.mine.stagingCount;
+    const icon = staging > 0 ? '$(sync~spin)' : c.mine > 0 ? '$(account)' : c.held + c.stale + c.legacy > 0 ? '$(lock)' : '$(unlock)';
+    const words = StatusBar.words(c);
+    this.item.text = `${icon} ${staging > 0 ? `${vscode.l10n.t('staging {0}', staging)} · ` : ''}${words}`;
+    const summary = vscode.l10n.t(
+      'Devserver Staging: {0} builds; {1} held by you, {2} held by others, {3} stale, {4} legacy locks{5}',
+      c.builds,
+      c.mine,
+      c.held,
+      c.stale,
+      c.legacy,
+      staging > 0 ? vscode.l10n.t('; staging {0}', staging) : '',
+    );
+    this.item.accessibilityInformation = { label: summary };
     const md = new vscode.MarkdownString(undefined, true);
     md.appendMarkdown(`**${vscode.l10n.t('Devserver Staging')}**\n\n`);
-    if (this.staging > 0) md.appendMarkdown(`$(sync~spin) ${vscode.l10n.t('Staging: {0}', this.staging)}  \n`);
-    md.appendMarkdown(`${vscode.l10n.t('Held by this window: {0}', mine.length)}  \n`);
-    for (const l of mine) md.appendMarkdown(`$(lock) ${l.tag}  \n`);
-    md.appendMarkdown(`${vscode.l10n.t('Held or stale elsewhere: {0}', others.length)}  \n`);
-    for (const e of others.slice(0, 20)) {
-      const who = e.holder !== undefined ? `${e.holder.user}@${e.holder.hostname}` : '';
-      md.appendMarkdown(`$(${e.state === 'stale' ? 'warning' : 'lock'}) ${e.tag} ${who}  \n`);
+    if (staging > 0) md.appendMarkdown(`$(sync~spin) ${vscode.l10n.t('Staging in this window: {0}', staging)}  \n`);
+    const locked = this.states.builds((r) => isMine(r) || (r.lock !== undefined && r.lock.state !== 'free')).sort((a, b) => a.tag.localeCompare(b.tag));
+    const mine = locked.filter(isMine);
+    const others = locked.filter((r) => !isMine(r));
+    md.appendMarkdown(`$(account) ${vscode.l10n.t('Held by you: {0}', mine.length)}  \n`);
+    for (const r of mine.slice(0, 10)) md.appendMarkdown(`&nbsp;&nbsp;${r.tag}  \n`);
+    md.appendMarkdown(`$(lock) ${vscode.l10n.t('Held by others: {0}', c.held)} · $(warning) ${vscode.l10n.t('stale: {0}', c.stale)} · ${vscode.l10n.t('legacy: {0}', c.legacy)}  \n`);
+    for (const r of others.slice(0, 20)) {
+      const h = r.lock?.holder;
+      const who = h !== undefined ? `${h.user}@${h.hostname}` : r.lock?.legacy !== undefined ? r.lock.legacy.hostname : '';
+      md.appendMarkdown(`&nbsp;&nbsp;$(${r.lock?.state === 'stale' ? 'warning' : 'lock'}) ${r.tag} ${who} (${r.lock?.state ?? ''})  \n`);
     }
     if (others.length > 20) md.appendMarkdown(vscode.l10n.t('… and {0} more', others.length - 20));
+    md.appendMarkdown(`\n\n${vscode.l10n.t('{0} builds in all. Click to show the view.', c.builds)}`);
     this.item.tooltip = md;
     this.item.show();
   }

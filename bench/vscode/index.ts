@@ -229,12 +229,12 @@ class TreeProbe implements vscode.Disposable {
         resolve({ event: event!, ...(fetchMs !== undefined ? { fetchMs } : {}) });
       };
       const onFetch = (n: Node): void => {
-        if (n.kind === 'area' && n.entry.staticDir === staticDir && n.entry.tag === tag && n.entry.state === state) done(performance.now() - eventPerf);
+        if (n.kind === 'build' && n.entry.staticDir === staticDir && n.entry.tag === tag && n.entry.state === state) done(performance.now() - eventPerf);
       };
       let fetchTimer: NodeJS.Timeout | undefined;
       const onEvent = (): void => {
         const n = this.api.tree.find(staticDir, tag);
-        if (n === undefined || n.kind !== 'area' || n.entry.state !== state) return;
+        if (n === undefined || n.kind !== 'build' || n.entry.state !== state) return;
         event = Date.now();
         eventPerf = performance.now();
         this.waiters.delete(onEvent);
@@ -261,7 +261,7 @@ async function expandBoard(api: DevserverStagingApi, staticDir: string, board: s
   const [root] = await api.tree.getChildren();
   if (root === undefined) throw new Error('the tree shows no static directory');
   const boards = await api.tree.getChildren(root);
-  const node = boards.find((n) => n.kind === 'area' && n.entry.tag === board);
+  const node = boards.find((n) => n.kind === 'folder' && n.tag === board);
   if (node === undefined) throw new Error(`the tree does not show ${board} in ${staticDir}`);
   const builds = await api.tree.getChildren(node);
   await api.view.reveal(node, { select: false, focus: false, expand: true }).then(undefined, () => undefined);

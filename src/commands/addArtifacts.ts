@@ -1,8 +1,8 @@
 import * as vscode from 'vscode';
 import type { Timing } from '../core';
 import type { Log } from '../log';
-import type { LockStates } from '../state';
-import type { StatusBar } from '../statusBar';
+import type { LockStates } from '../model/lockStates';
+import type { Mine } from '../model/mine';
 import type { Node } from '../tree/provider';
 import type { WindowLocks } from '../windowLocks';
 import { registerCommand } from './command';
@@ -10,13 +10,13 @@ import { pickSources, runStaging, type StagingArgs } from './staging';
 import { targets } from './targets';
 
 /** Stages more artifacts into an existing build, under its lock. */
-export function addArtifactsCommand(states: LockStates, windowLocks: WindowLocks, statusBar: StatusBar, timing: () => Timing, log: Log): vscode.Disposable {
+export function addArtifactsCommand(states: LockStates, windowLocks: WindowLocks, mine: Mine, timing: () => Timing, log: Log): vscode.Disposable {
   return registerCommand('devserverStaging.addArtifacts', log, async (node?: Node, _nodes?: Node[], args: StagingArgs = {}) => {
     const title = vscode.l10n.t('Add Artifacts');
     let staticDir = args.staticDir;
     let tag = args.tag;
     if (staticDir === undefined || tag === undefined) {
-      const [e] = node?.kind === 'area' ? [node.entry] : await targets(states, undefined, undefined, vscode.l10n.t('Add artifacts to which build?'), undefined, false);
+      const [e] = await targets(states, node, undefined, vscode.l10n.t('Add artifacts to which build?'), undefined, false);
       if (e === undefined) return undefined;
       ({ staticDir, tag } = e);
     }
@@ -24,6 +24,6 @@ export function addArtifactsCommand(states: LockStates, windowLocks: WindowLocks
     if (windowLocks.has(staticDir, tag)) await windowLocks.release(staticDir, tag);
     const sources = args.sources ?? (await pickSources(`${title}: ${tag}`));
     if (sources === undefined || sources.length === 0) return undefined;
-    return runStaging({ staticDir, tag, add: true, sources, ...(args.overwrite !== undefined ? { overwrite: args.overwrite } : {}), ...(args.signal ? { signal: args.signal } : {}) }, { timing: timing(), windowLocks, statusBar, log });
+    return runStaging({ staticDir, tag, add: true, sources, ...(args.overwrite !== undefined ? { overwrite: args.overwrite } : {}), ...(args.signal ? { signal: args.signal } : {}) }, { timing: timing(), windowLocks, mine, log });
   });
 }

@@ -2,7 +2,7 @@ import * as vscode from 'vscode';
 import { describeHolder, destroy, isStagingError, type Timing } from '../core';
 import type { Log } from '../log';
 import type { Prompts } from '../prompts';
-import type { LockStates } from '../state';
+import type { LockStates } from '../model/lockStates';
 import type { Node } from '../tree/provider';
 import type { WindowLocks } from '../windowLocks';
 import { registerCommand } from './command';

@@ -4,7 +4,7 @@ import * as vscode from 'vscode';
 import { parseTag, type Timing } from '../core';
 import { errorMessage } from '../errors';
 import type { Log } from '../log';
-import type { StatusBar } from '../statusBar';
+import type { Mine } from '../model/mine';
 import type { Node } from '../tree/provider';
 import type { WindowLocks } from '../windowLocks';
 import { registerCommand } from './command';
@@ -22,10 +22,10 @@ export function tagProblem(staticDir: string, tag: string): string | undefined {
 }
 
 /** Stages a new build: static directory, tag (checked as it is typed), then sources. */
-export function stageBuildCommand(staticDirs: () => readonly string[], windowLocks: WindowLocks, statusBar: StatusBar, timing: () => Timing, log: Log): vscode.Disposable {
+export function stageBuildCommand(staticDirs: () => readonly string[], windowLocks: WindowLocks, mine: Mine, timing: () => Timing, log: Log): vscode.Disposable {
   return registerCommand('devserverStaging.stageBuild', log, async (node?: Node, _nodes?: Node[], args: StagingArgs = {}) => {
     const title = vscode.l10n.t('Stage Build');
-    let staticDir = args.staticDir ?? (node?.kind === 'staticDir' ? node.dir : node?.kind === 'area' ? node.entry.staticDir : undefined);
+    let staticDir = args.staticDir ?? (node !== undefined && node.kind !== 'artifact' ? node.staticDir : undefined);
     if (staticDir === undefined) {
       const dirs = staticDirs();
       if (dirs.length === 0) throw new Error(vscode.l10n.t('No static directory is configured. Add one first (Devserver Staging: Add Static Directory…).'));
@@ -38,12 +38,19 @@ export function stageBuildCommand(staticDirs: () => readonly string[], windowLoc
       (await vscode.window.showInputBox({
         title,
         prompt: vscode.l10n.t('The tag of the new build: a path below {0}, such as board-release/R120-15662.0.0', base),
-        value: node?.kind === 'area' ? `${node.entry.tag}/` : '',
+        value: prefill(node),
         validateInput: (v) => (v.trim() === '' ? undefined : tagProblem(base, v)),
       }))?.trim();
     if (tag === undefined || tag === '') return undefined;
     const sources = args.sources ?? (await pickSources(title));
     if (sources === undefined || sources.length === 0) return undefined;
-    return runStaging({ staticDir: base, tag, add: false, sources, ...(args.overwrite !== undefined ? { overwrite: args.overwrite } : {}), ...(args.signal ? { signal: args.signal } : {}) }, { timing: timing(), windowLocks, statusBar, log });
+    return runStaging({ staticDir: base, tag, add: false, sources, ...(args.overwrite !== undefined ? { overwrite: args.overwrite } : {}), ...(args.signal ? { signal: args.signal } : {}) }, { timing: timing(), windowLocks, mine, log });
   });
+}
+
+/** Where a new build goes, from the row it was started on: that folder, or the build's folder. */
+function prefill(node: Node | undefined): string {
+  if (node === undefined || node.kind === 'staticDir' || node.kind === 'artifact') return '';
+  const folder = node.kind === 'folder' ? node.tag : node.tag.slice(0, Math.max(0, node.tag.lastIndexOf('/')));
+  return folder === '' ? '' : `${folder}/`;
 }

@@ -5,7 +5,7 @@
 import * as vscode from 'vscode';
 import { formatBytes, isStagingError, stage, type StageResult, type Timing } from '../core';
 import type { Log } from '../log';
-import type { StatusBar } from '../statusBar';
+import type { Mine } from '../model/mine';
 import type { WindowLocks } from '../windowLocks';
 
 /** Arguments a script or test can pass instead of answering the pickers. */
@@ -51,7 +51,7 @@ export async function pickSources(title: string): Promise<string[] | undefined> 
 /** Stages `sources` into the area with progress and Cancel; offers Overwrite on a conflict. */
 export async function runStaging(
   what: { staticDir: string; tag: string; add: boolean; sources: string[]; overwrite?: boolean; signal?: AbortSignal },
-  deps: { timing: Timing; windowLocks: WindowLocks; statusBar: StatusBar; log: Log },
+  deps: { timing: Timing; windowLocks: WindowLocks; mine: Mine; log: Log },
 ): Promise<StageResult | undefined> {
   const { staticDir, tag, add, sources } = what;
   const started = Date.now();
@@ -63,7 +63,7 @@ export async function runStaging(
       what.signal?.addEventListener('abort', () => abort.abort(), { once: true });
       if (what.signal?.aborted === true) abort.abort();
       let reported = 0;
-      return deps.statusBar.busy(
+      return deps.mine.track({ staticDir, tag }, (mark) =>
         stage(staticDir, tag, sources, {
           ...deps.timing,
           add,
@@ -75,6 +75,7 @@ export async function runStaging(
             const pct = p.totalBytes !== undefined && p.totalBytes > 0 ? (100 * p.bytes) / p.totalBytes : undefined;
             const size = p.totalBytes !== undefined ? `${formatBytes(p.bytes)} / ${formatBytes(p.totalBytes)}` : formatBytes(p.bytes);
             progress.report({ message: `${p.artifact || '…'} (${size})`, ...(pct !== undefined ? { increment: pct - reported } : {}) });
+            mark(pct !== undefined ? pct / 100 : undefined);
             if (pct !== undefined) reported = pct;
           },
         }),

@@ -1,18 +1,21 @@
 /**
- * What a command acts on: the clicked item and any others selected with it, or, from the command
- * palette, a quick pick of the builds the view knows.
+ * What a command acts on: the clicked build and any others selected with it, or, from the
+ * command palette, a quick pick of the builds the view knows.
  */
 import * as vscode from 'vscode';
 import type { ListEntry, LockState } from '../core';
-import type { LockStates } from '../state';
+import type { LockStates } from '../model/lockStates';
 import { dirOf, type Node } from '../tree/provider';
 
 export async function targets(states: LockStates, node: Node | undefined, nodes: readonly Node[] | undefined, title: string, only?: readonly LockState[], many = true): Promise<ListEntry[]> {
-  const picked = (nodes !== undefined && nodes.length > 0 ? nodes : node !== undefined ? [node] : []).filter((n) => n.kind === 'area');
-  if (picked.length > 0) return picked.map((n) => states.entry(n.entry.staticDir, n.entry.tag) ?? n.entry);
-  const candidates = states.known().filter((e) => only === undefined || only.includes(e.state));
+  const picked = (nodes !== undefined && nodes.length > 0 ? nodes : node !== undefined ? [node] : []).flatMap((n) => (n.kind === 'build' ? [states.entry(n.staticDir, n.tag)] : []));
+  if (picked.length > 0) return picked.filter((e): e is ListEntry => e !== undefined);
+  const candidates = states
+    .sortedBuilds()
+    .map((r) => r.lock)
+    .filter((e): e is ListEntry => e !== undefined && (only === undefined || only.includes(e.state)));
   if (candidates.length === 0) {
-    void vscode.window.showInformationMessage(vscode.l10n.t('No build to choose from: open the Staging Areas view and expand a static directory first.'));
+    void vscode.window.showInformationMessage(vscode.l10n.t('No build to choose from: add a static directory with staged builds first.'));
     return [];
   }
   const items = candidates.map((e) => ({ label: e.tag, description: e.state === 'free' ? '' : `${e.state}${e.holder ? ` · ${e.holder.user}@${e.holder.hostname}` : ''}`, detail: e.staticDir, entry: e }));

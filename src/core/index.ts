@@ -20,6 +20,6 @@ export { parseTag, isInside } from './tags';
 export { StagingError, isStagingError } from './errors';
 export type { ErrorCode } from './errors';
 export { isOnThisMachine, isHolderAlive } from './holder';
-export { clampTiming, isProtocolName, DEFAULT_TIMING, LOCK_NAME, LOCK_TARGET, OWNER_FILE, META_DIR, AUDIT_LOG } from './protocol';
+export { BUILD_MARKS, clampTiming, isProtocolName, DEFAULT_TIMING, LOCK_NAME, LOCK_TARGET, OWNER_FILE, META_DIR, AUDIT_LOG } from './protocol';
 export type { Holder, LegacyHolder, ListEntry, LockInfo, LockState, Timing } from './types';
 export { formatBytes, formatDuration, naturalOrder } from './format';

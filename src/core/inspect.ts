@@ -9,10 +9,23 @@ import { naturalOrder } from './format';
 import { StagingError, asStagingError, errnoCode } from './errors';
 import { asyncIo } from './io';
 import { judgeLock, lockPathOf } from './judge';
-import { LOCK_NAME, clampTiming, isProtocolName } from './protocol';
+import { BUILD_MARKS, LOCK_NAME, clampTiming, isProtocolName } from './protocol';
 import { isInside, resolveArea, resolveStaticDir } from './tags';
 import type { ListEntry, LockInfo, Timing } from './types';
 
+
+/**
+ * Whether a directory without a lock was staged: a manifest, a `staged.timestamp` (the Python
+ * devserver's mark) or a lock target. Looked for one at a time, most common first, so that a
+ * staged build costs one lstat more and only a folder costs all three.
+ */
+async function hasBuildMark(dir: string): Promise<boolean> {
+  for (const name of BUILD_MARKS) {
+    const st = await asyncIo.lstatOrNull(path.join(dir, name)).catch(() => null);
+    if (st !== null) return true;
+  }
+  return false;
+}
 
 /** The lock state of one staging area. */
 export async function inspect(staticDir: string, tag: string, options: Partial<Timing> = {}): Promise<LockInfo> {
@@ -64,11 +77,12 @@ export async function list(staticDir: string, subpath = '', options: Partial<Tim
       }
       const area = { staticDir: root, tag: prefix + e.name, dir: child };
       if (st === null) {
-        // Free: no need to look further.
-        return { name: e.name, staticDir: root, tag: area.tag, dir: child, lockPath: lockPathOf(child), exists: true, state: 'free' };
+        // Free: whether it is a build or a folder of builds is told by what staging leaves.
+        const kind = (await hasBuildMark(child)) ? 'build' : 'folder';
+        return { name: e.name, kind, staticDir: root, tag: area.tag, dir: child, lockPath: lockPathOf(child), exists: true, state: 'free' };
       }
       const { info } = await judgeLock(area, timing, nowFs, st);
-      return { name: e.name, ...info };
+      return { name: e.name, kind: 'build', ...info };
     }),
   );
   return results.filter((r): r is ListEntry => r !== undefined).sort((a, b) => naturalOrder.compare(a.name, b.name));

@@ -35,6 +35,12 @@ export const FENCE_FILE = '.devserver-staging.fence';
 export const MANIFEST_FILE = '.devserver-staging.manifest.json';
 /** Replaced at each staging, as the devserver touched it, so an area's last use is known. */
 export const TIMESTAMP_FILE = 'staged.timestamp';
+/**
+ * What makes a directory a build rather than a folder of builds, besides its lock: a manifest
+ * (ours), a timestamp (the Python devserver's and ours) or a lock target. Most common first.
+ */
+export const BUILD_MARKS: readonly string[] = [MANIFEST_FILE, TIMESTAMP_FILE, LOCK_TARGET];
+
 /** Partial files that stagers of earlier versions wrote in the area itself (now: in the work directory). */
 export const PART_PREFIX = '.devserver-staging.part.';
 /** Owner records are a few hundred bytes; anything much larger was not written by a holder. */

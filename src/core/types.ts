@@ -97,6 +97,11 @@ export interface LockInfo {
 export interface ListEntry extends LockInfo {
   /** The entry's name within the listed directory. */
   name: string;
+  /**
+   * `build`: the directory was staged or locked (it holds a lock, a manifest, a `staged.timestamp`
+   * or a lock target). `folder`: none of these; it only groups builds (a board).
+   */
+  kind: 'build' | 'folder';
 }
 
 /** Timing of the lock protocol. Everyone sharing a static directory should use the same values. */

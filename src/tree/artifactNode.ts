@@ -1,31 +1,44 @@
-/** A file in a build: shown with its size; opening it opens the file. */
+/** A file or folder inside a build: browsable, never a build of its own. */
 import * as vscode from 'vscode';
 import { formatBytes } from '../core';
-import type { Artifact } from '../state';
-import type { AreaNode } from './areaNode';
+import type { Artifact } from '../model/records';
+import type { BuildNode } from './buildNode';
 
 export class ArtifactNode {
   readonly kind = 'artifact';
 
   constructor(
-    readonly parent: AreaNode,
+    readonly parent: BuildNode | ArtifactNode,
+    /** The build it is in. */
+    readonly build: BuildNode,
     readonly artifact: Artifact,
   ) {}
 
   get id(): string {
-    return `${this.parent.id}\0${this.artifact.name}`;
+    return `${this.build.id}\0${this.artifact.rel}`;
+  }
+
+  get dir(): string {
+    return this.artifact.path;
   }
 
   toTreeItem(): vscode.TreeItem {
-    const uri = vscode.Uri.file(this.artifact.path);
-    const item = new vscode.TreeItem(uri, vscode.TreeItemCollapsibleState.None);
+    const a = this.artifact;
+    const uri = vscode.Uri.file(a.path);
+    const item = new vscode.TreeItem(uri, a.directory ? vscode.TreeItemCollapsibleState.Collapsed : vscode.TreeItemCollapsibleState.None);
     item.id = this.id;
-    item.label = this.artifact.name;
-    item.description = formatBytes(this.artifact.size);
-    item.iconPath = vscode.ThemeIcon.File;
-    item.contextValue = 'artifact';
-    item.tooltip = this.artifact.path;
-    item.command = { command: 'vscode.open', title: vscode.l10n.t('Open'), arguments: [uri] };
+    item.label = a.name;
+    item.tooltip = a.path;
+    if (a.directory) {
+      item.iconPath = vscode.ThemeIcon.Folder;
+      item.contextValue = 'artifactFolder';
+    } else {
+      item.description = formatBytes(a.size);
+      item.iconPath = vscode.ThemeIcon.File;
+      item.contextValue = 'artifact';
+      // Opening decides between a text preview and the other ways of looking at a binary.
+      item.command = { command: 'devserverStaging.openArtifact', title: vscode.l10n.t('Open'), arguments: [this] };
+    }
     return item;
   }
 }

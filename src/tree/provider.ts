@@ -1,66 +1,108 @@
 /**
- * The "Staging Areas" view: static directories at the root, their subdirectories below with
- * their lock states. Nodes are kept by identity so that a change refreshes just its own item,
- * and `getParent` can walk up for `reveal`.
+ * The "Staging Areas" view: static directories at the root, folders of builds below them, builds
+ * with their lock states, and the artifacts inside a build. It renders the model's records; the
+ * filter and the order of builds are the model's rules (model/view.ts). Nodes are kept by
+ * identity so that a change refreshes just its own row, and `getParent` walks up for `reveal`.
  */
 import * as fs from 'fs';
 import * as path from 'path';
 import * as vscode from 'vscode';
 import { MANIFEST_FILE, isProtocolName, parseManifest } from '../core';
 import { errorMessage } from '../errors';
-import { keyOf, type LockStates, type StateChange } from '../state';
-import type { WindowLocks } from '../windowLocks';
-import { AreaNode } from './areaNode';
+import type { LockStates, StateChange } from '../model/lockStates';
+import type { Mine } from '../model/mine';
+import { keyOf, parentTag, type AreaRecord } from '../model/records';
+import { NO_FILTER, isActive, matches, sortBuilds, sortFolders, type BuildFilter, type BuildOrder } from '../model/view';
 import { ArtifactNode } from './artifactNode';
+import { BuildNode, type Ownership } from './buildNode';
+import { FolderNode } from './folderNode';
 import { StaticDirNode } from './staticDirNode';
 
-export type Node = StaticDirNode | AreaNode | ArtifactNode;
+export type Node = StaticDirNode | FolderNode | BuildNode | ArtifactNode;
+/** Nodes that stand for an area of the static directory (a root, a folder or a build). */
+export type AreaNode = StaticDirNode | FolderNode | BuildNode;
+/** The rows that stand for a directory inside a static directory: a folder or a build. */
+export type RowNode = FolderNode | BuildNode;
+
+export interface TreeSettings {
+  staticDirs: readonly string[];
+  order: BuildOrder;
+  /** Show each build's size and last use (costs a walk of the builds shown). */
+  showUsage: boolean;
+}
 
 export class StagingTreeProvider implements vscode.TreeDataProvider<Node>, vscode.Disposable {
   private readonly _onDidChangeTreeData = new vscode.EventEmitter<Node | Node[] | undefined>();
   readonly onDidChangeTreeData = this._onDidChangeTreeData.event;
+  private readonly _onDidChangeFilter = new vscode.EventEmitter<BuildFilter>();
+  readonly onDidChangeFilter = this._onDidChangeFilter.event;
   private readonly roots = new Map<string, StaticDirNode>();
-  private readonly areas = new Map<string, AreaNode>();
+  private readonly areas = new Map<string, FolderNode | BuildNode>();
   private readonly subscriptions: vscode.Disposable[];
+  private filter: BuildFilter = NO_FILTER;
 
   constructor(
-    private staticDirs: readonly string[],
+    private settings: TreeSettings,
     private readonly states: LockStates,
-    private readonly windowLocks: WindowLocks,
+    private readonly mine: Mine,
   ) {
     this.subscriptions = [
       states.onDidChange((changes) => this.onStatesChanged(changes)),
-      // Which locks are this window's changes the menus of those items only.
-      windowLocks.onDidChange(() => {
-        const mine = [...this.areas.values()].filter((n) => n.entry.state === 'held');
-        if (mine.length > 0) this._onDidChangeTreeData.fire(mine);
+      // Which locks and stagings are this window's changes those rows only.
+      mine.onDidChange((ref) => {
+        states.invalidate();
+        const nodes = ref !== undefined ? [this.find(ref.staticDir, ref.tag)] : [...this.areas.values()].filter((n) => n instanceof BuildNode && states.entry(n.staticDir, n.tag)?.state === 'held');
+        this.refreshRows(nodes);
       }),
     ];
   }
 
-  /** New settings: new roots, and everything listed again. */
-  setStaticDirs(dirs: readonly string[]): void {
-    this.staticDirs = dirs;
+  /** New settings: new roots, order or columns, and everything shown again. */
+  setSettings(settings: TreeSettings): void {
+    this.settings = settings;
     this.refresh();
   }
 
-  /** Lists everything again from disk. */
+  get currentFilter(): BuildFilter {
+    return this.filter;
+  }
+
+  setFilter(filter: BuildFilter): void {
+    this.filter = filter;
+    this._onDidChangeTreeData.fire(undefined);
+    this._onDidChangeFilter.fire(filter);
+  }
+
+  /** Shows everything again from the records (the model re-reads the disk on its own). */
   refresh(): void {
     this.roots.clear();
     this.areas.clear();
     this._onDidChangeTreeData.fire(undefined);
   }
 
+  ownership(staticDir: string, tag: string): Ownership {
+    const ref = { staticDir, tag };
+    return { mine: this.mine.has(ref, this.states.entry(staticDir, tag)), staging: this.mine.staging(ref) };
+  }
+
   getTreeItem(node: Node): vscode.TreeItem {
-    if (node instanceof AreaNode) return node.toTreeItem(this.windowLocks.has(node.entry.staticDir, node.entry.tag));
+    if (node instanceof BuildNode) {
+      return node.toTreeItem(this.states.record(node.staticDir, node.tag) ?? node.record, this.ownership(node.staticDir, node.tag), this.settings.showUsage);
+    }
+    if (node instanceof FolderNode) {
+      const isMine = (r: AreaRecord): boolean => this.mine.has(r, r.lock);
+      const counts = this.states.counts(node.staticDir, node.tag, isMine);
+      return node.toTreeItem(counts, isActive(this.filter) ? this.matching(node.staticDir, node.tag).length : undefined);
+    }
     return node.toTreeItem();
   }
 
   async resolveTreeItem(item: vscode.TreeItem, node: Node): Promise<vscode.TreeItem> {
-    if (node instanceof AreaNode) {
+    if (node instanceof BuildNode) {
       // Judged again on hover: the listing's heartbeat age is as old as the listing.
-      const [info, contents] = await Promise.all([this.states.judge(node.entry.staticDir, node.entry.tag).catch(() => undefined), contentsOf(node.entry.dir)]);
-      item.tooltip = node.tooltip(contents, info ?? node.entry);
+      const [info, contents] = await Promise.all([this.states.judge(node.staticDir, node.tag).catch(() => undefined), contentsOf(node.dir)]);
+      const r = this.states.record(node.staticDir, node.tag) ?? node.record;
+      item.tooltip = BuildNode.tooltip(r, this.ownership(node.staticDir, node.tag), contents, info);
     }
     return item;
   }
@@ -70,14 +112,22 @@ export class StagingTreeProvider implements vscode.TreeDataProvider<Node>, vscod
   }
 
   async getChildren(node?: Node): Promise<Node[]> {
-    if (node === undefined) return Promise.all(this.staticDirs.map((d) => this.rootNode(d)));
-    if (node instanceof ArtifactNode) return [];
+    if (node === undefined) return Promise.all(this.settings.staticDirs.map((d) => this.rootNode(d)));
+    if (node instanceof ArtifactNode) {
+      if (!node.artifact.directory) return [];
+      const inside = await this.states.artifactDir(node.build.staticDir, node.build.tag, node.artifact.rel);
+      return inside.map((a) => new ArtifactNode(node, node.build, a));
+    }
+    if (node instanceof BuildNode) {
+      const artifacts = await this.states.artifacts(node.staticDir, node.tag);
+      return artifacts.map((a) => new ArtifactNode(node, node, a));
+    }
     if (node instanceof StaticDirNode && node.problem !== undefined) return [];
-    const staticDir = node instanceof StaticDirNode ? node.dir : node.entry.staticDir;
-    const tag = node instanceof StaticDirNode ? '' : node.entry.tag;
-    let entries;
+    const staticDir = node.staticDir;
+    const tag = node instanceof StaticDirNode ? '' : node.tag;
+    let records: AreaRecord[];
     try {
-      entries = await this.states.children(staticDir, tag);
+      records = await this.states.children(staticDir, tag);
     } catch (err) {
       if (node instanceof StaticDirNode) {
         // Shown on the root item itself, never as a notification from here.
@@ -86,32 +136,64 @@ export class StagingTreeProvider implements vscode.TreeDataProvider<Node>, vscod
       }
       return [];
     }
-    const areas = entries.map((e) => {
-      const key = keyOf(staticDir, e.tag);
-      let child = this.areas.get(key);
-      if (child === undefined) {
-        child = new AreaNode(node, e);
-        this.areas.set(key, child);
-      } else {
-        child.entry = e;
-      }
-      return child;
-    });
-    if (node instanceof StaticDirNode) return areas;
-    return [...areas, ...this.states.artifacts(staticDir, tag).map((a) => new ArtifactNode(node, a))];
+    const active = isActive(this.filter);
+    const folders = sortFolders(records.filter((r) => r.kind === 'folder')).filter((r) => !active || this.matching(staticDir, r.tag).length > 0);
+    let builds = records.filter((r) => r.kind === 'build');
+    if (active) builds = builds.filter((r) => matches(r, this.filter, this.mine.has(r, r.lock)));
+    if (this.settings.order !== 'version' || this.settings.showUsage) {
+      // Size and last use cost a walk: measured once per folder, and shown when they come.
+      if (builds.some((r) => r.usage === undefined)) void this.states.measure(staticDir, tag).catch(() => undefined);
+    }
+    builds = sortBuilds(builds, this.settings.order);
+    return [...folders.map((r) => this.areaNode(node, r)), ...builds.map((r) => this.areaNode(node, r))];
   }
 
-  /** The node of an area the tree has shown, if any. */
-  find(staticDir: string, tag: string): Node | undefined {
+  /** The builds at or below an area that pass the filter. */
+  matching(staticDir: string, tag: string): AreaRecord[] {
+    return this.states.buildsUnder(staticDir, tag).filter((r) => matches(r, this.filter, this.mine.has(r, r.lock)));
+  }
+
+  /** The node shown for an area, if the tree has shown it. */
+  find(staticDir: string, tag: string): AreaNode | undefined {
     return tag === '' ? this.roots.get(staticDir) : this.areas.get(keyOf(staticDir, tag));
   }
 
-  private async rootNode(dir: string): Promise<StaticDirNode> {
-    let node = this.roots.get(dir);
-    if (node === undefined) {
-      node = new StaticDirNode(dir);
-      this.roots.set(dir, node);
+  /**
+   * The node for a known area, made (with its parents) if the tree has not shown it yet, so
+   * that `reveal` can walk down to it.
+   */
+  nodeFor(staticDir: string, tag: string): AreaNode | undefined {
+    if (tag === '') {
+      if (!this.settings.staticDirs.includes(staticDir)) return undefined;
+      let root = this.roots.get(staticDir);
+      if (root === undefined) {
+        root = new StaticDirNode(staticDir);
+        this.roots.set(staticDir, root);
+      }
+      return root;
     }
+    const shown = this.areas.get(keyOf(staticDir, tag));
+    if (shown !== undefined) return shown;
+    const r = this.states.record(staticDir, tag);
+    const parent = this.nodeFor(staticDir, parentTag(tag));
+    if (r === undefined || parent === undefined || parent instanceof BuildNode) return undefined;
+    return this.areaNode(parent, r);
+  }
+
+  private areaNode(parent: StaticDirNode | FolderNode, r: AreaRecord): FolderNode | BuildNode {
+    const key = keyOf(r.staticDir, r.tag);
+    const known = this.areas.get(key);
+    if (known !== undefined && known.kind === r.kind && known.parent === parent) {
+      known.record = r;
+      return known;
+    }
+    const node = r.kind === 'build' ? new BuildNode(parent, r.staticDir, r.tag, r) : new FolderNode(parent, r.staticDir, r.tag, r);
+    this.areas.set(key, node);
+    return node;
+  }
+
+  private async rootNode(dir: string): Promise<StaticDirNode> {
+    const node = this.nodeFor(dir, '') as StaticDirNode;
     node.problem = await fs.promises.stat(dir).then(
       (st) => (st.isDirectory() ? undefined : vscode.l10n.t('not a directory')),
       (err: NodeJS.ErrnoException) => (err.code === 'ENOENT' ? vscode.l10n.t('does not exist') : vscode.l10n.t('cannot be read ({0})', err.code ?? String(err))),
@@ -120,35 +202,50 @@ export class StagingTreeProvider implements vscode.TreeDataProvider<Node>, vscod
   }
 
   private onStatesChanged(changes: StateChange[]): void {
-    const nodes: Node[] = [];
+    const nodes: (Node | undefined)[] = [];
     for (const c of changes) {
-      const node = this.find(c.staticDir, c.tag);
-      if (node === undefined) continue;
-      if (node instanceof AreaNode) {
-        const fresh = this.states.entry(c.staticDir, c.tag);
-        if (fresh !== undefined) node.entry = fresh;
-      }
       if (c.what === 'children') this.forgetBelow(c.staticDir, c.tag);
-      nodes.push(node);
+      nodes.push(this.find(c.staticDir, c.tag));
+      // A folder's counts (and, filtered, which builds it shows) follow its builds.
+      for (let t = parentTag(c.tag); c.tag !== ''; t = parentTag(t)) {
+        const up = this.find(c.staticDir, t);
+        if (up instanceof FolderNode) nodes.push(up);
+        if (t === '') break;
+      }
     }
-    if (nodes.length > 0) this._onDidChangeTreeData.fire(nodes);
+    // With a filter, a build whose state changed may come or go: its folder lists again.
+    if (isActive(this.filter)) {
+      for (const c of changes) {
+        const parent = this.find(c.staticDir, parentTag(c.tag));
+        if (parent !== undefined) nodes.push(parent);
+      }
+    }
+    this.refreshRows(nodes);
+  }
+
+  private refreshRows(nodes: readonly (Node | undefined)[]): void {
+    const unique = [...new Set(nodes.filter((n): n is Node => n !== undefined))];
+    if (unique.length > 0) this._onDidChangeTreeData.fire(unique);
   }
 
   /** Drops nodes of areas that no longer exist below `tag`; the rest keep their identity. */
   private forgetBelow(staticDir: string, tag: string): void {
     const prefix = keyOf(staticDir, tag === '' ? '' : `${tag}/`);
     for (const [k, n] of this.areas) {
-      if (k.startsWith(prefix) && this.states.entry(staticDir, n.entry.tag) === undefined) this.areas.delete(k);
+      const r = this.states.record(staticDir, n.tag);
+      if (k.startsWith(prefix) && (r === undefined || r.kind !== n.kind)) this.areas.delete(k);
     }
   }
 
   dispose(): void {
     for (const s of this.subscriptions) s.dispose();
     this._onDidChangeTreeData.dispose();
+    this._onDidChangeFilter.dispose();
   }
 }
 
-export const dirOf = (n: Node): string => (n instanceof StaticDirNode ? n.dir : n instanceof ArtifactNode ? n.artifact.path : path.join(n.entry.staticDir, n.entry.tag));
+/** The directory a node stands for (for an artifact, its file). */
+export const dirOf = (n: Node): string => (n instanceof StaticDirNode ? n.dir : n.dir);
 
 /**
  * Size and artifact count for a tooltip: from the manifest where staging wrote one (a single

@@ -10,6 +10,10 @@ export class StaticDirNode {
 
   constructor(readonly dir: string) {}
 
+  get staticDir(): string {
+    return this.dir;
+  }
+
   get id(): string {
     return `${this.dir}\0`;
   }

@@ -4,7 +4,7 @@ import * as path from 'path';
 import * as vscode from 'vscode';
 import type { DevserverStagingApi } from '../../src/extension';
 import type { Prompts } from '../../src/prompts';
-import type { AreaNode } from '../../src/tree/areaNode';
+import type { RowNode as AreaNode } from '../../src/tree/provider';
 import { cleanup, cli, exitOf, killAll, tempDir, waitFor } from '../helpers';
 import { api } from './activate.test';
 import { nodeOf as walk } from './walk';

@@ -5,7 +5,7 @@ import * as path from 'path';
 import * as vscode from 'vscode';
 import type { LockState } from '../../src/core';
 import type { DevserverStagingApi } from '../../src/extension';
-import type { AreaNode } from '../../src/tree/areaNode';
+import type { RowNode as AreaNode } from '../../src/tree/provider';
 import type { Node } from '../../src/tree/provider';
 import { cleanup, exitOf, killAll, report, sleep, waitFor } from '../helpers';
 import { api } from './activate.test';

@@ -1,7 +1,7 @@
 /** Walking the extension's tree as VS Code does, from a static directory's root down to a tag. */
 import { strict as assert } from 'assert';
 import type { DevserverStagingApi } from '../../src/extension';
-import type { AreaNode } from '../../src/tree/areaNode';
+import type { RowNode as AreaNode } from '../../src/tree/provider';
 import type { Node } from '../../src/tree/provider';
 import type { StaticDirNode } from '../../src/tree/staticDirNode';
 
@@ -16,7 +16,7 @@ export async function nodeOf(ext: DevserverStagingApi, staticDir: string, tag: s
   for (let i = 0; i < parts.length; i++) {
     const prefix = parts.slice(0, i + 1).join('/');
     const children: Node[] = await ext.tree.getChildren(node);
-    node = children.find((c) => c.kind === 'area' && c.entry.tag === prefix);
+    node = children.find((c) => (c.kind === 'build' || c.kind === 'folder') && c.tag === prefix);
     assert.ok(node, `${prefix} is in the tree`);
   }
   return node;

@@ -12,7 +12,7 @@ import { inspect } from '../inspect';
 import { ioFor, type Io } from '../io';
 import { judgeLock } from '../judge';
 import { describeHolder } from '../lock';
-import { FENCE_FILE, LOCK_NAME, META_DIR, clampTiming, isProtocolName } from '../protocol';
+import { BUILD_MARKS, FENCE_FILE, LOCK_NAME, META_DIR, clampTiming, isProtocolName } from '../protocol';
 import { destroy } from '../remove';
 import { resolveArea, resolveStaticDir } from '../tags';
 import type { LockInfo, LockState, Timing } from '../types';
@@ -71,7 +71,7 @@ function limiter(n: number): Limit {
 
 /** What makes a directory a staging area rather than one that only groups areas (a board). */
 function isAreaListing(entries: readonly fs.Dirent[]): boolean {
-  return entries.some((e) => e.name === MANIFEST_FILE || e.name === TIMESTAMP_FILE || e.name === LOCK_NAME);
+  return entries.some((e) => e.name === LOCK_NAME || BUILD_MARKS.includes(e.name));
 }
 
 /** Lock artefacts (the lock, claims, trash, probes) are not part of what a build takes. */

@@ -5,11 +5,11 @@
  * (a newly staged build is exactly that), and is dropped for folders inside the workspace.
  */
 import * as fs from 'fs';
-import type * as vscode from 'vscode';
+import type { Disposable } from './emitter';
 
 export type WatchEvent = { dir: string; name: string | null; kind: 'rename' | 'change' };
 
-export class DirectoryWatcher implements vscode.Disposable {
+export class DirectoryWatcher implements Disposable {
   private readonly watchers = new Map<string, fs.FSWatcher>();
   private failedOnce = false;
 

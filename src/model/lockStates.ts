@@ -1,0 +1,600 @@
+/**
+ * What the extension knows of the static directories: one record per area (root, folder or
+ * build), found by scanning every folder, kept current by a directory watcher and two timers,
+ * with a change event that names only the areas whose state or contents really changed. The
+ * decisions themselves are the core's; this only remembers them. Free of `vscode`.
+ */
+import * as fs from 'fs';
+import * as path from 'path';
+import { BUILD_MARKS, LOCK_NAME, inspect, isHolderAlive, isOnThisMachine, isProtocolName, list, lockIdOf, naturalOrder, usage, type ListEntry, type LockInfo, type Timing } from '../core';
+import { Emitter, type Disposable } from './emitter';
+import { isAtOrBelow, keyOf, parentTag, type AreaKind, type AreaRecord, type AreaRef, type Artifact, type Counts } from './records';
+import { DirectoryWatcher, type WatchEvent } from './watcher';
+
+export interface StateChange extends AreaRef {
+  /** `state`: the area's own lock (or marks) changed. `children`: what is inside it came or went. */
+  what: 'state' | 'children';
+}
+
+/** Where the model reports what it could not do; the extension passes its log. */
+export interface Warnings {
+  warn(message: string): void;
+}
+
+/** What a tree item shows of a lock; anything else (heartbeat age) may change silently. */
+function stateKey(e: ListEntry | undefined): string {
+  if (e === undefined) return '';
+  return [e.kind, e.state, e.holder?.token ?? '', e.holder?.clientId ?? '', e.legacy?.pidAndHash ?? '', e.exists].join('\0');
+}
+
+/** What an area needs after events: a look at its lock's identity, a judgement, a listing. */
+interface Pending extends AreaRef {
+  probe: boolean;
+  lock: boolean;
+  children: boolean;
+}
+
+/** Lock events in one directory within this window count as one. */
+const SETTLE_MS = 15;
+/**
+ * Files coming and going (a build being staged) are gathered for longer: each listing reads every
+ * file's size, and a staging of thousands of files must not turn into thousands of listings.
+ */
+const SETTLE_LISTING_MS = 200;
+/** How often holders on this machine are checked for having died. */
+const LIVENESS_MS = 1_000;
+
+export class LockStates implements Disposable {
+  private readonly _onDidChange = new Emitter<StateChange[]>();
+  readonly onDidChange = this._onDidChange.event;
+  /** Fires when a directory was listed for the first time: more areas are known. */
+  private readonly _onDidList = new Emitter<AreaRef>();
+  readonly onDidList = this._onDidList.event;
+
+  private readonly records = new Map<string, AreaRecord>();
+  /** Areas whose listing has begun: events from then on may change it. */
+  private readonly listed = new Set<string>();
+  private readonly dirs = new Map<string, AreaRef>();
+  private readonly pending = new Map<string, Pending>();
+  private readonly queues = new Map<string, Promise<unknown>>();
+  private readonly measuring = new Map<string, Promise<void>>();
+  private readonly watcher: DirectoryWatcher;
+  private roots: readonly string[] = [];
+  private settleTimer: NodeJS.Timeout | undefined;
+  private listingTimer: NodeJS.Timeout | undefined;
+  private pollTimer: NodeJS.Timeout | undefined;
+  private staleTimer: NodeJS.Timeout | undefined;
+  private livenessTimer: NodeJS.Timeout | undefined;
+  private disposed = false;
+  /** Grows with every change: what is computed from the records (counts) is kept per version. */
+  private version = 0;
+  private readonly countCache = new Map<string, { version: number; counts: Counts }>();
+  /** Disk work done so far: directory listings and single-lock judgements. */
+  readonly work = { listings: 0, inspections: 0, probes: 0 };
+
+  constructor(
+    private timing: Timing,
+    private readonly warnings: Warnings,
+  ) {
+    this.watcher = new DirectoryWatcher(
+      (e) => this.onWatchEvent(e),
+      (dir, err) => warnings.warn(`Cannot watch ${dir} (${String(err)}); its lock states update on refresh only.`),
+    );
+  }
+
+  /**
+   * Lists each static directory and every folder below it, so that every build is known (and
+   * watched) before anyone expands anything: the status bar, the pickers and the filter need them.
+   */
+  scan(staticDirs: readonly string[]): void {
+    this.roots = staticDirs;
+    for (const d of staticDirs) {
+      if (!this.records.has(keyOf(d, ''))) this.records.set(keyOf(d, ''), { staticDir: d, tag: '', kind: 'root', lock: undefined, judgedAt: Date.now() });
+      void this.children(d, '').catch(() => undefined);
+    }
+  }
+
+  /** The areas directly inside a root or folder, listed once and then kept current. */
+  async children(staticDir: string, tag: string): Promise<AreaRecord[]> {
+    const key = keyOf(staticDir, tag);
+    let r = this.records.get(key);
+    if (r?.children === undefined) {
+      await this.serial(key, () => this.relist(staticDir, tag, false));
+      r = this.records.get(key);
+    }
+    return (r?.children ?? []).map((t) => this.records.get(keyOf(staticDir, t))).filter((c): c is AreaRecord => c !== undefined);
+  }
+
+  /** The files and artifact folders at the top of a build, listed once and then kept current. */
+  async artifacts(staticDir: string, tag: string): Promise<Artifact[]> {
+    const key = keyOf(staticDir, tag);
+    let r = this.records.get(key);
+    if (r?.artifacts === undefined) {
+      await this.serial(key, () => this.relistBuild(staticDir, tag, false));
+      r = this.records.get(key);
+    }
+    return r?.artifacts ?? [];
+  }
+
+  /** The contents of an artifact folder inside a build: read each time, never watched. */
+  async artifactDir(staticDir: string, tag: string, rel: string): Promise<Artifact[]> {
+    const build = this.records.get(keyOf(staticDir, tag));
+    return readArtifacts(path.join(staticDir, tag, rel), rel, build?.lock);
+  }
+
+  record(staticDir: string, tag: string): AreaRecord | undefined {
+    return this.records.get(keyOf(staticDir, tag));
+  }
+
+  /** The last judgement of an area's lock, if it is known. */
+  entry(staticDir: string, tag: string): ListEntry | undefined {
+    return this.records.get(keyOf(staticDir, tag))?.lock;
+  }
+
+  /** A fresh judgement of one area, for a tooltip: ages as of now, without touching what is known. */
+  judge(staticDir: string, tag: string): Promise<LockInfo> {
+    return inspect(staticDir, tag, this.timing);
+  }
+
+  /** Every build known that passes `where`, in no particular order. */
+  builds(where: (r: AreaRecord) => boolean = () => true): AreaRecord[] {
+    const out: AreaRecord[] = [];
+    for (const r of this.records.values()) if (r.kind === 'build' && where(r)) out.push(r);
+    return out;
+  }
+
+  /** Every build known, in the static directories' order and natural tag order: for pickers. */
+  sortedBuilds(): AreaRecord[] {
+    const order = new Map(this.roots.map((d, i) => [d, i]));
+    return this.builds().sort((a, b) => (order.get(a.staticDir) ?? 0) - (order.get(b.staticDir) ?? 0) || naturalOrder.compare(a.tag, b.tag));
+  }
+
+  /** Every known build at or below an area (a folder, or a root for tag ''). */
+  buildsUnder(staticDir: string, tag: string): AreaRecord[] {
+    return this.builds((r) => r.staticDir === staticDir && isAtOrBelow(r.tag, tag));
+  }
+
+  /** Every known build whose lock is not free. */
+  locked(): ListEntry[] {
+    return this.builds()
+      .map((r) => r.lock)
+      .filter((e): e is ListEntry => e !== undefined && e.state !== 'free');
+  }
+
+  /**
+   * The builds at or below an area counted by state. `mine` says which are this window's; they
+   * are counted as mine and not as held.
+   */
+  counts(staticDir: string, tag: string, mine: (r: AreaRecord) => boolean): Counts {
+    const key = keyOf(staticDir, tag);
+    const cached = this.countCache.get(key);
+    if (cached !== undefined && cached.version === this.version) return cached.counts;
+    const c: Counts = { builds: 0, held: 0, stale: 0, legacy: 0, mine: 0 };
+    for (const r of this.records.values()) {
+      if (r.kind !== 'build' || r.staticDir !== staticDir || !isAtOrBelow(r.tag, tag)) continue;
+      c.builds++;
+      if (mine(r)) c.mine++;
+      else if (r.lock?.state === 'held') c.held++;
+      else if (r.lock?.state === 'stale') c.stale++;
+      else if (r.lock?.state === 'legacy') c.legacy++;
+    }
+    this.countCache.set(key, { version: this.version, counts: c });
+    return c;
+  }
+
+  /** The counts over every static directory. */
+  totals(mine: (r: AreaRecord) => boolean): Counts {
+    const total: Counts = { builds: 0, held: 0, stale: 0, legacy: 0, mine: 0 };
+    for (const d of this.roots) {
+      const c = this.counts(d, '', mine);
+      for (const k of Object.keys(total) as (keyof Counts)[]) total[k] += c[k];
+    }
+    return total;
+  }
+
+  /** Something outside the model (which window holds what) changed what `counts` would say. */
+  invalidate(): void {
+    this.version++;
+  }
+
+  /** Marks a build found damaged by a verification (`summary`), or whole again (undefined). */
+  markDamaged(staticDir: string, tag: string, summary: string | undefined): void {
+    const r = this.records.get(keyOf(staticDir, tag));
+    if (r === undefined || r.damaged === summary) return;
+    if (summary === undefined) delete r.damaged;
+    else r.damaged = summary;
+    this.changed([{ staticDir, tag, what: 'state' }]);
+  }
+
+  /**
+   * Measures size and last use of the builds at or below an area (a walk of their files), once;
+   * the records say it and a change event names each build measured.
+   */
+  measure(staticDir: string, tag: string): Promise<void> {
+    const key = keyOf(staticDir, tag);
+    const running = this.measuring.get(key);
+    if (running !== undefined) return running;
+    const job = (async () => {
+      const measured = await usage(staticDir, { ...this.timing, ...(tag === '' ? {} : { subpath: tag }) });
+      if (this.disposed) return;
+      const changes: StateChange[] = [];
+      for (const u of measured) {
+        const r = this.records.get(keyOf(staticDir, u.tag));
+        if (r === undefined) continue;
+        r.usage = { bytes: u.bytes, lastUsedMs: u.lastUsedMs };
+        changes.push({ staticDir, tag: u.tag, what: 'state' });
+      }
+      this.changed(changes);
+    })().finally(() => this.measuring.delete(key));
+    this.measuring.set(key, job);
+    return job;
+  }
+
+  /**
+   * Lists every listed directory again every `ms` (0: never). Network filesystems deliver no
+   * file events; only what changed is reported, as for events.
+   */
+  setPolling(ms: number): void {
+    clearInterval(this.pollTimer);
+    this.pollTimer = undefined;
+    if (ms > 0) {
+      this.pollTimer = setInterval(() => {
+        for (const k of this.listed) {
+          const r = this.records.get(k);
+          if (r !== undefined) this.mark(r, { children: true });
+        }
+      }, ms);
+    }
+  }
+
+  /** Forgets everything and scans again, as after a change of settings or an explicit refresh. */
+  reset(timing?: Timing, staticDirs: readonly string[] = this.roots): void {
+    if (timing !== undefined) this.timing = timing;
+    this.records.clear();
+    this.listed.clear();
+    this.dirs.clear();
+    this.pending.clear();
+    this.countCache.clear();
+    this.version++;
+    this.watcher.dispose();
+    this.scheduleTimers();
+    this.scan(staticDirs);
+  }
+
+  private changed(changes: StateChange[]): void {
+    if (changes.length === 0) return;
+    this.version++;
+    this._onDidChange.fire(changes);
+  }
+
+  /** Runs one job at a time per key, so that two listings of one directory never cross. */
+  private serial<T>(key: string, job: () => Promise<T>): Promise<T> {
+    const prev = this.queues.get(key) ?? Promise.resolve();
+    const next = prev.then(job, job);
+    const settled = next.then(
+      () => undefined,
+      () => undefined,
+    );
+    this.queues.set(key, settled);
+    void settled.then(() => {
+      if (this.queues.get(key) === settled) this.queues.delete(key);
+    });
+    return next;
+  }
+
+  /** Lists a root or folder: its child areas, each judged and classified by the core. */
+  private async relist(staticDir: string, tag: string, notify: boolean): Promise<void> {
+    const key = keyOf(staticDir, tag);
+    const dir = tag === '' ? staticDir : path.join(staticDir, tag);
+    // Watch before listing: a change between the two is then seen rather than lost.
+    this.listed.add(key);
+    this.watchDir(dir, { staticDir, tag });
+    this.work.listings++;
+    const fresh = await list(staticDir, tag, this.timing);
+    if (this.disposed) return;
+    const self = this.records.get(key) ?? { staticDir, tag, kind: tag === '' ? 'root' : 'folder', lock: undefined, judgedAt: Date.now() };
+    this.records.set(key, self);
+    const old = self.children;
+    const now = Date.now();
+    const changes: StateChange[] = [];
+    let childrenChanged = old !== undefined && old.length !== fresh.length;
+    for (const e of fresh) {
+      const ckey = keyOf(staticDir, e.tag);
+      const before = this.records.get(ckey);
+      const kind: AreaKind = e.kind;
+      if (before === undefined) {
+        this.records.set(ckey, { staticDir, tag: e.tag, kind, lock: e, judgedAt: now });
+        childrenChanged = true;
+        // A new directory's watch starts after the listing read it: a lock taken in between
+        // would be missed, so look at its lock once more.
+        if (old !== undefined) this.mark({ staticDir, tag: e.tag }, { lock: true });
+      } else {
+        if (before.kind !== kind) {
+          // A folder that was staged into is a build now (or the reverse): what was listed
+          // inside it means something else.
+          this.forgetBelow(staticDir, e.tag);
+          before.kind = kind;
+          delete before.children;
+          delete before.artifacts;
+          childrenChanged = true;
+        } else if (stateKey(before.lock) !== stateKey(e)) {
+          changes.push({ staticDir, tag: e.tag, what: 'state' });
+          // A build whose lock changed hands may have been staged into: measure again on request.
+          delete before.usage;
+        }
+        before.lock = e;
+        before.judgedAt = now;
+      }
+      this.watchDir(e.dir, { staticDir, tag: e.tag });
+    }
+    const names = new Set(fresh.map((e) => e.tag));
+    for (const t of old ?? []) {
+      if (!names.has(t)) {
+        this.forget(staticDir, t);
+        childrenChanged = true;
+      }
+    }
+    self.children = fresh.map((e) => e.tag);
+    if (old !== undefined && childrenChanged) changes.unshift({ staticDir, tag, what: 'children' });
+    else if (old === undefined) this.version++;
+    this.scheduleTimers();
+    if (notify) this.changed(changes);
+    else if (changes.length > 0) this.version++;
+    if (old === undefined) this._onDidList.fire({ staticDir, tag });
+    // Folders are listed too, so that every build is known before anyone expands anything.
+    for (const e of fresh) {
+      if (e.kind === 'folder' && this.records.get(keyOf(staticDir, e.tag))?.children === undefined) {
+        void this.children(staticDir, e.tag).catch(() => undefined);
+      }
+    }
+  }
+
+  /** Lists the top of a build: its artifacts. */
+  private async relistBuild(staticDir: string, tag: string, notify: boolean): Promise<void> {
+    const key = keyOf(staticDir, tag);
+    const r = this.records.get(key);
+    if (r === undefined) return;
+    this.listed.add(key);
+    this.watchDir(path.join(staticDir, tag), { staticDir, tag });
+    this.work.listings++;
+    const files = await readArtifacts(path.join(staticDir, tag), '', r.lock);
+    if (this.disposed) return;
+    const old = r.artifacts;
+    r.artifacts = files;
+    if (old !== undefined && artifactsKey(old) !== artifactsKey(files)) {
+      delete r.usage;
+      if (notify) this.changed([{ staticDir, tag, what: 'children' }]);
+    }
+  }
+
+  /** Judges one area's lock again and reports it if its state changed. */
+  private async recheck(staticDir: string, tag: string): Promise<void> {
+    const r = this.records.get(keyOf(staticDir, tag));
+    if (r === undefined || r.lock === undefined) return;
+    this.work.inspections++;
+    const info = await inspect(staticDir, tag, this.timing).catch(() => undefined);
+    if (this.disposed) return;
+    if (info === undefined || !info.exists || (info.state === 'free' && r.kind === 'folder') || (info.state !== 'free' && r.kind !== 'build')) {
+      // Gone, unreadable, or perhaps of another kind now: the parent's listing decides.
+      await this.serial(keyOf(staticDir, parentTag(tag)), () => this.relist(staticDir, parentTag(tag), true)).catch(() => undefined);
+      return;
+    }
+    const before = r.lock;
+    r.lock = { name: before.name, kind: r.kind === 'build' ? 'build' : 'folder', ...info };
+    r.judgedAt = Date.now();
+    this.scheduleTimers();
+    if (stateKey(before) !== stateKey(r.lock)) {
+      delete r.usage;
+      this.changed([{ staticDir, tag, what: 'state' }]);
+    }
+  }
+
+  private watchDir(dir: string, ref: AreaRef): void {
+    this.dirs.set(dir, ref);
+    this.watcher.watch(dir);
+  }
+
+  /** Forgets an area and everything below it. */
+  private forget(staticDir: string, tag: string): void {
+    this.records.delete(keyOf(staticDir, tag));
+    this.listed.delete(keyOf(staticDir, tag));
+    this.forgetBelow(staticDir, tag);
+    const dir = path.join(staticDir, tag);
+    this.dirs.delete(dir);
+    this.watcher.unwatchTree(dir);
+  }
+
+  /** Forgets what is below an area, keeping the area itself. */
+  private forgetBelow(staticDir: string, tag: string): void {
+    const prefix = keyOf(staticDir, `${tag}/`);
+    for (const k of [...this.records.keys()]) if (k.startsWith(prefix)) this.records.delete(k);
+    for (const k of [...this.listed]) if (k.startsWith(prefix)) this.listed.delete(k);
+    const dir = `${path.join(staticDir, tag)}/`;
+    for (const d of [...this.dirs.keys()]) {
+      if (d.startsWith(dir)) {
+        this.dirs.delete(d);
+        this.watcher.unwatch(d);
+      }
+    }
+  }
+
+  private onWatchEvent(e: WatchEvent): void {
+    const ref = this.dirs.get(e.dir);
+    if (ref === undefined) return;
+    const r = this.records.get(keyOf(ref.staticDir, ref.tag));
+    if (e.name === LOCK_NAME) {
+      // Taken, released, or only a heartbeat: inotify reports a directory's utimes like a
+      // rename, so a look at the lock's identity tells which before any real work is done.
+      if (ref.tag !== '') this.mark(ref, { probe: true });
+      return;
+    }
+    // Writes into files (artifacts being staged) change no lock state and no listing.
+    if (e.kind === 'change') return;
+    if (e.name !== null && ref.tag !== '' && r?.kind === 'folder' && BUILD_MARKS.includes(e.name)) {
+      // A folder gained a manifest or timestamp: it is a build now, which its parent's listing tells.
+      this.mark({ staticDir: ref.staticDir, tag: parentTag(ref.tag) }, { children: true });
+      return;
+    }
+    if (e.name !== null && isProtocolName(e.name)) {
+      // Claims of a takeover, legacy lock files: the lock itself may have changed.
+      if (ref.tag !== '') this.mark(ref, { lock: true });
+      return;
+    }
+    const listed = this.listed.has(keyOf(ref.staticDir, ref.tag));
+    this.mark(ref, { lock: e.name === null && ref.tag !== '', children: listed || e.name === null });
+  }
+
+  private mark(ref: AreaRef, what: Partial<Pending>): void {
+    if (what.lock !== true && what.children !== true && what.probe !== true) return;
+    const key = keyOf(ref.staticDir, ref.tag);
+    const p = this.pending.get(key) ?? { staticDir: ref.staticDir, tag: ref.tag, lock: false, children: false, probe: false };
+    p.lock ||= what.lock === true;
+    p.children ||= what.children === true;
+    p.probe ||= what.probe === true;
+    this.pending.set(key, p);
+    if (this.waitsLonger(p)) this.listingTimer ??= setTimeout(() => this.flush(true), SETTLE_LISTING_MS);
+    else this.settleTimer ??= setTimeout(() => this.flush(false), SETTLE_MS);
+  }
+
+  /**
+   * Whether pending work may wait the longer settle time: only a listing of a build's files (a
+   * build being staged). A lock, or a folder gaining a build, is news to show at once.
+   */
+  private waitsLonger(p: Pending): boolean {
+    return !p.lock && !p.probe && this.records.get(keyOf(p.staticDir, p.tag))?.kind === 'build';
+  }
+
+  /** Runs what is pending: everything, or (`listingsOnly`) just what waits the longer time. */
+  private flush(listingsOnly: boolean): void {
+    if (listingsOnly) this.listingTimer = undefined;
+    else this.settleTimer = undefined;
+    const jobs = [...this.pending.values()].filter((p) => !listingsOnly || this.waitsLonger(p));
+    for (const p of jobs) this.pending.delete(keyOf(p.staticDir, p.tag));
+    for (const p of jobs) {
+      const key = keyOf(p.staticDir, p.tag);
+      void this.serial(key, async () => {
+        if (p.children && this.listed.has(key)) {
+          if (this.records.get(key)?.kind === 'build') await this.relistBuild(p.staticDir, p.tag, true);
+          else await this.relist(p.staticDir, p.tag, true);
+        }
+        if (p.lock || (p.probe && !(await this.sameLock(p)))) await this.recheck(p.staticDir, p.tag);
+      }).catch((err: unknown) => this.warnings.warn(`Could not update ${p.tag || p.staticDir}: ${String(err)}`));
+    }
+  }
+
+  /** Whether the lock on disk is still the one last judged, and that judgement cannot have aged. */
+  private async sameLock(ref: AreaRef): Promise<boolean> {
+    const known = this.records.get(keyOf(ref.staticDir, ref.tag));
+    const e = known?.lock;
+    if (known === undefined || e === undefined) return true;
+    // A stale lock that is touched again may have a live holder once more; a lock judged before
+    // its holder had written the owner record has a holder to show now.
+    if (e.state === 'stale' || (e.state === 'held' && e.holder === undefined)) return false;
+    this.work.probes++;
+    const st = await fs.promises.lstat(e.lockPath).catch(() => null);
+    if ((st === null ? undefined : lockIdOf(st)) !== e.lockId) return false;
+    // A heartbeat: the lock's expiry moves with it, and the stale timer has nothing to judge
+    // again. The mtime is read as local time, which it is where inotify reports heartbeats (local
+    // filesystems); the expiry never moves earlier than judged.
+    const now = Date.now();
+    if (st !== null && e.state === 'held' && st.mtimeMs > known.judgedAt - (e.heartbeatAgeMs ?? 0)) {
+      e.heartbeatAgeMs = Math.max(0, now - st.mtimeMs);
+      known.judgedAt = now;
+    }
+    return true;
+  }
+
+  /**
+   * A lock turns stale without any file event: its holder stops refreshing it, or dies. Check
+   * held locks when their heartbeat would expire, and holders on this machine every second
+   * (a cheap look at /proc), and only while some lock is held.
+   */
+  private scheduleTimers(): void {
+    if (this.disposed) return;
+    clearTimeout(this.staleTimer);
+    this.staleTimer = undefined;
+    let next = Infinity;
+    let local = false;
+    for (const r of this.records.values()) {
+      if (r.lock?.state !== 'held') continue;
+      next = Math.min(next, this.expiresAt(r.lock, r.judgedAt));
+      if (r.lock.holder !== undefined && isOnThisMachine(r.lock.holder)) local = true;
+    }
+    if (next !== Infinity) {
+      // A little past the expiry, so that the judge agrees it has passed.
+      this.staleTimer = setTimeout(() => this.checkExpired(), Math.max(50, next - Date.now() + 100));
+    }
+    if (local && this.livenessTimer === undefined) {
+      this.livenessTimer = setInterval(() => this.checkLiveness(), LIVENESS_MS);
+    } else if (!local && this.livenessTimer !== undefined) {
+      clearInterval(this.livenessTimer);
+      this.livenessTimer = undefined;
+    }
+  }
+
+  /** When a held lock, judged at `at`, turns stale unless a heartbeat comes first. */
+  private expiresAt(entry: ListEntry, at: number): number {
+    return at + Math.max(this.timing.staleMs, entry.holder?.staleMs ?? 0) - (entry.heartbeatAgeMs ?? 0);
+  }
+
+  private checkExpired(): void {
+    const now = Date.now();
+    let due = 0;
+    for (const r of [...this.records.values()]) {
+      if (r.lock?.state !== 'held') continue;
+      if (this.expiresAt(r.lock, r.judgedAt) <= now) {
+        this.mark(r, { lock: true });
+        due++;
+      }
+    }
+    // Each recheck schedules the next expiry itself.
+    if (due === 0) this.scheduleTimers();
+  }
+
+  private checkLiveness(): void {
+    for (const r of this.records.values()) {
+      const h = r.lock?.holder;
+      if (r.lock?.state === 'held' && h !== undefined && isOnThisMachine(h) && !isHolderAlive(h)) this.mark(r, { lock: true });
+    }
+  }
+
+  dispose(): void {
+    this.disposed = true;
+    clearTimeout(this.settleTimer);
+    clearTimeout(this.listingTimer);
+    clearInterval(this.pollTimer);
+    clearTimeout(this.staleTimer);
+    clearInterval(this.livenessTimer);
+    this.watcher.dispose();
+    this._onDidChange.dispose();
+    this._onDidList.dispose();
+  }
+}
+
+/**
+ * The entries of a directory inside a build, with sizes; the tool's own bookkeeping (lock,
+ * manifest, timestamp, fencing counter, and the file a Python devserver lock is a link to) left
+ * out. Links are shown as what they lead to, never followed to list what is inside them.
+ */
+async function readArtifacts(dir: string, rel: string, lock: ListEntry | undefined): Promise<Artifact[]> {
+  const entries = await fs.promises.readdir(dir, { withFileTypes: true }).catch(() => []);
+  const legacyFile = rel === '' ? lock?.legacy?.uniqueFile : undefined;
+  const shown = entries.filter((e) => !(rel === '' && isBookkeeping(e.name, legacyFile)));
+  const sized = await Promise.all(
+    shown.map(async (e): Promise<Artifact> => {
+      const p = path.join(dir, e.name);
+      const st = await fs.promises.lstat(p).catch(() => undefined);
+      const r = rel === '' ? e.name : `${rel}/${e.name}`;
+      return { name: e.name, path: p, rel: r, size: st?.size ?? 0, directory: st?.isDirectory() === true };
+    }),
+  );
+  // Folders first, as a file explorer shows them.
+  return sized.sort((a, b) => Number(b.directory) - Number(a.directory) || naturalOrder.compare(a.name, b.name));
+}
+
+/** Whether a name at the top of a build is the tool's (or the Python devserver's) bookkeeping. */
+function isBookkeeping(name: string, legacyFile: string | undefined): boolean {
+  return isProtocolName(name) || BUILD_MARKS.includes(name) || name === legacyFile;
+}
+
+const artifactsKey = (files: readonly Artifact[]): string => files.map((f) => `${f.name}\0${f.size}\0${f.directory}`).join('\0');

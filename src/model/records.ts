@@ -1,0 +1,69 @@
+/**
+ * The extension's picture of a static directory, one record per area: plain data that the tree
+ * and the status bar render, and that the unit tests read without VS Code.
+ */
+import type { ListEntry } from '../core';
+
+/** An area by its static directory and tag; the tag '' is the static directory itself. */
+export interface AreaRef {
+  staticDir: string;
+  tag: string;
+}
+
+/**
+ * `root`: a configured static directory. `folder`: a directory that groups builds (a board).
+ * `build`: a directory that was staged or locked; what is inside it is its artifacts.
+ */
+export type AreaKind = 'root' | 'folder' | 'build';
+
+/** A file or directory inside a build, as the tree shows it. */
+export interface Artifact {
+  name: string;
+  /** Absolute path. */
+  path: string;
+  /** Relative to the build, '/'-separated. */
+  rel: string;
+  size: number;
+  directory: boolean;
+}
+
+/** How much a build takes and when it was last used (measured on request: it costs a walk). */
+export interface BuildUsage {
+  bytes: number;
+  /** In the filesystem's clock, ms since the epoch. */
+  lastUsedMs: number;
+}
+
+export interface AreaRecord extends AreaRef {
+  kind: AreaKind;
+  /** The last judgement of its lock (a root has none of its own). */
+  lock: ListEntry | undefined;
+  /** When `lock` was judged (Date.now()). */
+  judgedAt: number;
+  /** Roots and folders, once listed: the tags of the areas directly inside, in natural order. */
+  children?: string[];
+  /** Builds, once listed: the files and artifact folders at its top, bookkeeping left out. */
+  artifacts?: Artifact[];
+  usage?: BuildUsage;
+  /** Set by a verification that found the build damaged; cleared by one that finds it whole. */
+  damaged?: string;
+}
+
+/** What the status bar and a folder's row count. */
+export interface Counts {
+  builds: number;
+  held: number;
+  stale: number;
+  legacy: number;
+  mine: number;
+}
+
+export const keyOf = (staticDir: string, tag: string): string => `${staticDir}\0${tag}`;
+
+export const parentTag = (tag: string): string => {
+  const i = tag.lastIndexOf('/');
+  return i < 0 ? '' : tag.slice(0, i);
+};
+
+/** Whether `tag` is `ancestor` or lies below it ('' is above every tag). */
+export const isAtOrBelow = (tag: string, ancestor: string): boolean => ancestor === '' || tag === ancestor || tag.startsWith(`${ancestor}/`);

@@ -1,0 +1,136 @@
+/** A build: a directory that was staged or locked, with its lock state and its artifacts below. */
+import * as vscode from 'vscode';
+import { LOCK_NAME, formatBytes, formatDuration as formatAge, type ListEntry, type LockInfo, type LockState } from '../core';
+import type { AreaRecord } from '../model/records';
+import type { Staging } from '../model/mine';
+import type { FolderNode } from './folderNode';
+import type { StaticDirNode } from './staticDirNode';
+
+interface Look {
+  icon: string;
+  color?: string;
+  label: string;
+}
+
+/** Icon, colour and words per lock state: the only things that vary by state. */
+const LOOKS: Record<LockState, Look> = {
+  free: { icon: 'package', label: vscode.l10n.t('free') },
+  held: { icon: 'lock', color: 'charts.yellow', label: vscode.l10n.t('held') },
+  stale: { icon: 'warning', color: 'problemsWarningIcon.foreground', label: vscode.l10n.t('stale') },
+  legacy: { icon: 'lock', color: 'charts.purple', label: vscode.l10n.t('legacy lock') },
+};
+const MINE: Look = { icon: 'account', color: 'charts.green', label: vscode.l10n.t('held by you') };
+const STAGING: Look = { icon: 'sync~spin', color: 'charts.green', label: vscode.l10n.t('staging') };
+const DAMAGED: Look = { icon: 'error', color: 'errorForeground', label: vscode.l10n.t('damaged') };
+
+/** What this window has to do with a build, as the row shows it. */
+export interface Ownership {
+  mine: boolean;
+  staging: Staging | undefined;
+}
+
+export class BuildNode {
+  readonly kind = 'build';
+
+  constructor(
+    readonly parent: StaticDirNode | FolderNode,
+    readonly staticDir: string,
+    readonly tag: string,
+    /** The model's record, which the model keeps current in place. */
+    public record: AreaRecord,
+  ) {}
+
+  /** The last judgement of its lock. */
+  get entry(): ListEntry {
+    return this.record.lock ?? { name: this.tag.slice(this.tag.lastIndexOf('/') + 1), kind: 'build', staticDir: this.staticDir, tag: this.tag, dir: this.dir, lockPath: `${this.dir}/${LOCK_NAME}`, exists: true, state: 'free' };
+  }
+
+  get id(): string {
+    return `${this.staticDir}\0${this.tag}`;
+  }
+
+  get dir(): string {
+    return `${this.staticDir}/${this.tag}`;
+  }
+
+  /** The row's words: never anything that changes with the passing of time. */
+  static description(r: AreaRecord, own: Ownership, showUsage: boolean): string {
+    const parts: string[] = [];
+    const e = r.lock;
+    if (r.damaged !== undefined) parts.push(vscode.l10n.t('damaged'));
+    if (own.staging !== undefined) {
+      parts.push(own.staging.fraction !== undefined ? vscode.l10n.t('held by you · staging {0}%', Math.floor(own.staging.fraction * 100)) : vscode.l10n.t('held by you · staging'));
+    } else if (own.mine) {
+      parts.push(vscode.l10n.t('held by you'));
+    } else if (e !== undefined) {
+      switch (e.state) {
+        case 'free':
+          break;
+        case 'held':
+          parts.push(e.holder !== undefined ? `${e.holder.user}@${e.holder.hostname}` : vscode.l10n.t('held'));
+          break;
+        case 'stale':
+          parts.push(e.holder !== undefined ? vscode.l10n.t('stale · {0}@{1}', e.holder.user, e.holder.hostname) : vscode.l10n.t('stale'));
+          break;
+        case 'legacy':
+          parts.push(e.legacy !== undefined ? vscode.l10n.t('legacy lock · {0}', e.legacy.hostname) : vscode.l10n.t('legacy lock'));
+          break;
+      }
+    }
+    if (showUsage && r.usage !== undefined) parts.push(`${formatBytes(r.usage.bytes)} · ${new Date(r.usage.lastUsedMs).toLocaleDateString()}`);
+    return parts.join(' · ');
+  }
+
+  toTreeItem(r: AreaRecord, own: Ownership, showUsage: boolean): vscode.TreeItem {
+    const state = r.lock?.state ?? 'free';
+    const look = own.staging !== undefined ? STAGING : own.mine ? MINE : r.damaged !== undefined ? DAMAGED : LOOKS[state];
+    const name = this.tag.slice(this.tag.lastIndexOf('/') + 1);
+    const item = new vscode.TreeItem(name, vscode.TreeItemCollapsibleState.Collapsed);
+    item.id = this.id;
+    item.description = BuildNode.description(r, own, showUsage);
+    item.iconPath = new vscode.ThemeIcon(look.icon, look.color !== undefined ? new vscode.ThemeColor(look.color) : undefined);
+    const context = own.mine && state === 'held' ? 'build.held.mine' : `build.${state}`;
+    item.contextValue = r.damaged !== undefined ? `${context}.damaged` : context;
+    item.resourceUri = vscode.Uri.file(this.dir);
+    item.accessibilityInformation = { label: vscode.l10n.t('Build {0}, {1}', r.tag, item.description || look.label) };
+    // The tooltip is filled in on hover (resolveTreeItem), when its ages are current.
+    return item;
+  }
+
+  /** The tooltip, from `entry` (a judgement fresher than the listing's, on hover) where given. */
+  static tooltip(r: AreaRecord, own: Ownership, contents: { artifacts: number; bytes: number } | undefined, entry: LockInfo | undefined, now = Date.now()): vscode.MarkdownString {
+    const e = entry ?? r.lock;
+    const state = e?.state ?? 'free';
+    const look = own.mine ? MINE : LOOKS[state];
+    const md = new vscode.MarkdownString(undefined, true);
+    md.appendMarkdown(`**${escape(r.tag)}** — $(${look.icon}) ${look.label}\n\n`);
+    const rows: [string, string][] = [];
+    if (r.damaged !== undefined) rows.push([vscode.l10n.t('Damaged'), r.damaged]);
+    const h = e?.holder;
+    if (h !== undefined && state !== 'free') {
+      rows.push([vscode.l10n.t('Holder'), `${h.user}@${h.hostname}, pid ${h.pid}`]);
+      rows.push([vscode.l10n.t('Client'), h.clientId]);
+      if (h.purpose !== undefined) rows.push([vscode.l10n.t('Purpose'), h.purpose]);
+      const acquired = Date.parse(h.acquiredAt);
+      if (!Number.isNaN(acquired)) rows.push([vscode.l10n.t('Acquired'), `${new Date(acquired).toLocaleString()} (${formatAge(now - acquired)})`]);
+      if (h.fence !== undefined) rows.push([vscode.l10n.t('Fencing token'), String(h.fence)]);
+    }
+    if (e?.unreadable !== undefined) rows.push([vscode.l10n.t('Holder'), e.unreadable]);
+    if (e?.legacy !== undefined) {
+      rows.push([vscode.l10n.t('Holder'), vscode.l10n.t('Python devserver on {0}', e.legacy.hostname) + (e.legacy.pid !== undefined ? `, pid ${e.legacy.pid}` : '')]);
+    }
+    if (e?.heartbeatAgeMs !== undefined && state !== 'free') rows.push([vscode.l10n.t('Heartbeat'), vscode.l10n.t('{0} ago', formatAge(e.heartbeatAgeMs))]);
+    if (e?.holderAlive !== undefined) rows.push([vscode.l10n.t('Process'), e.holderAlive ? vscode.l10n.t('running') : vscode.l10n.t('gone')]);
+    if (e?.staleReason !== undefined) rows.push([vscode.l10n.t('Why stale'), e.staleReason]);
+    if (contents !== undefined) rows.push([vscode.l10n.t('Contents'), vscode.l10n.t('{0} artifacts, {1}', contents.artifacts, formatBytes(contents.bytes))]);
+    if (r.usage !== undefined) rows.push([vscode.l10n.t('Last used'), new Date(r.usage.lastUsedMs).toLocaleString()]);
+    for (const [k, v] of rows) md.appendMarkdown(`${escape(k)}: ${escape(v)}  \n`);
+    md.appendMarkdown('\n');
+    md.appendCodeblock(e?.dir ?? `${r.staticDir}/${r.tag}`, 'text');
+    return md;
+  }
+}
+
+export function escape(s: string): string {
+  return s.replace(/[\\`*_{}[\]()#+!|<>-]/g, '\\$&');
+}

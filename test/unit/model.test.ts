@@ -1,0 +1,223 @@
+/**
+ * The extension's model of a static directory (src/model/), under plain mocha on real
+ * directories and real locks: which directories are builds and which are folders, what a folder
+ * counts, what is bookkeeping, how it follows other processes' locks, and the filter and order.
+ */
+import { strict as assert } from 'assert';
+import * as fs from 'fs';
+import * as path from 'path';
+import { acquire, stage } from '../../src/core';
+import { LockStates, type StateChange } from '../../src/model/lockStates';
+import { Mine } from '../../src/model/mine';
+import type { AreaRecord } from '../../src/model/records';
+import { matches, sortBuilds, NO_FILTER } from '../../src/model/view';
+import { cleanup, tempDir, waitFor } from '../helpers';
+import { PYTHON, python } from '../fixtures';
+
+const timing = { staleMs: 4_000, refreshMs: 1_000 };
+const quiet = { warn: (): void => undefined };
+
+/** A build as tools leave it: a file and the mark of staging. */
+function build(staticDir: string, tag: string, mark = 'staged.timestamp'): void {
+  const dir = path.join(staticDir, tag);
+  fs.mkdirSync(dir, { recursive: true });
+  fs.writeFileSync(path.join(dir, 'image.bin'), Buffer.alloc(1024, 7));
+  fs.writeFileSync(path.join(dir, mark), '');
+}
+
+async function scanned(staticDir: string): Promise<LockStates> {
+  const states = new LockStates(timing, quiet);
+  states.scan([staticDir]);
+  await waitFor(() => (states.buildsUnder(staticDir, '').length > 0 && (states.record(staticDir, 'eve')?.children !== undefined) ? true : undefined), 5_000, 'the scan');
+  return states;
+}
+
+describe('the model of builds and folders', function () {
+  let staticDir: string;
+  let states: LockStates | undefined;
+
+  beforeEach(() => {
+    staticDir = tempDir('dss-model-');
+  });
+  afterEach(() => {
+    states?.dispose();
+    states = undefined;
+    cleanup(staticDir);
+    cleanup(`${staticDir}-src`);
+  });
+
+  it('tells builds from the folders that group them, at any depth, without anyone expanding anything', async () => {
+    build(staticDir, 'eve/R9-1.0.0');
+    build(staticDir, 'eve/R10-1.0.0');
+    build(staticDir, 'eve/R120-1.0.0');
+    build(staticDir, 'lab/octopus/R1-0.0.1');
+    // A directory inside a build is an artifact folder, never a build of its own.
+    fs.mkdirSync(path.join(staticDir, 'eve/R120-1.0.0/sub'));
+    fs.writeFileSync(path.join(staticDir, 'eve/R120-1.0.0/sub/staged.timestamp'), '');
+    states = await scanned(staticDir);
+    await waitFor(() => (states!.record(staticDir, 'lab/octopus/R1-0.0.1') !== undefined ? true : undefined), 5_000, 'the nested build');
+    assert.equal(states.record(staticDir, 'eve')?.kind, 'folder');
+    assert.equal(states.record(staticDir, 'lab')?.kind, 'folder');
+    assert.equal(states.record(staticDir, 'lab/octopus')?.kind, 'folder');
+    assert.equal(states.record(staticDir, 'eve/R120-1.0.0')?.kind, 'build');
+    assert.equal(states.record(staticDir, 'eve/R120-1.0.0/sub'), undefined);
+    assert.deepEqual(states.buildsUnder(staticDir, 'eve').map((r) => r.tag).sort(), ['eve/R10-1.0.0', 'eve/R120-1.0.0', 'eve/R9-1.0.0']);
+    assert.equal(states.buildsUnder(staticDir, '').length, 4);
+    const none = (): boolean => false;
+    assert.deepEqual(states.counts(staticDir, 'eve', none), { builds: 3, held: 0, stale: 0, legacy: 0, mine: 0 });
+    assert.deepEqual(states.counts(staticDir, 'lab', none), { builds: 1, held: 0, stale: 0, legacy: 0, mine: 0 });
+  });
+
+  it('lists a build\'s artifacts and artifact folders, never its bookkeeping', async () => {
+    await stage(staticDir, 'eve/R1', [writeSource(staticDir)], timing);
+    states = new LockStates(timing, quiet);
+    states.scan([staticDir]);
+    const eve = await states.children(staticDir, 'eve');
+    assert.deepEqual(eve.map((r) => [r.tag, r.kind]), [['eve/R1', 'build']]);
+    const lease = await acquire(staticDir, 'eve/R1', { ...timing, createOnce: false });
+    try {
+      const top = await states.artifacts(staticDir, 'eve/R1');
+      assert.deepEqual(top.map((a) => `${a.name}${a.directory ? '/' : ''}`), ['sub/', 'a.txt']);
+      const sub = await states.artifactDir(staticDir, 'eve/R1', 'sub');
+      assert.deepEqual(sub.map((a) => a.rel), ['sub/b.bin']);
+    } finally {
+      await lease.release();
+    }
+  });
+
+  it('leaves out the file a Python devserver lock is a link to, and counts the legacy lock', async function () {
+    if (!fs.existsSync(PYTHON) || (await python('import lockfile').then(() => false, () => true))) this.skip();
+    build(staticDir, 'eve/R1');
+    await python('import lockfile,sys; lockfile.FileLock(sys.argv[1]).acquire(timeout=0)', path.join(staticDir, 'eve/R1', 'devserver'));
+    const names = fs.readdirSync(path.join(staticDir, 'eve/R1'));
+    assert.ok(names.length >= 4, `the Python lock left its link file: ${names.join(', ')}`);
+    states = await scanned(staticDir);
+    assert.equal(states.entry(staticDir, 'eve/R1')?.state, 'legacy');
+    assert.deepEqual((await states.artifacts(staticDir, 'eve/R1')).map((a) => a.name), ['image.bin']);
+    assert.equal(states.counts(staticDir, '', () => false).legacy, 1);
+  });
+
+  it('follows locks other processes take and release, naming only the build that changed', async () => {
+    build(staticDir, 'eve/R1');
+    build(staticDir, 'eve/R2');
+    states = await scanned(staticDir);
+    const seen: StateChange[] = [];
+    states.onDidChange((c) => seen.push(...c));
+    const lease = await acquire(staticDir, 'eve/R1', { ...timing, createOnce: false, clientId: 'someone-else' });
+    await waitFor(() => (states!.entry(staticDir, 'eve/R1')?.state === 'held' ? true : undefined), 3_000, 'R1 held');
+    assert.ok(seen.some((c) => c.tag === 'eve/R1' && c.what === 'state'));
+    assert.ok(!seen.some((c) => c.tag === 'eve/R2'), 'R2 did not change');
+    assert.deepEqual(states.counts(staticDir, 'eve', () => false), { builds: 2, held: 1, stale: 0, legacy: 0, mine: 0 });
+    await lease.release();
+    await waitFor(() => (states!.entry(staticDir, 'eve/R1')?.state === 'free' ? true : undefined), 3_000, 'R1 free');
+  });
+
+  it('sees a new build staged into a folder, and a folder that turns into a build', async () => {
+    build(staticDir, 'eve/R1');
+    fs.mkdirSync(path.join(staticDir, 'eve/R2'));
+    states = await scanned(staticDir);
+    assert.equal(states.record(staticDir, 'eve/R2')?.kind, 'folder');
+    const seen: StateChange[] = [];
+    states.onDidChange((c) => seen.push(...c));
+    await stage(staticDir, 'eve/R3', [writeSource(staticDir)], timing);
+    await waitFor(() => (states!.record(staticDir, 'eve/R3')?.kind === 'build' ? true : undefined), 3_000, 'R3 as a build');
+    assert.ok(seen.some((c) => c.tag === 'eve' && c.what === 'children'));
+    fs.writeFileSync(path.join(staticDir, 'eve/R2/staged.timestamp'), '');
+    await waitFor(() => (states!.record(staticDir, 'eve/R2')?.kind === 'build' ? true : undefined), 3_000, 'R2 as a build');
+    fs.rmSync(path.join(staticDir, 'eve/R1'), { recursive: true });
+    await waitFor(() => (states!.record(staticDir, 'eve/R1') === undefined ? true : undefined), 3_000, 'R1 gone');
+    assert.equal(states.buildsUnder(staticDir, 'eve').length, 2);
+  });
+
+  it('knows this window\'s locks by its client id and its stagings with their progress', async () => {
+    build(staticDir, 'eve/R1');
+    build(staticDir, 'eve/R2');
+    states = await scanned(staticDir);
+    const mine = new Mine('vscode:test-window', () => false);
+    const lease = await acquire(staticDir, 'eve/R1', { ...timing, createOnce: false, clientId: mine.clientId });
+    try {
+      await waitFor(() => (states!.entry(staticDir, 'eve/R1')?.state === 'held' ? true : undefined), 3_000, 'R1 held');
+      const isMine = (r: AreaRecord): boolean => mine.has(r, r.lock);
+      states.invalidate();
+      assert.deepEqual(states.counts(staticDir, 'eve', isMine), { builds: 2, held: 0, stale: 0, legacy: 0, mine: 1 });
+      let release!: () => void;
+      const fractions: (number | undefined)[] = [];
+      mine.onDidChange(() => fractions.push(mine.staging({ staticDir, tag: 'eve/R2' })?.fraction));
+      const running = mine.track({ staticDir, tag: 'eve/R2' }, (report) => {
+        report(0.421);
+        report(0.4215);
+        return new Promise<void>((r) => (release = r));
+      });
+      assert.equal(mine.stagingCount, 1);
+      assert.ok(mine.has({ staticDir, tag: 'eve/R2' }));
+      release();
+      await running;
+      assert.equal(mine.stagingCount, 0);
+      // Started, 42 %, ended: the second report was the same whole percent.
+      assert.deepEqual(fractions, [undefined, 0.421, undefined]);
+    } finally {
+      await lease.release();
+    }
+  });
+
+  it('measures size and last use on request, and marks a damaged build until it is whole again', async () => {
+    build(staticDir, 'eve/R1');
+    states = await scanned(staticDir);
+    await states.measure(staticDir, 'eve');
+    const r = states.record(staticDir, 'eve/R1')!;
+    assert.ok(r.usage !== undefined && r.usage.bytes >= 1024, JSON.stringify(r.usage));
+    const seen: StateChange[] = [];
+    states.onDidChange((c) => seen.push(...c));
+    states.markDamaged(staticDir, 'eve/R1', '1 file changed');
+    assert.equal(states.record(staticDir, 'eve/R1')?.damaged, '1 file changed');
+    states.markDamaged(staticDir, 'eve/R1', undefined);
+    assert.equal(states.record(staticDir, 'eve/R1')?.damaged, undefined);
+    assert.equal(seen.length, 2);
+  });
+});
+
+describe('the filter and order of builds', () => {
+  const rec = (tag: string, state: 'free' | 'held' | 'stale' | 'legacy', extra: Partial<AreaRecord> = {}): AreaRecord => ({
+    staticDir: '/s',
+    tag,
+    kind: 'build',
+    judgedAt: 0,
+    lock: { name: tag, kind: 'build', staticDir: '/s', tag, dir: `/s/${tag}`, lockPath: '', exists: true, state },
+    ...extra,
+  });
+
+  it('orders by version newest first, R10 after R120 and before R9', () => {
+    const order = sortBuilds([rec('eve/R9-1', 'free'), rec('eve/R120-2', 'free'), rec('eve/R10-3', 'free'), rec('eve/R120-10', 'free')], 'version');
+    assert.deepEqual(order.map((r) => r.tag), ['eve/R120-10', 'eve/R120-2', 'eve/R10-3', 'eve/R9-1']);
+  });
+
+  it('orders by size or last use, unmeasured builds last', () => {
+    const a = rec('eve/R1', 'free', { usage: { bytes: 10, lastUsedMs: 300 } });
+    const b = rec('eve/R2', 'free', { usage: { bytes: 30, lastUsedMs: 100 } });
+    const c = rec('eve/R3', 'free');
+    assert.deepEqual(sortBuilds([a, b, c], 'size').map((r) => r.tag), ['eve/R2', 'eve/R1', 'eve/R3']);
+    assert.deepEqual(sortBuilds([a, b, c], 'lastUse').map((r) => r.tag), ['eve/R1', 'eve/R2', 'eve/R3']);
+  });
+
+  it('matches every word of the text in any case, and any of the states asked for', () => {
+    const held = rec('eve-release/R120-15662.0.0', 'held');
+    assert.ok(matches(held, NO_FILTER, false));
+    assert.ok(matches(held, { text: 'EVE r120', states: [] }, false));
+    assert.ok(!matches(held, { text: 'eve R119', states: [] }, false));
+    assert.ok(matches(held, { text: '', states: ['stale', 'held'] }, false));
+    assert.ok(!matches(held, { text: '', states: ['free'] }, false));
+    // This window's lock counts as mine, not held.
+    assert.ok(matches(held, { text: '', states: ['mine'] }, true));
+    assert.ok(!matches(held, { text: '', states: ['held'] }, true));
+    assert.ok(matches(rec('x', 'free', { damaged: 'missing a' }), { text: '', states: ['damaged'] }, false));
+  });
+});
+
+/** A source folder for staging: a file and a subfolder. */
+function writeSource(near: string): string {
+  const src = `${near}-src`;
+  fs.mkdirSync(path.join(src, 'sub'), { recursive: true });
+  fs.writeFileSync(path.join(src, 'a.txt'), 'hello\n');
+  fs.writeFileSync(path.join(src, 'sub', 'b.bin'), Buffer.alloc(100, 1));
+  return src;
+}
