@@ -11,6 +11,11 @@ import { refreshCommand } from './commands/refresh';
 import { releaseWindowLockCommand } from './commands/releaseWindowLock';
 import { revealInExplorerCommand } from './commands/revealInExplorer';
 import { showLogCommand } from './commands/showLog';
+import { filterCommand, clearFilterCommand } from './commands/filter';
+import { goToBuildCommand } from './commands/goToBuild';
+import { showBuildDetailsCommand } from './commands/showBuildDetails';
+import { BuildDetails, DETAILS_SCHEME } from './details/buildDetails';
+import { FilterStatus } from './tree/filterStatus';
 import { stageBuildCommand } from './commands/stageBuild';
 import { Configuration } from './config';
 import { createLog } from './log';
@@ -48,12 +53,16 @@ export function activate(context: vscode.ExtensionContext): DevserverStagingApi 
   const tree = new StagingTreeProvider(settings, states, mine);
   const view = vscode.window.createTreeView(VIEW_ID, { treeDataProvider: tree, showCollapseAll: true, canSelectMany: true });
   const statusBar = new StatusBar(states, mine, settings.staticDirs);
+  const details = new BuildDetails(states, mine);
   context.subscriptions.push(
     log,
     states,
     tree,
     view,
     statusBar,
+    new FilterStatus(view, tree),
+    details,
+    vscode.workspace.registerTextDocumentContentProvider(DETAILS_SCHEME, details),
     // Disposed when the window closes: releases the locks it holds.
     windowLocks,
     mine,
@@ -77,6 +86,10 @@ export function activate(context: vscode.ExtensionContext): DevserverStagingApi 
     revealInExplorerCommand(states, log),
     openInTerminalCommand(states, log),
     showLogCommand(log),
+    filterCommand(tree, log),
+    clearFilterCommand(tree, log),
+    goToBuildCommand(states, mine, tree, view, log),
+    showBuildDetailsCommand(states, log),
     stageBuildCommand(() => config.current.staticDirs, windowLocks, mine, timing, log),
     addArtifactsCommand(states, windowLocks, mine, timing, log),
   );

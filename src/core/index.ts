@@ -15,7 +15,7 @@ export { usage, prune } from './stage/usage';
 export type { AreaUsage, PruneOptions, PruneResult } from './stage/usage';
 export type { StageOptions, StageProgress, StageResult, ManifestEntry, Manifest } from './stage/types';
 export { MANIFEST_FILE, TIMESTAMP_FILE, DEFAULT_MAX_BYTES } from './stage/types';
-export { parseManifest } from './stage/manifest';
+export { parseManifest, readManifest } from './stage/manifest';
 export { parseTag, isInside } from './tags';
 export { StagingError, isStagingError } from './errors';
 export type { ErrorCode } from './errors';

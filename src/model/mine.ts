@@ -2,7 +2,7 @@
  * What belongs to this window: locks it holds (taken for the window, or by a staging it runs,
  * both under its client id) and the stagings it is running, with their progress.
  */
-import type { ListEntry } from '../core';
+import type { LockInfo } from '../core';
 import { Emitter, type Disposable } from './emitter';
 import { keyOf, type AreaRef } from './records';
 
@@ -24,7 +24,7 @@ export class Mine implements Disposable {
   ) {}
 
   /** Whether the area's lock is this window's, or this window is staging into it. */
-  has(ref: AreaRef, lock?: ListEntry): boolean {
+  has(ref: AreaRef, lock?: LockInfo): boolean {
     if (this.stagings.has(keyOf(ref.staticDir, ref.tag)) || this.holds(ref.staticDir, ref.tag)) return true;
     return lock !== undefined && lock.state !== 'free' && lock.holder?.clientId === this.clientId;
   }

@@ -89,7 +89,8 @@ export class BuildNode {
     item.id = this.id;
     item.description = BuildNode.description(r, own, showUsage);
     item.iconPath = new vscode.ThemeIcon(look.icon, look.color !== undefined ? new vscode.ThemeColor(look.color) : undefined);
-    const context = own.mine && state === 'held' ? 'build.held.mine' : `build.${state}`;
+    // This window knows its own locks before the lock's file event comes: mine is held.
+    const context = own.mine ? 'build.held.mine' : `build.${state}`;
     item.contextValue = r.damaged !== undefined ? `${context}.damaged` : context;
     item.resourceUri = vscode.Uri.file(this.dir);
     item.accessibilityInformation = { label: vscode.l10n.t('Build {0}, {1}', r.tag, item.description || look.label) };

@@ -7,7 +7,7 @@
 import * as fs from 'fs';
 import * as path from 'path';
 import * as vscode from 'vscode';
-import { MANIFEST_FILE, isProtocolName, parseManifest } from '../core';
+import { BUILD_MARKS, isProtocolName, readManifest } from '../core';
 import { errorMessage } from '../errors';
 import type { LockStates, StateChange } from '../model/lockStates';
 import type { Mine } from '../model/mine';
@@ -153,6 +153,11 @@ export class StagingTreeProvider implements vscode.TreeDataProvider<Node>, vscod
     return this.states.buildsUnder(staticDir, tag).filter((r) => matches(r, this.filter, this.mine.has(r, r.lock)));
   }
 
+  /** Every build in every static directory that passes the filter. */
+  matchingAll(): AreaRecord[] {
+    return this.settings.staticDirs.flatMap((d) => this.matching(d, ''));
+  }
+
   /** The node shown for an area, if the tree has shown it. */
   find(staticDir: string, tag: string): AreaNode | undefined {
     return tag === '' ? this.roots.get(staticDir) : this.areas.get(keyOf(staticDir, tag));
@@ -253,16 +258,16 @@ export const dirOf = (n: Node): string => (n instanceof StaticDirNode ? n.dir : 
  */
 async function contentsOf(dir: string): Promise<{ artifacts: number; bytes: number } | undefined> {
   try {
-    // A damaged manifest (ECORRUPT) counts as none: the files at the top are counted instead.
-    const file = path.join(dir, MANIFEST_FILE);
-    const manifest = parseManifest(await fs.promises.readFile(file, 'utf8'), file);
-    const all = Object.values(manifest.artifacts);
-    return { artifacts: all.length, bytes: all.reduce((n, a) => n + a.size, 0) };
+    // Read as the core reads records: never through a link, never blocking on a FIFO. A damaged
+    // manifest (ECORRUPT) counts as none: the files at the top are counted instead.
+    const all = Object.values((await readManifest(dir)).artifacts);
+    if (all.length > 0) return { artifacts: all.length, bytes: all.reduce((n, a) => n + a.size, 0) };
   } catch {
-    const entries = await fs.promises.readdir(dir, { withFileTypes: true }).catch(() => undefined);
-    if (entries === undefined) return undefined;
-    const files = entries.filter((e) => e.isFile() && !isProtocolName(e.name));
-    const sizes = await Promise.all(files.map((e) => fs.promises.stat(path.join(dir, e.name)).then((s) => s.size, () => 0)));
-    return { artifacts: files.length, bytes: sizes.reduce((a, b) => a + b, 0) };
+    /* counted from the files below */
   }
+  const entries = await fs.promises.readdir(dir, { withFileTypes: true }).catch(() => undefined);
+  if (entries === undefined) return undefined;
+  const files = entries.filter((e) => e.isFile() && !isProtocolName(e.name) && !BUILD_MARKS.includes(e.name));
+  const sizes = await Promise.all(files.map((e) => fs.promises.lstat(path.join(dir, e.name)).then((s) => s.size, () => 0)));
+  return { artifacts: files.length, bytes: sizes.reduce((a, b) => a + b, 0) };
 }

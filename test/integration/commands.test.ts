@@ -59,14 +59,15 @@ describe('commands', function () {
     await vscode.commands.executeCommand('devserverStaging.lockForWindow', await nodeOf('eve/R1'));
     const owner = JSON.parse(fs.readFileSync(path.join(lockOf('eve/R1'), 'owner.json'), 'utf8')) as { clientId: string; purpose: string };
     assert.equal(owner.clientId, ext.windowLocks.clientId);
-    await waitFor(async () => ((await stateOf('eve/R1')) === 'area.held.mine' ? true : undefined), 2_000, 'R1 shown as held by this window');
-    assert.match(ext.statusBar.text ?? '', /^\$\(lock\) 1 · 0$/);
+    await waitFor(async () => ((await stateOf('eve/R1')) === 'build.held.mine' ? true : undefined), 2_000, 'R1 shown as held by this window');
+    assert.equal(ext.statusBar.text, '$(account) 1 yours');
+    assert.match(ext.statusBar.label ?? '', /1 held by you, 0 held by others/);
     const status = await cli(staticDir, ['--json', 'status', 'eve/R1']);
     assert.equal((JSON.parse(status.stdout) as { state: string }).state, 'held');
     await vscode.commands.executeCommand('devserverStaging.releaseWindowLock', await nodeOf('eve/R1'));
     assert.equal(fs.existsSync(lockOf('eve/R1')), false);
-    await waitFor(async () => ((await stateOf('eve/R1')) === 'area.free' ? true : undefined), 2_000, 'R1 shown free');
-    assert.match(ext.statusBar.text ?? '', /^\$\(lock\) 0 · 0$/);
+    await waitFor(async () => ((await stateOf('eve/R1')) === 'build.free' ? true : undefined), 2_000, 'R1 shown free');
+    assert.equal(ext.statusBar.text, '$(unlock) no locks');
   });
 
   it('tells when this window loses a lock to someone else', async () => {
@@ -79,7 +80,7 @@ describe('commands', function () {
 
   it('Force Release asks first, naming the holder and whether its process runs; No keeps the lock', async () => {
     const holder = await holdWithCli(staticDir, 'eve/R3');
-    await waitFor(async () => ((await stateOf('eve/R3')) === 'area.held' ? true : undefined), 2_000, 'R3 held');
+    await waitFor(async () => ((await stateOf('eve/R3')) === 'build.held' ? true : undefined), 2_000, 'R3 held');
     answers = [false];
     await vscode.commands.executeCommand('devserverStaging.forceRelease', await nodeOf('eve/R3'));
     assert.equal(asked.length, 1);
@@ -112,7 +113,7 @@ describe('commands', function () {
 
   it('Destroy refuses a build someone else holds unless told "Destroy Anyway"', async () => {
     const holder = await holdWithCli(staticDir, 'eve/R6');
-    await waitFor(async () => ((await stateOf('eve/R6')) === 'area.held' ? true : undefined), 2_000, 'R6 held');
+    await waitFor(async () => ((await stateOf('eve/R6')) === 'build.held' ? true : undefined), 2_000, 'R6 held');
     answers = [true, false];
     await vscode.commands.executeCommand('devserverStaging.destroy', await nodeOf('eve/R6'));
     assert.deepEqual(asked.map((a) => a.button), ['Destroy', 'Destroy Anyway']);

@@ -25,6 +25,8 @@ export function makeBuild(staticDir: string, tag: string): string {
   const dir = path.join(staticDir, tag);
   fs.mkdirSync(dir, { recursive: true });
   fs.writeFileSync(path.join(dir, 'autotest.tar'), Buffer.alloc(4096, 1));
+  // As the Python devserver marks a staged build.
+  fs.writeFileSync(path.join(dir, 'staged.timestamp'), '');
   return dir;
 }
 

@@ -41,7 +41,7 @@ function treeShows(tag: string, state: LockState, timeoutMs: number): Promise<nu
     const started = Date.now();
     const sub = ext.tree.onDidChangeTreeData(async () => {
       const node = await nodeOf(tag).catch(() => undefined);
-      if (node !== undefined && node.entry.state === state && itemOf(node).contextValue === `area.${state}`) {
+      if (node !== undefined && node.entry.state === state && itemOf(node).contextValue === `build.${state}`) {
         sub.dispose();
         clearTimeout(timer);
         resolve(Date.now() - started);
@@ -74,32 +74,42 @@ describe('the Staging Areas tree', function () {
     cleanup(fx.staticDir);
   });
 
-  it('counts held and stale builds in the status bar without anyone expanding a board', async () => {
-    // One held by the CLI, one stale; the legacy lock is neither.
-    const text = await waitFor(() => (ext.statusBar.text === '$(lock) 0 · 2 $(warning) 1' ? ext.statusBar.text : undefined), 5_000, `the status bar to count (it shows ${ext.statusBar.text})`);
-    assert.equal(text, '$(lock) 0 · 2 $(warning) 1');
+  it('counts held, stale and legacy builds in the status bar, in words, without anyone expanding a folder', async () => {
+    // One held by the CLI, one stale, one legacy (where Python's lockfile is there to make it).
+    const want = `$(lock) 1 held, 1 stale${fx.legacy ? ', 1 legacy' : ''}`;
+    await waitFor(() => (ext.statusBar.text === want ? true : undefined), 5_000, `the status bar to say ${want} (it shows ${ext.statusBar.text})`);
+    assert.equal(ext.statusBar.label, `Devserver Staging: 5 builds; 0 held by you, 1 held by others, 1 stale, ${fx.legacy ? 1 : 0} legacy locks`);
   });
 
-  it('shows the static directory, its boards and builds in natural order', async () => {
+  it('shows the static directory, its folders with counts, and their builds newest first', async () => {
     const [root] = await ext.tree.getChildren();
     assert.equal(itemOf(root!).contextValue, 'staticDir');
-    const boards = (await ext.tree.getChildren(root)).map((n) => (n as AreaNode).entry.name);
-    assert.deepEqual(boards, ['eve-release', 'hatch-paladin', 'octopus-release']);
-    const eve = (await nodeOf('eve-release')) as AreaNode;
-    const builds = (await ext.tree.getChildren(eve)).map((n) => (n as AreaNode).entry.name);
-    assert.deepEqual(builds, ['R9-12739.0.0', 'R10-12871.0.0', 'R120-15662.0.0']);
+    const folders = await ext.tree.getChildren(root);
+    assert.deepEqual(folders.map((n) => (n as AreaNode).entry.name), ['eve-release', 'hatch-paladin', 'octopus-release']);
+    const eve = itemOf(folders[0]!);
+    assert.equal(eve.contextValue, 'folder');
+    assert.equal(iconOf(eve), 'folder');
+    assert.equal(eve.description, '3 builds · 1 held');
+    assert.equal(itemOf(folders[2]!).description, '1 build · 1 stale');
+    const builds = (await ext.tree.getChildren(folders[0])).map((n) => (n as AreaNode).entry.name);
+    assert.deepEqual(builds, ['R120-15662.0.0', 'R10-12871.0.0', 'R9-12739.0.0']);
+  });
+
+  it('lists a build\'s artifacts and never its bookkeeping', async () => {
+    const inside = await ext.tree.getChildren(await nodeOf(TAGS.legacy));
+    assert.deepEqual(inside.map((n) => String(itemOf(n).label)), ['autotest.tar']);
   });
 
   it('shows each lock state with its own icon, words and context value', async function () {
     const expect: [string, LockState, string, RegExp][] = [
-      [TAGS.free, 'free', 'unlock', /^$/],
+      [TAGS.free, 'free', 'package', /^$/],
       [TAGS.held, 'held', 'lock', /^\S+@\S+$/],
       [TAGS.stale, 'stale', 'warning', /^stale · chrome-bot@buildbot-7$/],
     ];
     if (fx.legacy) expect.push([TAGS.legacy, 'legacy', 'lock', /^legacy lock · \S+$/]);
     for (const [tag, state, icon, description] of expect) {
       const item = itemOf(await nodeOf(tag));
-      assert.equal(item.contextValue, `area.${state}`, tag);
+      assert.equal(item.contextValue, `build.${state}`, tag);
       assert.equal(iconOf(item), icon, tag);
       assert.match(String(item.description), description, tag);
       assert.equal(item.label, path.basename(tag));

@@ -1,0 +1,41 @@
+import * as vscode from 'vscode';
+import type { Log } from '../log';
+import type { LockStates } from '../model/lockStates';
+import type { Mine } from '../model/mine';
+import { NO_FILTER, isActive, matches } from '../model/view';
+import type { Node, StagingTreeProvider } from '../tree/provider';
+import { registerCommand } from './command';
+
+/** Finds a build among every build of every static directory, and shows it in the view. */
+export function goToBuildCommand(states: LockStates, mine: Mine, tree: StagingTreeProvider, view: vscode.TreeView<Node>, log: Log): vscode.Disposable {
+  return registerCommand('devserverStaging.goToBuild', log, async (args?: { staticDir: string; tag: string }) => {
+    let target = args;
+    if (target === undefined) {
+      const all = states.sortedBuilds();
+      if (all.length === 0) {
+        void vscode.window.showInformationMessage(vscode.l10n.t('No builds are known yet: add a static directory with staged builds first.'));
+        return;
+      }
+      const many = new Set(all.map((r) => r.staticDir)).size > 1;
+      const items = all.map((r) => {
+        const e = r.lock;
+        const who = mine.has(r, e) ? vscode.l10n.t('held by you') : e?.holder !== undefined && e.state !== 'free' ? `${e.state} · ${e.holder.user}@${e.holder.hostname}` : e !== undefined && e.state !== 'free' ? e.state : '';
+        return { label: r.tag, description: [who, r.damaged !== undefined ? vscode.l10n.t('damaged') : ''].filter((w) => w !== '').join(' · '), ...(many ? { detail: r.staticDir } : {}), ref: { staticDir: r.staticDir, tag: r.tag } };
+      });
+      const chosen = await vscode.window.showQuickPick(items, { title: vscode.l10n.t('Go to Build'), placeHolder: vscode.l10n.t('Type part of a tag ({0} builds)', all.length), matchOnDescription: true });
+      if (chosen === undefined) return;
+      target = chosen.ref;
+    }
+    const r = states.record(target.staticDir, target.tag);
+    if (r === undefined || r.kind !== 'build') throw new Error(vscode.l10n.t('{0} is not a build the view knows in {1}.', target.tag, target.staticDir));
+    // A build the filter hides cannot be shown: the filter goes, and the log says so.
+    if (isActive(tree.currentFilter) && !matches(r, tree.currentFilter, mine.has(r, r.lock))) {
+      tree.setFilter(NO_FILTER);
+      log.info(`Cleared the filter to show ${r.tag}.`);
+    }
+    const node = tree.nodeFor(r.staticDir, r.tag);
+    if (node === undefined) throw new Error(vscode.l10n.t('{0} is not a build the view knows in {1}.', target.tag, target.staticDir));
+    await view.reveal(node, { select: true, focus: true, expand: false });
+    return node;
+  });
+}

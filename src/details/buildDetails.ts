@@ -1,0 +1,114 @@
+/**
+ * Show Build Details: a readable page of a build, as Markdown in VS Code's preview. What it was
+ * staged from, each artifact's size and sha256, when and under which fencing token, who holds it
+ * now, and whether a verification found it damaged. A virtual document: nothing is written.
+ */
+import * as vscode from 'vscode';
+import { formatBytes, readManifest, type ManifestEntry } from '../core';
+import { errorMessage } from '../errors';
+import type { LockStates } from '../model/lockStates';
+import type { Mine } from '../model/mine';
+
+export const DETAILS_SCHEME = 'devserver-staging-build';
+
+/** More rows than this make a page nobody reads; the rest are counted. */
+const MAX_ROWS = 2_000;
+
+export function detailsUri(staticDir: string, tag: string): vscode.Uri {
+  return vscode.Uri.from({ scheme: DETAILS_SCHEME, path: `/${tag}.md`, query: new URLSearchParams({ staticDir, tag }).toString() });
+}
+
+export class BuildDetails implements vscode.TextDocumentContentProvider, vscode.Disposable {
+  private readonly _onDidChange = new vscode.EventEmitter<vscode.Uri>();
+  readonly onDidChange = this._onDidChange.event;
+  private readonly open = new Map<string, vscode.Uri>();
+  private readonly subscription: vscode.Disposable;
+
+  constructor(
+    private readonly states: LockStates,
+    private readonly mine: Mine,
+  ) {
+    // A page open while its build changes follows it.
+    this.subscription = states.onDidChange((changes) => {
+      for (const c of changes) {
+        const uri = this.open.get(`${c.staticDir}\0${c.tag}`);
+        if (uri !== undefined) this._onDidChange.fire(uri);
+      }
+    });
+  }
+
+  async provideTextDocumentContent(uri: vscode.Uri): Promise<string> {
+    const q = new URLSearchParams(uri.query);
+    const staticDir = q.get('staticDir') ?? '';
+    const tag = q.get('tag') ?? '';
+    this.open.set(`${staticDir}\0${tag}`, uri);
+    return this.render(staticDir, tag);
+  }
+
+  async render(staticDir: string, tag: string): Promise<string> {
+    const lines: string[] = [`# ${md(tag)}`, '', `\`${staticDir}/${tag}\``, ''];
+    const r = this.states.record(staticDir, tag);
+    const info = await this.states.judge(staticDir, tag).catch(() => r?.lock);
+    const rows: [string, string][] = [];
+    if (info !== undefined) {
+      const mine = this.mine.has({ staticDir, tag }, info);
+      const state = mine ? vscode.l10n.t('held by you') : info.state === 'free' ? vscode.l10n.t('free') : info.state;
+      rows.push([vscode.l10n.t('Lock'), state]);
+      const h = info.holder;
+      if (h !== undefined && info.state !== 'free') {
+        rows.push([vscode.l10n.t('Holder'), `${h.user}@${h.hostname}, pid ${h.pid} (${h.clientId})`]);
+        if (h.purpose !== undefined) rows.push([vscode.l10n.t('Purpose'), h.purpose]);
+        rows.push([vscode.l10n.t('Acquired'), new Date(h.acquiredAt).toLocaleString()]);
+        if (h.fence !== undefined) rows.push([vscode.l10n.t('Fencing token'), String(h.fence)]);
+      }
+      if (info.legacy !== undefined) rows.push([vscode.l10n.t('Holder'), vscode.l10n.t('Python devserver on {0}', info.legacy.hostname)]);
+      if (info.staleReason !== undefined) rows.push([vscode.l10n.t('Why stale'), info.staleReason]);
+    }
+    if (r?.damaged !== undefined) rows.push([vscode.l10n.t('Verification'), `⚠ ${r.damaged}`]);
+    let entries: ManifestEntry[] = [];
+    let problem: string | undefined;
+    try {
+      entries = Object.values((await readManifest(`${staticDir}/${tag}`)).artifacts);
+    } catch (err) {
+      problem = errorMessage(err);
+    }
+    const bytes = entries.reduce((n, e) => n + e.size, 0);
+    rows.push([vscode.l10n.t('Artifacts'), vscode.l10n.t('{0} ({1})', entries.length, formatBytes(bytes))]);
+    lines.push(`| | |`, `|---|---|`, ...rows.map(([k, v]) => `| ${md(k)} | ${md(v)} |`), '');
+    if (problem !== undefined) lines.push(`> ${md(problem)}`, '');
+    if (entries.length === 0 && problem === undefined) {
+      lines.push(vscode.l10n.t('No manifest: this build was not staged by Devserver Staging, so there are no recorded sizes or hashes.'), '');
+      return lines.join('\n');
+    }
+    // Each staging under one lock carries its token: the build's history as the manifest knows it.
+    const runs = new Map<string, ManifestEntry[]>();
+    for (const e of entries) {
+      const key = e.fence !== undefined ? String(e.fence) : '';
+      runs.set(key, [...(runs.get(key) ?? []), e]);
+    }
+    lines.push(`## ${vscode.l10n.t('Stagings')}`, '', `| ${vscode.l10n.t('Fencing token')} | ${vscode.l10n.t('Staged at')} | ${vscode.l10n.t('Artifacts')} | ${vscode.l10n.t('Size')} |`, '|---|---|---|---|');
+    const byTime = [...runs.entries()].sort((a, b) => latest(a[1]).localeCompare(latest(b[1])));
+    for (const [fence, list] of byTime) {
+      lines.push(`| ${fence === '' ? '—' : fence} | ${new Date(latest(list)).toLocaleString()} | ${list.length} | ${formatBytes(list.reduce((n, e) => n + e.size, 0))} |`);
+    }
+    lines.push('', `## ${vscode.l10n.t('Artifacts')}`, '', `| ${vscode.l10n.t('Artifact')} | ${vscode.l10n.t('Size')} | sha256 | ${vscode.l10n.t('Source')} | ${vscode.l10n.t('Staged at')} | ${vscode.l10n.t('Token')} |`, '|---|--:|---|---|---|--:|');
+    const sorted = [...entries].sort((a, b) => a.name.localeCompare(b.name));
+    for (const e of sorted.slice(0, MAX_ROWS)) {
+      lines.push(`| ${md(e.name)}${e.type === 'symlink' ? ` → ${md(e.linkTarget ?? '')}` : ''} | ${formatBytes(e.size)} | \`${e.sha256}\` | ${md(e.source)} | ${new Date(e.stagedAt).toLocaleString()} | ${e.fence ?? '—'} |`);
+    }
+    if (sorted.length > MAX_ROWS) lines.push('', vscode.l10n.t('… and {0} more artifacts.', sorted.length - MAX_ROWS));
+    return lines.join('\n');
+  }
+
+  dispose(): void {
+    this.subscription.dispose();
+    this._onDidChange.dispose();
+  }
+}
+
+const latest = (list: readonly ManifestEntry[]): string => list.reduce((m, e) => (e.stagedAt > m ? e.stagedAt : m), '');
+
+/** Text from the disk as Markdown shows it literally: a file name may hold any character. */
+function md(s: string): string {
+  return s.replace(/[\\`*_[\]#|<>]/g, '\\$&').replace(/\r?\n/g, ' ');
+}

@@ -1,0 +1,125 @@
+/**
+ * Finding and understanding builds in the real VS Code: folders and builds, the filter, Go to
+ * Build, this window's own locks, the order setting and Show Build Details, checked through the
+ * extension's API and against the disk.
+ */
+import { strict as assert } from 'assert';
+import { createHash } from 'crypto';
+import * as fs from 'fs';
+import * as path from 'path';
+import * as vscode from 'vscode';
+import { stage } from '../../src/core';
+import type { DevserverStagingApi } from '../../src/extension';
+import type { Node, RowNode } from '../../src/tree/provider';
+import { cleanup, killAll, tempDir, waitFor } from '../helpers';
+import { api } from './activate.test';
+import { holdWithCli, makeBuild } from './fixture';
+import { nodeOf as walk } from './walk';
+
+let ext: DevserverStagingApi;
+let staticDir: string;
+let source: string;
+
+const config = (): vscode.WorkspaceConfiguration => vscode.workspace.getConfiguration('devserverStaging');
+const itemOf = (n: Node): vscode.TreeItem => ext.tree.getTreeItem(n) as vscode.TreeItem;
+const labels = async (n: Node | undefined): Promise<string[]> => (await ext.tree.getChildren(n)).map((c) => String(itemOf(c).label));
+const nodeOf = (tag: string): Promise<RowNode> => walk(ext, staticDir, tag);
+
+describe('the view of builds', function () {
+  before(async () => {
+    ext = await api();
+    staticDir = tempDir('dss-view-');
+    source = tempDir('dss-view-src-');
+    fs.writeFileSync(path.join(source, 'image.bin'), Buffer.alloc(2048, 3));
+    fs.writeFileSync(path.join(source, 'notes.txt'), 'staged for the view test\n');
+    for (const v of ['R9-1.0.0', 'R10-1.0.0', 'R120-1.0.0', 'R120-2.0.0']) makeBuild(staticDir, `eve/${v}`);
+    makeBuild(staticDir, 'kevin/R100-1.0.0');
+    await stage(staticDir, 'lab/octopus/R1-0.0.1', [source], { clientId: 'view-test' });
+    // A folder inside a build is an artifact folder, not a build.
+    fs.mkdirSync(path.join(staticDir, 'eve/R120-2.0.0/sub'));
+    fs.writeFileSync(path.join(staticDir, 'eve/R120-2.0.0/sub/staged.timestamp'), '');
+    await config().update('staticDirs', [staticDir], vscode.ConfigurationTarget.Global);
+    await waitFor(() => nodeOf('lab/octopus/R1-0.0.1').catch(() => undefined), 5_000, 'the fixture in the tree');
+  });
+
+  after(async () => {
+    await vscode.commands.executeCommand('devserverStaging.clearFilter');
+    for (const l of ext.windowLocks.all) await ext.windowLocks.release(l.staticDir, l.tag);
+    await config().update('staticDirs', undefined, vscode.ConfigurationTarget.Global);
+    await config().update('sortBuilds', undefined, vscode.ConfigurationTarget.Global);
+    await killAll();
+    cleanup(staticDir);
+    cleanup(source);
+  });
+
+  it('shows folders as folders and what is inside a build as artifacts', async () => {
+    const lab = await nodeOf('lab');
+    assert.equal(itemOf(lab).contextValue, 'folder');
+    assert.equal(itemOf(await nodeOf('lab/octopus')).description, '1 build');
+    const inside = await ext.tree.getChildren(await nodeOf('eve/R120-2.0.0'));
+    const sub = inside.find((n) => String(itemOf(n).label) === 'sub');
+    assert.equal(sub !== undefined ? itemOf(sub).contextValue : undefined, 'artifactFolder');
+    assert.deepEqual(await labels(sub), ['staged.timestamp'], 'inside an artifact folder every file is an artifact');
+  });
+
+  it('filters by words of the tag and by state, says so, and clears', async () => {
+    const holder = await holdWithCli(staticDir, 'eve/R10-1.0.0');
+    await waitFor(() => (ext.states.entry(staticDir, 'eve/R10-1.0.0')?.state === 'held' ? true : undefined), 5_000, 'R10 held');
+    await vscode.commands.executeCommand('devserverStaging.filter', { text: 'R1', states: ['held'] });
+    const [root] = await ext.tree.getChildren();
+    assert.deepEqual(await labels(root), ['eve']);
+    const eve = await nodeOf('eve');
+    assert.equal(itemOf(eve).description, '1 of 4 builds · 1 held');
+    assert.deepEqual(await labels(eve), ['R10-1.0.0']);
+    assert.match(ext.view.message ?? '', /Filtered: tag contains “R1”, held by others — 1 builds shown/);
+    await vscode.commands.executeCommand('devserverStaging.filter', { text: 'r120 EVE' });
+    assert.deepEqual(await labels(await nodeOf('eve')), ['R120-2.0.0', 'R120-1.0.0']);
+    await vscode.commands.executeCommand('devserverStaging.clearFilter');
+    assert.equal(ext.view.message, undefined);
+    assert.deepEqual(await labels(root), ['eve', 'kevin', 'lab']);
+    holder.kill('SIGTERM');
+  });
+
+  it('goes to any build from one quick pick, clearing a filter that hides it', async () => {
+    await vscode.commands.executeCommand('devserverStaging.filter', { text: 'kevin' });
+    const node = (await vscode.commands.executeCommand('devserverStaging.goToBuild', { staticDir, tag: 'lab/octopus/R1-0.0.1' })) as RowNode | undefined;
+    assert.equal(node?.tag, 'lab/octopus/R1-0.0.1');
+    assert.equal(ext.view.message, undefined, 'the filter that hid it is gone');
+    await waitFor(() => (ext.view.selection[0]?.kind === 'build' && ext.view.selection[0].tag === 'lab/octopus/R1-0.0.1' ? true : undefined), 5_000, 'the build selected in the view');
+  });
+
+  it('shows this window\'s lock as mine, in words, and counts it apart', async () => {
+    await vscode.commands.executeCommand('devserverStaging.lockForWindow', await nodeOf('kevin/R100-1.0.0'));
+    // Mine at once (the window knows its own lock); the lock on disk is judged when its event comes.
+    await waitFor(async () => (itemOf(await nodeOf('kevin/R100-1.0.0')).contextValue === 'build.held.mine' ? true : undefined), 2_000, 'the row as mine');
+    const row = itemOf(await nodeOf('kevin/R100-1.0.0'));
+    assert.equal(row.description, 'held by you');
+    assert.equal((row.iconPath as vscode.ThemeIcon).id, 'account');
+    assert.equal(row.contextValue, 'build.held.mine');
+    await waitFor(() => (itemOf(ext.tree.find(staticDir, 'kevin') as Node).description === '1 build · 1 yours' ? true : undefined), 2_000, 'the folder to count it as yours');
+    assert.match(ext.statusBar.text ?? '', /1 yours/);
+    await vscode.commands.executeCommand('devserverStaging.filter', { states: ['mine'] });
+    assert.deepEqual(await labels((await ext.tree.getChildren())[0]), ['kevin']);
+    await vscode.commands.executeCommand('devserverStaging.clearFilter');
+    await vscode.commands.executeCommand('devserverStaging.releaseWindowLock', await nodeOf('kevin/R100-1.0.0'));
+  });
+
+  it('orders builds by size when asked, measuring them', async () => {
+    fs.writeFileSync(path.join(staticDir, 'eve/R9-1.0.0/big.bin'), Buffer.alloc(64 * 1024));
+    await config().update('sortBuilds', 'size', vscode.ConfigurationTarget.Global);
+    const eve = await waitFor(() => nodeOf('eve').catch(() => undefined), 5_000, 'eve again');
+    await waitFor(async () => ((await labels(eve))[0] === 'R9-1.0.0' ? true : undefined), 5_000, 'the largest build first');
+    await config().update('sortBuilds', undefined, vscode.ConfigurationTarget.Global);
+  });
+
+  it('shows a build\'s details: artifacts with size, sha256 and source, and its stagings', async () => {
+    const uri = (await vscode.commands.executeCommand('devserverStaging.showBuildDetails', await nodeOf('lab/octopus/R1-0.0.1'))) as vscode.Uri;
+    const text = (await vscode.workspace.openTextDocument(uri)).getText();
+    const sha = createHash('sha256').update('staged for the view test\n').digest('hex');
+    assert.match(text, /^# lab\/octopus\/R1-0\.0\.1/);
+    assert.ok(text.includes(sha), 'the sha256 of notes.txt');
+    assert.match(text, /\| notes\.txt \| 25 B \|/);
+    assert.match(text, /## Stagings/);
+    assert.match(text, /\| Artifacts \| 2 \(/);
+  });
+});
