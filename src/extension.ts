@@ -13,6 +13,7 @@ import { revealInExplorerCommand } from './commands/revealInExplorer';
 import { showLogCommand } from './commands/showLog';
 import { filterCommand, clearFilterCommand } from './commands/filter';
 import { goToBuildCommand } from './commands/goToBuild';
+import { showMoreCommand } from './commands/showMore';
 import { showBuildDetailsCommand } from './commands/showBuildDetails';
 import { BuildDetails, DETAILS_SCHEME } from './details/buildDetails';
 import { FilterStatus } from './tree/filterStatus';
@@ -89,6 +90,7 @@ export function activate(context: vscode.ExtensionContext): DevserverStagingApi 
     filterCommand(tree, log),
     clearFilterCommand(tree, log),
     goToBuildCommand(states, mine, tree, view, log),
+    showMoreCommand(tree, log),
     showBuildDetailsCommand(states, log),
     stageBuildCommand(() => config.current.staticDirs, windowLocks, mine, timing, log),
     addArtifactsCommand(states, windowLocks, mine, timing, log),

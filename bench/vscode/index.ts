@@ -3,7 +3,8 @@
  * suite (bench/vscode/run.mjs starts it). Prints figures; asserts no timing. See bench/README.md.
  *
  * Environment:
- *   DEVSERVER_STAGING_BENCH_PARTS        comma-separated, of activation,latency,cpu (default all)
+ *   DEVSERVER_STAGING_BENCH_PARTS        comma-separated, of activation,latency,cpu,scale (default all)
+ *   DEVSERVER_STAGING_BENCH_SCALE_BUILDS builds in the one big folder of the scale part (default 10000)
  *   DEVSERVER_STAGING_BENCH_EVENTS       lock and release events each for the latency (default 60)
  *   DEVSERVER_STAGING_BENCH_CPU_SECONDS  seconds of CPU measured in each state (default 60)
  *   DEVSERVER_STAGING_BENCH_OUT          a file to write the figures to, as JSON
@@ -12,7 +13,7 @@ import { spawn, type ChildProcess } from 'child_process';
 import * as fs from 'fs';
 import * as os from 'os';
 import * as path from 'path';
-import { performance } from 'perf_hooks';
+import { monitorEventLoopDelay, performance } from 'perf_hooks';
 import * as vscode from 'vscode';
 import type { DevserverStagingApi } from '../../src/extension';
 import type { Node } from '../../src/tree/provider';
@@ -24,7 +25,7 @@ const EXTENSION_ID = 'devserver-staging.devserver-staging';
 const MARK = '::test:: ';
 
 const env = process.env;
-const PARTS = new Set((env['DEVSERVER_STAGING_BENCH_PARTS'] ?? 'activation,latency,cpu').split(',').map((s) => s.trim()));
+const PARTS = new Set((env['DEVSERVER_STAGING_BENCH_PARTS'] ?? 'activation,latency,cpu,scale').split(',').map((s) => s.trim()));
 const EVENTS = Number(env['DEVSERVER_STAGING_BENCH_EVENTS'] ?? 60);
 const CPU_MS = Number(env['DEVSERVER_STAGING_BENCH_CPU_SECONDS'] ?? 60) * 1000;
 
@@ -34,6 +35,8 @@ const CPU_BOARDS = 4;
 const CPU_BUILDS_PER_BOARD = 25;
 const CPU_WORKERS = 4;
 const CPU_ROUNDS = 2;
+const SCALE_BUILDS = Number(env['DEVSERVER_STAGING_BENCH_SCALE_BUILDS'] ?? 10_000);
+const SCALE_ROUNDS = 5;
 
 /** Figures by name, for the runner's summary over several runs. */
 const figures: Record<string, number> = {};
@@ -119,6 +122,8 @@ function makeStaticDir(): string {
   const make = (tag: string): void => {
     fs.mkdirSync(path.join(staticDir, tag), { recursive: true });
     fs.writeFileSync(path.join(staticDir, tag, 'autotest.tar'), 'x');
+    // As the Python devserver marks a staged build: without a mark a directory is a folder.
+    fs.writeFileSync(path.join(staticDir, tag, 'staged.timestamp'), '');
   };
   for (let i = 0; i < LATENCY_BUILDS; i++) make(`${LATENCY_BOARD}/R${100 + i}-1.0.0`);
   for (const tag of cpuTags()) make(tag);
@@ -448,9 +453,95 @@ async function cpu(api: DevserverStagingApi, probe: TreeProbe, staticDir: string
 }
 
 // ---------------------------------------------------------------------------------------------
+// Scale: one folder of many builds, expanded and filtered in the view on screen
+
+/** Resolves when VS Code has stopped fetching items for `quietMs`: the time of its last fetch. */
+async function lastFetch(probe: TreeProbe, started: number, quietMs = 250): Promise<number> {
+  let seen = probe.getTreeItem;
+  let last = performance.now();
+  for (;;) {
+    await sleep(10);
+    if (probe.getTreeItem !== seen) {
+      seen = probe.getTreeItem;
+      last = performance.now();
+    } else if (performance.now() - last >= quietMs) {
+      return last - started;
+    }
+  }
+}
+
+async function scale(api: DevserverStagingApi, probe: TreeProbe, staticDir: string): Promise<void> {
+  const folder = 'scale-board';
+  const root = path.join(staticDir, folder);
+  const started = performance.now();
+  for (let i = 0; i < SCALE_BUILDS; i++) {
+    const dir = path.join(root, `R${100 + (i % 50)}-${15000 + i}.0.0`);
+    fs.mkdirSync(dir, { recursive: true });
+    fs.writeFileSync(path.join(dir, 'staged.timestamp'), '');
+  }
+  say(`scale: made ${SCALE_BUILDS} builds in one folder in ${ms1(performance.now() - started)} ms`);
+  // A few held, so that a state filter has something to find.
+  for (const i of [7, 4242, 9001].filter((n) => n < SCALE_BUILDS)) fs.mkdirSync(path.join(root, `R${100 + (i % 50)}-${15000 + i}.0.0`, 'devserver.lock'));
+  const heap0 = process.memoryUsage().heapUsed;
+  const lag = monitorEventLoopDelay({ resolution: 5 });
+  lag.enable();
+  const scanStart = performance.now();
+  api.states.reset();
+  await waitUntil(() => api.states.buildsUnder(staticDir, folder).length >= SCALE_BUILDS, 120_000, 'the scan of the big folder');
+  const scanMs = performance.now() - scanStart;
+  lag.disable();
+  const heapMb = (process.memoryUsage().heapUsed - heap0) / 1048576;
+  say(`scale: scanned ${SCALE_BUILDS} builds in ${ms1(scanMs)} ms; longest event-loop delay ${ms1(lag.max / 1e6)} ms; heap +${heapMb.toFixed(1)} MB`);
+  figures['scale: scan, ms'] = scanMs;
+  figures['scale: scan, longest event-loop delay, ms'] = lag.max / 1e6;
+  figures['scale: heap after scan, MB more'] = heapMb;
+
+  const collapse = (): Thenable<unknown> => vscode.commands.executeCommand('workbench.actions.treeView.devserverStaging.areas.collapseAll');
+  const expand: number[] = [];
+  const filter: number[] = [];
+  const clear: number[] = [];
+  for (let round = 0; round < SCALE_ROUNDS; round++) {
+    // Shown afresh, so that VS Code asks for every row again rather than showing what it kept.
+    api.tree.refresh();
+    await collapse();
+    await lastFetch(probe, performance.now());
+    const node = api.tree.nodeFor(staticDir, folder);
+    if (node === undefined) throw new Error(`the tree has no node for ${folder}`);
+    let t = performance.now();
+    await api.view.reveal(node, { select: false, focus: false, expand: true });
+    expand.push(await lastFetch(probe, t));
+    t = performance.now();
+    await vscode.commands.executeCommand('devserverStaging.filter', { text: `R${100 + round}-` });
+    filter.push(await lastFetch(probe, t));
+    t = performance.now();
+    await vscode.commands.executeCommand('devserverStaging.clearFilter');
+    clear.push(await lastFetch(probe, t));
+  }
+  // The provider's own share: the children and every row, without VS Code around them.
+  const own: number[] = [];
+  for (let round = 0; round < SCALE_ROUNDS; round++) {
+    const node = api.tree.nodeFor(staticDir, folder)!;
+    const t = performance.now();
+    for (const child of await api.tree.getChildren(node)) api.tree.getTreeItem(child);
+    own.push(performance.now() - t);
+  }
+  const o = spread(own);
+  say(`scale: the provider alone, children and rows of that folder: median ${ms1(o.median)} ms`);
+  figures['scale: provider rows 10k, median ms'] = o.median;
+  const e = spread(expand);
+  const f = spread(filter);
+  const c = spread(clear);
+  say(`scale: expand a folder of ${SCALE_BUILDS} builds: median ${ms1(e.median)} ms, max ${ms1(e.max)} ms (until VS Code stops fetching rows)`);
+  say(`scale: filter it by text: median ${ms1(f.median)} ms, max ${ms1(f.max)} ms; clear the filter: median ${ms1(c.median)} ms, max ${ms1(c.max)} ms`);
+  figures['scale: expand 10k, median ms'] = e.median;
+  figures['scale: filter 10k, median ms'] = f.median;
+  figures['scale: clear filter 10k, median ms'] = c.median;
+}
+
+// ---------------------------------------------------------------------------------------------
 
 export async function run(): Promise<void> {
-  const staticDir = PARTS.has('latency') || PARTS.has('cpu') ? makeStaticDir() : undefined;
+  const staticDir = PARTS.has('latency') || PARTS.has('cpu') || PARTS.has('scale') ? makeStaticDir() : undefined;
   const config = vscode.workspace.getConfiguration('devserverStaging');
   if (staticDir !== undefined) await config.update('staticDirs', [staticDir], vscode.ConfigurationTarget.Global);
   const api = await activate();
@@ -463,6 +554,7 @@ export async function run(): Promise<void> {
     await waitUntil(() => api.view.visible, 10_000, 'the view to be visible').catch(() => say('(the view did not become visible: VS Code will not fetch items)'));
     if (PARTS.has('latency')) await latency(api, probe, staticDir);
     if (PARTS.has('cpu')) await cpu(api, probe, staticDir);
+    if (PARTS.has('scale')) await scale(api, probe, staticDir);
   } finally {
     probe.dispose();
     await config.update('staticDirs', undefined, vscode.ConfigurationTarget.Global);

@@ -4,12 +4,13 @@
 // host, through @vscode/test-electron's runTests like the integration suites (headless
 // code-server on Linux, --vscode=desktop elsewhere).
 //
-//   node bench/vscode/run.mjs [--runs=N] [--activation-runs=N] [--quick] [--no-build] [--vscode=headless|desktop]
+//   node bench/vscode/run.mjs [--runs=N] [--activation-runs=N] [--quick] [--no-build] [--parts=a,b] [--vscode=headless|desktop]
 //
 // --runs               full runs, each in a fresh VS Code (default 1); figures are summarised over them
 // --activation-runs    further fresh VS Codes that only activate the extension (default 3)
 // --quick              20 events, 15 s CPU windows: a smoke run, not figures to quote
 // --no-build           measure dist/ as it is instead of building the production bundles first
+// --parts              which parts of the full runs (default activation,latency,cpu,scale)
 import { runTests } from '@vscode/test-electron';
 import { execFileSync } from 'node:child_process';
 import * as fs from 'node:fs';
@@ -89,7 +90,7 @@ const results = [];
 let failed = false;
 for (let i = 0; i < runs; i++) {
   if (runs > 1) console.log(`run ${i + 1} of ${runs}`);
-  const r = await runOnce('activation,latency,cpu');
+  const r = await runOnce(arg('parts', 'activation,latency,cpu,scale'));
   if (r === undefined) failed = true;
   else results.push(r);
 }

@@ -33,6 +33,7 @@ export function goToBuildCommand(states: LockStates, mine: Mine, tree: StagingTr
       tree.setFilter(NO_FILTER);
       log.info(`Cleared the filter to show ${r.tag}.`);
     }
+    await tree.pageIn(r.staticDir, r.tag);
     const node = tree.nodeFor(r.staticDir, r.tag);
     if (node === undefined) throw new Error(vscode.l10n.t('{0} is not a build the view knows in {1}.', target.tag, target.staticDir));
     await view.reveal(node, { select: true, focus: true, expand: false });

@@ -25,7 +25,7 @@ export function tagProblem(staticDir: string, tag: string): string | undefined {
 export function stageBuildCommand(staticDirs: () => readonly string[], windowLocks: WindowLocks, mine: Mine, timing: () => Timing, log: Log): vscode.Disposable {
   return registerCommand('devserverStaging.stageBuild', log, async (node?: Node, _nodes?: Node[], args: StagingArgs = {}) => {
     const title = vscode.l10n.t('Stage Build');
-    let staticDir = args.staticDir ?? (node !== undefined && node.kind !== 'artifact' ? node.staticDir : undefined);
+    let staticDir = args.staticDir ?? (node !== undefined && node.kind !== 'artifact' && node.kind !== 'more' ? node.staticDir : undefined);
     if (staticDir === undefined) {
       const dirs = staticDirs();
       if (dirs.length === 0) throw new Error(vscode.l10n.t('No static directory is configured. Add one first (Devserver Staging: Add Static Directory…).'));
@@ -50,7 +50,7 @@ export function stageBuildCommand(staticDirs: () => readonly string[], windowLoc
 
 /** Where a new build goes, from the row it was started on: that folder, or the build's folder. */
 function prefill(node: Node | undefined): string {
-  if (node === undefined || node.kind === 'staticDir' || node.kind === 'artifact') return '';
+  if (node === undefined || node.kind === 'staticDir' || node.kind === 'artifact' || node.kind === 'more') return '';
   const folder = node.kind === 'folder' ? node.tag : node.tag.slice(0, Math.max(0, node.tag.lastIndexOf('/')));
   return folder === '' ? '' : `${folder}/`;
 }

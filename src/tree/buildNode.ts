@@ -92,7 +92,8 @@ export class BuildNode {
     // This window knows its own locks before the lock's file event comes: mine is held.
     const context = own.mine ? 'build.held.mine' : `build.${state}`;
     item.contextValue = r.damaged !== undefined ? `${context}.damaged` : context;
-    item.resourceUri = vscode.Uri.file(this.dir);
+    // No resourceUri: a build is not a file to decorate, and a URI per row costs thousands of
+    // rows in a big folder real time in the workbench.
     item.accessibilityInformation = { label: vscode.l10n.t('Build {0}, {1}', r.tag, item.description || look.label) };
     // The tooltip is filled in on hover (resolveTreeItem), when its ages are current.
     return item;

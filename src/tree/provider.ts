@@ -16,9 +16,13 @@ import { NO_FILTER, isActive, matches, sortBuilds, sortFolders, type BuildFilter
 import { ArtifactNode } from './artifactNode';
 import { BuildNode, type Ownership } from './buildNode';
 import { FolderNode } from './folderNode';
+import { MoreNode } from './moreNode';
 import { StaticDirNode } from './staticDirNode';
 
-export type Node = StaticDirNode | FolderNode | BuildNode | ArtifactNode;
+export type Node = StaticDirNode | FolderNode | BuildNode | ArtifactNode | MoreNode;
+
+/** Builds shown in one folder before a "Show more" row. */
+export const PAGE = 1_000;
 /** Nodes that stand for an area of the static directory (a root, a folder or a build). */
 export type AreaNode = StaticDirNode | FolderNode | BuildNode;
 /** The rows that stand for a directory inside a static directory: a folder or a build. */
@@ -40,6 +44,8 @@ export class StagingTreeProvider implements vscode.TreeDataProvider<Node>, vscod
   private readonly areas = new Map<string, FolderNode | BuildNode>();
   private readonly subscriptions: vscode.Disposable[];
   private filter: BuildFilter = NO_FILTER;
+  /** How many builds each folder shows, where more than a page were asked for. */
+  private readonly limits = new Map<string, number>();
 
   constructor(
     private settings: TreeSettings,
@@ -69,6 +75,7 @@ export class StagingTreeProvider implements vscode.TreeDataProvider<Node>, vscod
 
   setFilter(filter: BuildFilter): void {
     this.filter = filter;
+    this.limits.clear();
     this._onDidChangeTreeData.fire(undefined);
     this._onDidChangeFilter.fire(filter);
   }
@@ -113,6 +120,7 @@ export class StagingTreeProvider implements vscode.TreeDataProvider<Node>, vscod
 
   async getChildren(node?: Node): Promise<Node[]> {
     if (node === undefined) return Promise.all(this.settings.staticDirs.map((d) => this.rootNode(d)));
+    if (node instanceof MoreNode) return [];
     if (node instanceof ArtifactNode) {
       if (!node.artifact.directory) return [];
       const inside = await this.states.artifactDir(node.build.staticDir, node.build.tag, node.artifact.rel);
@@ -138,14 +146,44 @@ export class StagingTreeProvider implements vscode.TreeDataProvider<Node>, vscod
     }
     const active = isActive(this.filter);
     const folders = sortFolders(records.filter((r) => r.kind === 'folder')).filter((r) => !active || this.matching(staticDir, r.tag).length > 0);
+    const builds = this.buildRows(staticDir, tag, records);
+    const limit = this.limits.get(keyOf(staticDir, tag)) ?? PAGE;
+    const shown = builds.length > limit ? builds.slice(0, limit) : builds;
+    const rows: Node[] = [...folders.map((r) => this.areaNode(node, r)), ...shown.map((r) => this.areaNode(node, r))];
+    if (shown.length < builds.length) rows.push(new MoreNode(node, builds.length - shown.length, PAGE));
+    return rows;
+  }
+
+  /** The builds a folder shows, filtered and in order, before paging. */
+  private buildRows(staticDir: string, tag: string, records: readonly AreaRecord[]): AreaRecord[] {
     let builds = records.filter((r) => r.kind === 'build');
-    if (active) builds = builds.filter((r) => matches(r, this.filter, this.mine.has(r, r.lock)));
+    if (isActive(this.filter)) builds = builds.filter((r) => matches(r, this.filter, this.mine.has(r, r.lock)));
     if (this.settings.order !== 'version' || this.settings.showUsage) {
       // Size and last use cost a walk: measured once per folder, and shown when they come.
       if (builds.some((r) => r.usage === undefined)) void this.states.measure(staticDir, tag).catch(() => undefined);
     }
-    builds = sortBuilds(builds, this.settings.order);
-    return [...folders.map((r) => this.areaNode(node, r)), ...builds.map((r) => this.areaNode(node, r))];
+    return sortBuilds(builds, this.settings.order);
+  }
+
+  /** Makes sure a build is on a page its folder shows, so that it can be revealed. */
+  async pageIn(staticDir: string, tag: string): Promise<void> {
+    const folder = parentTag(tag);
+    const rows = this.buildRows(staticDir, folder, await this.states.children(staticDir, folder));
+    const at = rows.findIndex((r) => r.tag === tag);
+    const key = keyOf(staticDir, folder);
+    if (at >= (this.limits.get(key) ?? PAGE)) {
+      this.limits.set(key, (Math.floor(at / PAGE) + 1) * PAGE);
+      const node = this.find(staticDir, folder);
+      if (node !== undefined) this._onDidChangeTreeData.fire(node);
+    }
+  }
+
+  /** Shows the next page of a folder's builds. */
+  showMore(more: MoreNode): void {
+    const parent = more.parent;
+    const key = keyOf(parent.staticDir, parent instanceof StaticDirNode ? '' : parent.tag);
+    this.limits.set(key, (this.limits.get(key) ?? PAGE) + more.page);
+    this._onDidChangeTreeData.fire(parent);
   }
 
   /** The builds at or below an area that pass the filter. */
@@ -250,7 +288,7 @@ export class StagingTreeProvider implements vscode.TreeDataProvider<Node>, vscod
 }
 
 /** The directory a node stands for (for an artifact, its file). */
-export const dirOf = (n: Node): string => (n instanceof StaticDirNode ? n.dir : n.dir);
+export const dirOf = (n: Node): string => (n instanceof MoreNode ? n.parent.dir : n.dir);
 
 /**
  * Size and artifact count for a tooltip: from the manifest where staging wrote one (a single

@@ -122,4 +122,21 @@ describe('the view of builds', function () {
     assert.match(text, /## Stagings/);
     assert.match(text, /\| Artifacts \| 2 \(/);
   });
+
+  it('shows a big folder a page at a time, newest first, and Go to Build reaches past the page', async () => {
+    for (let i = 0; i < 1_005; i++) makeBuild(staticDir, `big/R${1000 + i}-1.0.0`);
+    await waitFor(() => (ext.states.buildsUnder(staticDir, 'big').length === 1_005 ? true : undefined), 10_000, 'the big folder scanned');
+    const big = await nodeOf('big');
+    assert.equal(itemOf(big).description, '1,005 builds');
+    const rows = await ext.tree.getChildren(big);
+    assert.equal(rows.length, 1_001);
+    assert.equal(String(itemOf(rows[0]!).label), 'R2004-1.0.0');
+    const more = rows[1_000]!;
+    assert.equal(more.kind, 'more');
+    assert.equal(String(itemOf(more).label), 'Show 5 more…');
+    const node = (await vscode.commands.executeCommand('devserverStaging.goToBuild', { staticDir, tag: 'big/R1000-1.0.0' })) as RowNode | undefined;
+    assert.equal(node?.tag, 'big/R1000-1.0.0');
+    const after = await ext.tree.getChildren(big);
+    assert.equal(after.length, 1_005, 'the page grew to hold it, and no "more" row is left');
+  });
 });
