@@ -18,6 +18,7 @@ export type ErrorCode =
   | 'ETOOBIG' // a staging would write more than its size limit
   | 'ECONFLICT' // an artifact of the same name but different content is already staged
   | 'ECORRUPT' // a record the tool keeps in an area (the manifest) is damaged: not JSON, or an entry of the wrong shape
+  | 'ENOMANIFEST' // the build has no manifest, so there is nothing to verify it against
   | 'EIO'; // any other filesystem failure, with the cause attached
 
 export class StagingError extends Error {

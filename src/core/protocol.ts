@@ -65,3 +65,25 @@ export function clampTiming(t: Partial<Timing> = {}): Timing {
 export function isProtocolName(name: string): boolean {
   return name === LOCK_TARGET || name === LOCK_NAME || name.startsWith(`${LOCK_NAME}.`) || name.startsWith(META_DIR);
 }
+
+/**
+ * The unique file of the Python devserver's lock (`lockfile.LinkLockFile`), which `devserver.lock`
+ * is a hard link to: `<hostname>-<threadhex>.<pid><hash>`, or `<hostname>.<pid><hash>` when not
+ * threaded, the hash being Python's 64-bit hash of the path (about 19 digits, after a `-` when
+ * negative). Stricter than `parseLegacyName`, which reads the name of a file already known to be
+ * the lock's: here the name alone decides, and `libc.so.6`, `image.bin.1` or `build.20240101`
+ * must stay artifacts.
+ */
+const LEGACY_THREADED = /^[^/]+-[0-9a-f]{1,8}\.(?:\d{8,}|\d+-\d+)$/;
+const LEGACY_UNTHREADED = /^[^/]+\.(?:\d{16,}|\d{1,7}-\d{12,})$/;
+
+/**
+ * Whether an entry at the top of a build is bookkeeping rather than an artifact: the lock and
+ * everything of the lock protocol (`devserver`, `devserver.lock*`), our own files
+ * (`.devserver-staging*`: manifest, fencing counter, parts), `staged.timestamp`, and the unique
+ * files of the Python devserver's lock. Verification never calls these unlisted, and the
+ * extension does not show them as artifacts.
+ */
+export function isBookkeeping(name: string): boolean {
+  return isProtocolName(name) || name === TIMESTAMP_FILE || LEGACY_THREADED.test(name) || LEGACY_UNTHREADED.test(name);
+}

@@ -1,0 +1,534 @@
+/**
+ * Verifying a staged build against its manifest: every artifact it lists is there, of the size and
+ * SHA-256 it records, and nothing else is beside them but bookkeeping.
+ *
+ * Verification only reads, and never takes the build's lock: a reader must not block stagers (a
+ * large build takes a while to read, and a lock held that long would stall every `stage --add` of
+ * it). A build being staged meanwhile is reported with its lock state, so callers can say that
+ * the results may change.
+ *
+ * Everything is read through descriptors, as in anchored.ts: the build directory is opened once,
+ * each directory below it with `O_NOFOLLOW`, and each artifact with `O_NOFOLLOW | O_NONBLOCK`, then
+ * hashed only when the open descriptor is a regular file. A link planted in place of an artifact is
+ * never followed, and a FIFO never waited on: both are reported as what they are.
+ */
+import * as crypto from 'crypto';
+import * as fs from 'fs';
+import * as os from 'os';
+import * as path from 'path';
+import { performance } from 'perf_hooks';
+import { openBelow, openDir, openPath, readRecord, type Dir } from './anchored';
+import { fsClockSkew } from './clock';
+import { StagingError, asStagingError, errnoCode, isStagingError } from './errors';
+import { judgeLock } from './judge';
+import { MANIFEST_FILE, clampTiming, isBookkeeping } from './protocol';
+import { FileHasher, type FileDigest } from './stage/hasher';
+import { MAX_MANIFEST_BYTES, parseManifest } from './stage/manifest';
+import type { Manifest, ManifestEntry } from './stage/types';
+import { resolveArea, type Area } from './tags';
+import type { LockState, Timing } from './types';
+
+/**
+ * What is wrong with one artifact:
+ * - `missing`: listed, not there;
+ * - `truncated`, `grown`: a file smaller, or larger, than recorded;
+ * - `changed`: a file of the recorded size whose SHA-256 differs, or a link leading elsewhere;
+ * - `unlisted`: a file, link or other non-directory in the build that the manifest does not list
+ *   (bookkeeping such as the lock, the manifest and `staged.timestamp` never is);
+ * - `not-a-file`: a directory, link, FIFO, socket or device where a file is listed;
+ * - `not-a-link`: anything but a link where a link is listed;
+ * - `unreadable`: there, but this user cannot read it (or reading failed).
+ */
+export type VerifyProblemKind = 'missing' | 'truncated' | 'grown' | 'changed' | 'unlisted' | 'not-a-file' | 'not-a-link' | 'unreadable';
+
+/** What kind of directory entry something is. */
+export type EntryType = 'file' | 'symlink' | 'directory' | 'fifo' | 'socket' | 'device' | 'unknown';
+
+/** What an artifact is, or was recorded as: as much as is known. */
+export interface ArtifactFacts {
+  type?: EntryType;
+  size?: number;
+  sha256?: string;
+  linkTarget?: string;
+}
+
+export interface VerifyProblem {
+  /** The artifact's name relative to the build, '/'-separated. */
+  path: string;
+  kind: VerifyProblemKind;
+  /** What the manifest records (absent for `unlisted`). */
+  expected?: ArtifactFacts;
+  /** What is there (absent for `missing`). */
+  actual?: ArtifactFacts;
+  /** Where the kind alone does not say why: the error for `unreadable`, the directory on the way that is not one for `missing`. */
+  detail?: string;
+}
+
+export interface VerifyProgress {
+  /** Listed artifacts dealt with so far, of `totalFiles`. */
+  files: number;
+  totalFiles: number;
+  /** Bytes dealt with so far (hashed, or known to be wrong without reading), of `totalBytes`, the listed files' sizes. */
+  bytes: number;
+  totalBytes: number;
+  /** The artifact being checked now. */
+  current?: string;
+}
+
+export interface VerifyOptions extends Partial<Timing> {
+  /** Stops verifying; the call rejects with ECANCELED. */
+  signal?: AbortSignal;
+  /** Called at most every 100 ms, and once at the end. */
+  onProgress?: (p: VerifyProgress) => void;
+  /** Worker threads hashing large files beside the main thread (which hashes the small ones). Default: one per core, at most 2. */
+  concurrency?: number;
+}
+
+export interface VerifyResult {
+  staticDir: string;
+  tag: string;
+  /** `<staticDir>/<tag>` */
+  dir: string;
+  /** No problems. */
+  ok: boolean;
+  /**
+   * The build's lock state while it was verified (held, stale or legacy if it was so before or
+   * after): a held build may be being staged, and these results may change.
+   */
+  state: LockState;
+  /** Listed artifacts checked (files and links): all of the manifest's. */
+  checkedFiles: number;
+  /** Bytes read and hashed. */
+  checkedBytes: number;
+  /** In the order of their paths. */
+  problems: VerifyProblem[];
+}
+
+/** Up to this size, on a local filesystem, a file is read and hashed on the main thread with synchronous calls. */
+const SMALL_SYNC_MAX = 1024 * 1024;
+/** The main thread yields to the event loop at least this often while it hashes small files. */
+const SLICE_MS = 8;
+const PROGRESS_MS = 100;
+
+const O_READ_ARTIFACT = fs.constants.O_RDONLY | fs.constants.O_NOFOLLOW | fs.constants.O_NONBLOCK;
+
+const nextTurn = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
+
+/** The callback API: a bare descriptor, which the caller closes (a FileHandle dropped would be closed by the collector). */
+function openFd(p: string, flags: number): Promise<number> {
+  return new Promise((resolve, reject) => fs.open(p, flags, (err, fd) => (err === null ? resolve(fd) : reject(err))));
+}
+
+function fstatFd(fd: number): Promise<fs.Stats> {
+  return new Promise((resolve, reject) => fs.fstat(fd, (err, st) => (err === null ? resolve(st) : reject(err))));
+}
+
+function typeOf(e: fs.Dirent | fs.Stats): EntryType {
+  if (e.isFile()) return 'file';
+  if (e.isDirectory()) return 'directory';
+  if (e.isSymbolicLink()) return 'symlink';
+  if (e.isFIFO()) return 'fifo';
+  if (e.isSocket()) return 'socket';
+  if (e.isCharacterDevice() || e.isBlockDevice()) return 'device';
+  return 'unknown';
+}
+
+const DESCRIBED: Record<EntryType, string> = {
+  file: 'a file',
+  symlink: 'a symbolic link',
+  directory: 'a directory',
+  fifo: 'a FIFO',
+  socket: 'a socket',
+  device: 'a device',
+  unknown: 'not a regular file',
+};
+
+/** "a FIFO", "a symbolic link": an entry's type as a sentence names it. */
+export function describeEntryType(type: EntryType): string {
+  return DESCRIBED[type];
+}
+
+/** The recorded facts of a listed artifact. */
+function recorded(e: ManifestEntry): ArtifactFacts {
+  return e.type === 'symlink' ? { type: 'symlink', linkTarget: e.linkTarget! } : { type: 'file', size: e.size, sha256: e.sha256 };
+}
+
+function reasonOf(err: unknown): string {
+  const code = errnoCode(err);
+  if (code === 'EACCES' || code === 'EPERM') return 'permission denied';
+  return err instanceof Error ? err.message : String(err);
+}
+
+/**
+ * Checks the build `tag` against its manifest. Rejects with ENOENT when there is no such build,
+ * ENOMANIFEST when it has no manifest, ECORRUPT when the manifest is damaged, ECANCELED when
+ * `signal` aborts; everything wrong with the artifacts themselves is in the result's `problems`.
+ */
+export async function verify(staticDir: string, tag: string, options: VerifyOptions = {}): Promise<VerifyResult> {
+  const cancelled = (): StagingError => new StagingError('ECANCELED', `Verifying ${tag} was cancelled.`);
+  const aborted = (): boolean => options.signal?.aborted === true;
+  if (aborted()) throw cancelled();
+  const area = await resolveArea(staticDir, tag);
+  if (!area.exists) throw noBuild(area);
+  const build = await openBuild(area);
+  const verifier = new Verifier(build, options);
+  const onAbort = (): void => void verifier.stop();
+  options.signal?.addEventListener('abort', onAbort, { once: true });
+  try {
+    const timing = clampTiming(options);
+    const lockState = async (): Promise<LockState> => {
+      const skew = await fsClockSkew(area.realStaticDir);
+      return (await judgeLock({ staticDir: area.staticDir, tag: area.tag, dir: area.dir, opened: build }, timing, Date.now() + skew)).info.state;
+    };
+    const before = await lockState();
+    const manifest = await readBuildManifest(area, build);
+    const problems = await verifier.run(manifest.artifacts, area.io.sync);
+    const after = await lockState();
+    return {
+      staticDir: area.staticDir,
+      tag: area.tag,
+      dir: area.dir,
+      ok: problems.length === 0,
+      state: before !== 'free' ? before : after,
+      checkedFiles: verifier.files,
+      checkedBytes: verifier.hashedBytes,
+      problems,
+    };
+  } catch (err) {
+    if (aborted()) throw cancelled();
+    throw isStagingError(err) ? err : asStagingError(err, 'verify', area.dir);
+  } finally {
+    options.signal?.removeEventListener('abort', onAbort);
+    await verifier.stop();
+    build.close();
+  }
+}
+
+function noBuild(area: Area): StagingError {
+  return new StagingError('ENOENT', `There is no build ${area.tag} in ${area.staticDir} (no directory ${area.dir}).`, { path: area.dir });
+}
+
+/** The build directory, opened level by level below the static directory (a link is followed only to a directory inside it). */
+async function openBuild(area: Area): Promise<Dir> {
+  let root: Dir;
+  try {
+    root = await openDir(area.realStaticDir, true, area.io.sync);
+  } catch (err) {
+    throw asStagingError(err, 'open the static directory', area.staticDir);
+  }
+  try {
+    return await openPath(root, area.realStaticDir, area.segments, area.tag, area.io.sync);
+  } catch (err) {
+    if (errnoCode(err) === 'ENOENT') throw noBuild(area);
+    throw isStagingError(err) ? err : asStagingError(err, 'open', area.dir);
+  } finally {
+    root.close();
+  }
+}
+
+/** The manifest of the opened build: ENOMANIFEST without one, ECORRUPT when damaged, EIO when a link or FIFO is in its place. */
+async function readBuildManifest(area: Area, build: Dir): Promise<Manifest> {
+  const shown = path.join(area.dir, MANIFEST_FILE);
+  let text: string;
+  try {
+    text = await readRecord(build.at(MANIFEST_FILE), shown, MAX_MANIFEST_BYTES);
+  } catch (err) {
+    if (errnoCode(err) === 'ENOENT') {
+      throw new StagingError(
+        'ENOMANIFEST',
+        `The build ${area.tag} (${area.dir}) has no manifest (${MANIFEST_FILE}), so there is nothing to verify it against: ` +
+          'it was not staged by this tool, or its staging never finished. To record its artifacts, stage its sources again ' +
+          `with \`devserver-stage stage --add ${area.tag} SOURCE...\` (files already there are hashed and recorded).`,
+        { path: shown },
+      );
+    }
+    throw asStagingError(err, 'read the manifest', shown);
+  }
+  return parseManifest(text, shown);
+}
+
+/** One verification: the walk of the build, the hashing, the problems found, the progress. */
+class Verifier {
+  files = 0;
+  hashedBytes = 0;
+  private readonly expected = new Map<string, ManifestEntry>();
+  /** Directories that listed artifacts lie in: what is found in their place is remembered. */
+  private readonly expectedDirs = new Set<string>();
+  /** Such directories that are not there as directories, or cannot be read: why. */
+  private readonly blocked = new Map<string, { kind: 'missing' | 'unreadable'; detail: string }>();
+  private readonly seen = new Set<string>();
+  private readonly problems: VerifyProblem[] = [];
+  private readonly hasher: FileHasher;
+  private readonly inflight = new Set<Promise<void>>();
+  private readonly maxInflight: number;
+  /** Bytes hashed so far of the files in worker threads, by name. */
+  private readonly partial = new Map<string, number>();
+  private readonly buf = Buffer.allocUnsafe(SMALL_SYNC_MAX);
+  private sync = false;
+  private doneBytes = 0;
+  private totalFiles = 0;
+  private totalBytes = 0;
+  private current: string | undefined;
+  private lastReport = 0;
+  private lastYield = performance.now();
+  private stopped = false;
+
+  constructor(
+    private readonly build: Dir,
+    private readonly options: VerifyOptions,
+  ) {
+    const workers = Math.max(1, Math.floor(options.concurrency ?? Math.min(2, os.cpus().length)));
+    this.hasher = new FileHasher(workers);
+    // One file waiting in each worker beside the one it hashes, so none idles between files.
+    this.maxInflight = 2 * workers;
+  }
+
+  /** Stops at once: the workers are ended mid-file, and pending hashes fail. */
+  stop(): Promise<void> {
+    this.stopped = true;
+    return this.hasher.close();
+  }
+
+  async run(artifacts: Record<string, ManifestEntry>, sync: boolean): Promise<VerifyProblem[]> {
+    this.sync = sync;
+    for (const [name, entry] of Object.entries(artifacts)) {
+      this.expected.set(name, entry);
+      this.totalFiles++;
+      if (entry.type === 'file') this.totalBytes += entry.size;
+      for (let i = name.indexOf('/'); i !== -1; i = name.indexOf('/', i + 1)) this.expectedDirs.add(name.slice(0, i));
+    }
+    await this.visit(this.build, '');
+    while (this.inflight.size > 0) await Promise.race(this.inflight);
+    this.check();
+    for (const [name, entry] of this.expected) if (!this.seen.has(name)) this.missing(name, entry);
+    this.report(true);
+    return this.problems.sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
+  }
+
+  private check(): void {
+    if (this.stopped || this.options.signal?.aborted === true) throw new StagingError('ECANCELED', 'Verification was cancelled.');
+  }
+
+  /** Every entry of the directory `dir` (the build's `prefix`), then the directories below it. */
+  private async visit(dir: Dir, prefix: string): Promise<void> {
+    this.check();
+    let entries: fs.Dirent[];
+    try {
+      entries = this.sync ? fs.readdirSync(dir.at('.'), { withFileTypes: true }) : await fs.promises.readdir(dir.at('.'), { withFileTypes: true });
+    } catch (err) {
+      if (prefix === '') throw asStagingError(err, 'read', dir.shown);
+      this.block(prefix.slice(0, -1), 'unreadable', `the directory ${prefix.slice(0, -1)} cannot be read (${reasonOf(err)})`);
+      return;
+    }
+    entries.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+    const subdirs: string[] = [];
+    for (const e of entries) {
+      if (prefix === '' && isBookkeeping(e.name)) continue;
+      const name = prefix + e.name;
+      const type = typeOf(e);
+      if (type === 'directory') subdirs.push(e.name);
+      else if (this.expectedDirs.has(name)) this.block(name, 'missing', `${name} is ${DESCRIBED[type]}, not a directory`);
+      const entry = this.expected.get(name);
+      if (entry === undefined) {
+        if (type !== 'directory') this.problem({ path: name, kind: 'unlisted', actual: { type } });
+        continue;
+      }
+      this.seen.add(name);
+      this.current = name;
+      await this.artifact(dir, e.name, name, entry, type);
+    }
+    for (const sub of subdirs) {
+      const name = prefix + sub;
+      let opened: Dir;
+      try {
+        opened = await openBelow(dir, sub, this.sync);
+      } catch (err) {
+        // Swapped for a link or a file since it was listed: never entered.
+        const code = errnoCode(err);
+        if (code === 'ELOOP' || code === 'ENOTDIR') this.block(name, 'missing', `${name} is no longer a directory`);
+        else if (code !== 'ENOENT') this.block(name, 'unreadable', `the directory ${name} cannot be read (${reasonOf(err)})`);
+        continue;
+      }
+      try {
+        await this.visit(opened, `${name}/`);
+      } finally {
+        opened.close();
+      }
+    }
+  }
+
+  private block(dir: string, kind: 'missing' | 'unreadable', detail: string): void {
+    if (this.expectedDirs.has(dir)) this.blocked.set(dir, { kind, detail });
+  }
+
+  /** A listed artifact the walk did not find: missing, or behind a directory that is not one or cannot be read. */
+  private missing(name: string, entry: ManifestEntry): void {
+    this.files++;
+    let why: { kind: 'missing' | 'unreadable'; detail: string } | undefined;
+    for (let i = name.indexOf('/'); i !== -1 && why === undefined; i = name.indexOf('/', i + 1)) why = this.blocked.get(name.slice(0, i));
+    this.problem({ path: name, kind: why?.kind ?? 'missing', expected: recorded(entry), ...(why !== undefined ? { detail: why.detail } : {}) });
+  }
+
+  private problem(p: VerifyProblem): void {
+    this.problems.push(p);
+  }
+
+  /** One listed artifact, found in the walk as `type`. */
+  private async artifact(dir: Dir, base: string, name: string, entry: ManifestEntry, type: EntryType): Promise<void> {
+    const expected = recorded(entry);
+    if (entry.type === 'symlink') {
+      this.files++;
+      if (type !== 'symlink') return this.problem({ path: name, kind: 'not-a-link', expected, actual: { type } });
+      let target: string;
+      try {
+        target = this.sync ? fs.readlinkSync(dir.at(base)) : await fs.promises.readlink(dir.at(base));
+      } catch (err) {
+        return this.problem({ path: name, kind: errnoCode(err) === 'ENOENT' ? 'missing' : 'unreadable', expected, detail: reasonOf(err) });
+      }
+      if (target !== entry.linkTarget) this.problem({ path: name, kind: 'changed', expected, actual: { type: 'symlink', linkTarget: target } });
+      return this.progress();
+    }
+    if (type !== 'file') {
+      this.files++;
+      this.doneBytes += entry.size;
+      this.problem({ path: name, kind: 'not-a-file', expected, actual: { type } });
+      return this.progress();
+    }
+    const opened = await this.open(dir, base, name, entry);
+    if (opened === undefined) return this.progress();
+    const { fd, st } = opened;
+    if (this.sync && st.size <= SMALL_SYNC_MAX) {
+      try {
+        this.compare(name, entry, this.hashSync(fd));
+      } catch (err) {
+        this.unreadable(name, entry, err);
+      } finally {
+        fs.closeSync(fd);
+      }
+      this.progress();
+      // Small files one after another hold the event loop: let it run now and then.
+      if (performance.now() - this.lastYield >= SLICE_MS) {
+        await nextTurn();
+        this.lastYield = performance.now();
+        this.check();
+      }
+      return;
+    }
+    while (this.inflight.size >= this.maxInflight) await Promise.race(this.inflight);
+    this.check();
+    const task: Promise<void> = this.hashInWorker(fd, name, entry).finally(() => this.inflight.delete(task));
+    this.inflight.add(task);
+  }
+
+  /**
+   * Opens a listed file without following a link and without waiting on a FIFO, and checks it is a
+   * regular file of the recorded size; undefined (with the problem noted) when it is not.
+   */
+  private async open(dir: Dir, base: string, name: string, entry: ManifestEntry): Promise<{ fd: number; st: fs.Stats } | undefined> {
+    const expected = recorded(entry);
+    let fd: number;
+    try {
+      fd = this.sync ? fs.openSync(dir.at(base), O_READ_ARTIFACT) : await openFd(dir.at(base), O_READ_ARTIFACT);
+    } catch (err) {
+      this.files++;
+      this.doneBytes += entry.size;
+      const code = errnoCode(err);
+      // Exchanged since the walk: a link (ELOOP) or a socket (ENXIO) is not opened, and said so.
+      if (code === 'ELOOP') this.problem({ path: name, kind: 'not-a-file', expected, actual: { type: 'symlink' } });
+      else if (code === 'ENXIO') this.problem({ path: name, kind: 'not-a-file', expected, actual: { type: 'socket' } });
+      else if (code === 'ENOENT') this.problem({ path: name, kind: 'missing', expected });
+      else this.problem({ path: name, kind: 'unreadable', expected, detail: reasonOf(err) });
+      return undefined;
+    }
+    let st: fs.Stats;
+    try {
+      st = this.sync ? fs.fstatSync(fd) : await fstatFd(fd);
+    } catch (err) {
+      fs.closeSync(fd);
+      this.unreadable(name, entry, err);
+      return undefined;
+    }
+    if (!st.isFile() || st.size !== entry.size) {
+      fs.closeSync(fd);
+      this.files++;
+      this.doneBytes += entry.size;
+      if (!st.isFile()) this.problem({ path: name, kind: 'not-a-file', expected, actual: { type: typeOf(st) } });
+      else this.problem({ path: name, kind: st.size < entry.size ? 'truncated' : 'grown', expected, actual: { type: 'file', size: st.size } });
+      return undefined;
+    }
+    return { fd, st };
+  }
+
+  /** Reads a small file whole through its descriptor, at explicit offsets, into one reused buffer. */
+  private hashSync(fd: number): { size: number; sha256: string } {
+    const hash = crypto.createHash('sha256');
+    let size = 0;
+    for (;;) {
+      const got = fs.readSync(fd, this.buf, 0, this.buf.length, size);
+      if (got === 0) break;
+      hash.update(this.buf.subarray(0, got));
+      size += got;
+    }
+    return { size, sha256: hash.digest('hex') };
+  }
+
+  /** A large file (or any, off a local filesystem) hashed in a worker thread; the descriptor is closed once the worker lets go of it. */
+  private async hashInWorker(fd: number, name: string, entry: ManifestEntry): Promise<void> {
+    let digest: FileDigest;
+    try {
+      digest = await this.hasher.hash(fd, (bytes) => {
+        this.partial.set(name, bytes);
+        this.progress(name);
+      });
+    } catch (err) {
+      // Stopped: the caller reports the cancel.
+      if (this.stopped) return;
+      this.unreadable(name, entry, err);
+      return;
+    } finally {
+      this.partial.delete(name);
+      fs.close(fd, () => undefined);
+    }
+    this.compare(name, entry, digest);
+    this.progress(name);
+  }
+
+  private unreadable(name: string, entry: ManifestEntry, err: unknown): void {
+    this.files++;
+    this.doneBytes += entry.size;
+    this.problem({ path: name, kind: 'unreadable', expected: recorded(entry), detail: reasonOf(err) });
+  }
+
+  /** What was read of a file of the recorded size against the record. */
+  private compare(name: string, entry: ManifestEntry, got: { size: number; sha256: string }): void {
+    this.files++;
+    this.hashedBytes += got.size;
+    this.doneBytes += entry.size;
+    const expected = recorded(entry);
+    // It changed size while it was read: someone is writing it.
+    if (got.size !== entry.size) this.problem({ path: name, kind: got.size < entry.size ? 'truncated' : 'grown', expected, actual: { type: 'file', size: got.size } });
+    else if (got.sha256 !== entry.sha256) this.problem({ path: name, kind: 'changed', expected, actual: { type: 'file', size: got.size, sha256: got.sha256 } });
+  }
+
+  private progress(current = this.current): void {
+    if (current !== undefined) this.current = current;
+    this.report(false);
+  }
+
+  private report(force: boolean): void {
+    const cb = this.options.onProgress;
+    if (cb === undefined) return;
+    const now = performance.now();
+    if (!force && now - this.lastReport < PROGRESS_MS) return;
+    this.lastReport = now;
+    let bytes = this.doneBytes;
+    for (const n of this.partial.values()) bytes += n;
+    const p: VerifyProgress = { files: this.files, totalFiles: this.totalFiles, bytes: Math.min(bytes, this.totalBytes), totalBytes: this.totalBytes };
+    if (this.current !== undefined && !force) p.current = this.current;
+    try {
+      cb(p);
+    } catch {
+      /* a progress listener must not break verification */
+    }
+  }
+}
