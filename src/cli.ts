@@ -1,6 +1,7 @@
 /**
  * devserver-stage: the command line on the lock core, for scripts, CI jobs and other processes.
- * Exit codes: 0 success; 2 usage or bad tag; 3 held by another; 1 anything else.
+ * Exit codes: 0 success; 2 usage or bad tag; 3 held by another; 1 anything else (`verify`: a
+ * damaged build).
  * `lock` exits with its command's exit code; `stage` exits 128 + the signal when interrupted,
  * and both do so while waiting for the lock. A closed stdout changes no exit code.
  */
@@ -8,6 +9,7 @@ import { Command, CommanderError, InvalidArgumentError, Option } from 'commander
 import { runLocked } from './cli/lockCommand';
 import { formatList, formatStatus } from './cli/format';
 import { runStage } from './cli/stageCommand';
+import { runVerify } from './cli/verifyCommand';
 import { parseDuration, parseSize } from './cli/units';
 import { Interrupted, formatError, guardOutput, jsonRequested, outputFailed, usageError } from './cli/output';
 import { formatPrune, formatUsage } from './cli/usageFormat';
@@ -86,6 +88,7 @@ function buildProgram(argv: readonly string[]): Command {
       'after',
       `
 Exit codes: 0 success; 2 usage error or bad tag; 3 held by another (holder on stderr); 1 other errors.
+'verify' exits 0 when the build is intact and 1 when it is damaged (each problem on stdout).
 'lock' exits with the exit code of its command; 'lock' and 'stage' exit 128 + the signal when
 stopped by one while waiting or staging: 130 for Ctrl-C, 143 for SIGTERM, 129 for SIGHUP.
 With --json every error, usage errors included, is one line of JSON on stderr:
@@ -97,6 +100,7 @@ Examples:
   devserver-stage -d /srv/static list eve-release
   devserver-stage -d /srv/static stage eve-release/R120-15662.0.0 ./out/chromiumos_test_image.bin ./out/autotest.tar.gz
   devserver-stage -d /srv/static lock --create-once eve-release/R120-15662.0.0 -- ./stage.sh
+  devserver-stage -d /srv/static verify eve-release/R120-15662.0.0
   devserver-stage -d /srv/static du eve-release
   devserver-stage -d /srv/static prune --keep 50 --older-than 30d --dry-run
   DEVSERVER_STATIC_DIR=/srv/static devserver-stage --json status eve-release/R120-15662.0.0`,
@@ -211,6 +215,22 @@ Examples:
         },
         { stdout: process.stdout, stderr: process.stderr, json: g.json === true },
       );
+    });
+
+  program
+    .command('verify')
+    .summary('check a staged build against its manifest: every artifact there, with its size and SHA-256')
+    .description(
+      "check the build TAG against its manifest: every artifact it lists is there with its recorded size and SHA-256 (a link: its target), " +
+        'and nothing else is there but the bookkeeping (lock, manifest, staged.timestamp). Links and FIFOs in place of artifacts are reported, never followed or read. ' +
+        'It only reads and takes no lock, so it never holds up a staging; a build locked while it is verified is said to be, since its results may change. ' +
+        'One line per problem and a summary on stdout; progress on stderr on a terminal. ' +
+        'Exit 0 when the build is intact, 1 when it is damaged, has no manifest (ENOMANIFEST) or a damaged one (ECORRUPT).',
+    )
+    .argument('<tag>', 'the build, relative to the static directory')
+    .action(async (tag: string) => {
+      const g = globals();
+      process.exitCode = await runVerify(g.staticDir, tag, timing(g), { stdout: process.stdout, stderr: process.stderr, json: g.json === true });
     });
 
   program

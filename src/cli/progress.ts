@@ -1,9 +1,10 @@
 /**
- * Progress of a staging on stderr. On a terminal: one line, redrawn in place. Elsewhere (CI logs,
- * pipes): plain lines, one per finished artifact and one every few seconds for a long one, so a
- * log neither floods nor falls silent.
+ * Progress on stderr. Of a staging: on a terminal, one line redrawn in place; elsewhere (CI logs,
+ * pipes), plain lines, one per finished artifact and one every few seconds for a long one, so a
+ * log neither floods nor falls silent. Of a verification: the line on a terminal only.
  */
 import type { StageProgress } from '../core/stage/types';
+import type { VerifyProgress } from '../core/verify';
 import { formatBytes, formatRate } from './units';
 
 export interface ProgressOutput {
@@ -101,13 +102,47 @@ export class StageProgressView {
       p.totalBytes !== undefined && p.totalBytes > 0 ? `, all ${Math.min(100, Math.floor((p.bytes * 100) / p.totalBytes))}%` : ` (${formatBytes(p.bytes)} in all)`;
     const tail = p.artifact !== '' ? `  ${this.amount(p)}${overall}  ${this.rate()}` : `${formatBytes(p.bytes)}  ${this.rate()}`;
     const head = `[${p.artifacts} done] `;
-    // Stay below the terminal's width: a wrapped line cannot be redrawn with \r.
-    const columns = this.out.columns !== undefined && this.out.columns > 0 ? this.out.columns : 80; // 0 where the size is unknown
-    const width = Math.max(20, columns - 1);
-    let name = p.artifact;
-    const room = width - head.length - tail.length;
-    if (name.length > room) name = room > 1 ? `…${name.slice(name.length - room + 1)}` : '';
+    const width = lineWidth(this.out);
+    const name = fitName(p.artifact, width - head.length - tail.length);
     this.out.write(`\r${`${head}${name}${tail}`.slice(0, width)}\x1b[K`);
     this.drawn = true;
+  }
+}
+
+/** How wide a redrawn line may be: below the terminal's width, since a wrapped line cannot be redrawn with \r. */
+function lineWidth(out: ProgressOutput): number {
+  const columns = out.columns !== undefined && out.columns > 0 ? out.columns : 80; // 0 where the size is unknown
+  return Math.max(20, columns - 1);
+}
+
+/** `name` cut from the left to `room` characters, the end (the file's own name) kept. */
+function fitName(name: string, room: number): string {
+  if (name.length <= room) return name;
+  return room > 1 ? `…${name.slice(name.length - room + 1)}` : '';
+}
+
+/**
+ * Progress of a verification on a terminal: one line, redrawn in place (the core sends at most ten
+ * reports a second). Nothing where the output is not a terminal: a verification's result is its
+ * summary, and a log gains nothing from a count going up.
+ */
+export class VerifyProgressView {
+  private drawn = false;
+
+  constructor(private readonly out: ProgressOutput) {}
+
+  update(p: VerifyProgress): void {
+    if (this.out.isTTY !== true) return;
+    const pct = p.totalBytes > 0 ? Math.min(100, Math.floor((p.bytes * 100) / p.totalBytes)) : 100;
+    const head = `[${p.files.toLocaleString('en')}/${p.totalFiles.toLocaleString('en')} files] ${formatBytes(p.bytes)} of ${formatBytes(p.totalBytes)} (${pct}%)  `;
+    const width = lineWidth(this.out);
+    this.out.write(`\r${`${head}${fitName(p.current ?? '', width - head.length)}`.slice(0, width)}\x1b[K`);
+    this.drawn = true;
+  }
+
+  /** Removes the line, before other output or at the end. */
+  clear(): void {
+    if (this.drawn) this.out.write('\r\x1b[K');
+    this.drawn = false;
   }
 }

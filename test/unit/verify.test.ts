@@ -8,13 +8,14 @@ import { spawnSync } from 'child_process';
 import * as crypto from 'crypto';
 import * as fs from 'fs';
 import * as path from 'path';
+import { VerifyProgressView } from '../../src/cli/progress';
 import { acquire } from '../../src/core/lock';
 import { isBookkeeping } from '../../src/core/protocol';
 import { stage } from '../../src/core/stage/stage';
 import { MANIFEST_FILE, TIMESTAMP_FILE } from '../../src/core/stage/types';
-import { verify, type VerifyProgress, type VerifyResult } from '../../src/core/verify';
+import { verify, type VerifyProblem, type VerifyProgress, type VerifyResult } from '../../src/core/verify';
 import { PYTHON, sha } from '../fixtures';
-import { cleanup, rejectsWith, run, tempDir } from '../helpers';
+import { cleanup, cli, rejectsWith, run, tempDir } from '../helpers';
 
 const LARGE = 3 * 1024 * 1024 + 17;
 
@@ -268,5 +269,87 @@ describe('verify', () => {
     assert.equal(spawnSync('mkfifo', [path.join(area, MANIFEST_FILE)]).status, 0);
     await rejectsWith(verify(staticDir, 'eve/R1'), 'EIO', /FIFO/);
     await rejectsWith(verify(staticDir, '../x'), 'EBADTAG');
+  });
+
+  describe('devserver-stage verify', () => {
+    it('exit 0 and a summary line for a good build', async () => {
+      const r = await cli(staticDir, ['verify', 'eve/R1']);
+      assert.equal(r.code, 0, r.stderr);
+      assert.equal(r.stdout, 'eve/R1: 4 files, 3.2 MiB verified, OK\n');
+      assert.equal(r.stderr, '', 'no progress where stderr is not a terminal');
+    });
+
+    it('exit 1 with one line per problem and the count for a damaged one; --json gives the result', async () => {
+      fs.rmSync(path.join(area, 'autotest', 'control'));
+      fs.writeFileSync(path.join(area, 'extra.bin'), 'extra');
+      const r = await cli(staticDir, ['verify', 'eve/R1']);
+      assert.equal(r.code, 1, r.stderr);
+      assert.deepEqual(r.stdout.split('\n'), [
+        'missing     autotest/control',
+        'unlisted    extra.bin: a file',
+        'eve/R1: 4 files, 3.2 MiB verified, DAMAGED: 2 problems',
+        '',
+      ]);
+      const j = await cli(staticDir, ['--json', 'verify', 'eve/R1']);
+      assert.equal(j.code, 1, j.stderr);
+      const body = JSON.parse(j.stdout) as VerifyResult;
+      assert.equal(body.ok, false);
+      assert.equal(body.state, 'free');
+      assert.equal(body.checkedFiles, 4);
+      assert.deepEqual(
+        body.problems.map((p: VerifyProblem) => [p.path, p.kind]),
+        [
+          ['autotest/control', 'missing'],
+          ['extra.bin', 'unlisted'],
+        ],
+      );
+      assert.deepEqual(Object.keys(body).sort(), ['checkedBytes', 'checkedFiles', 'dir', 'ok', 'problems', 'state', 'staticDir', 'tag']);
+    });
+
+    it('says when the build is held while verified', async () => {
+      const lease = await acquire(staticDir, 'eve/R1', { createOnce: false });
+      try {
+        const r = await cli(staticDir, ['verify', 'eve/R1']);
+        assert.equal(r.code, 0, r.stderr);
+        assert.match(r.stdout, /note: eve\/R1 was held while it was verified: it may be being staged, and these results may change\./);
+      } finally {
+        await lease.release();
+      }
+    });
+
+    it('progress on a terminal is one line redrawn in place, cut to its width; elsewhere there is none', () => {
+      let out = '';
+      const view = new VerifyProgressView({ write: (t: string) => (out += t), isTTY: true, columns: 60 });
+      view.update({ files: 312, totalFiles: 2014, bytes: 512 * 1024 ** 2, totalBytes: 1024 ** 3, current: 'autotest/packages/a-rather-long-directory/client.tar' });
+      const line = out.slice(1, out.indexOf('\x1b[K'));
+      assert.ok(out.startsWith('\r'));
+      assert.ok(line.startsWith('[312/2,014 files] 512 MiB of 1.0 GiB (50%)  '), line);
+      assert.ok(line.length <= 59 && line.endsWith('client.tar'), line);
+      view.clear();
+      assert.ok(out.endsWith('\r\x1b[K'));
+      let piped = '';
+      const quiet = new VerifyProgressView({ write: (t: string) => (piped += t), isTTY: false });
+      quiet.update({ files: 1, totalFiles: 2, bytes: 1, totalBytes: 2 });
+      quiet.clear();
+      assert.equal(piped, '');
+    });
+
+    it('errors are coded, as JSON with --json: no manifest exit 1, a bad tag exit 2; --help exit 0', async () => {
+      fs.mkdirSync(path.join(staticDir, 'eve', 'R3'));
+      const r = await cli(staticDir, ['--json', 'verify', 'eve/R3']);
+      assert.equal(r.code, 1);
+      assert.equal(r.stdout, '');
+      const err = (JSON.parse(r.stderr) as { error: { code: string; message: string; path: string } }).error;
+      assert.equal(err.code, 'ENOMANIFEST');
+      assert.equal(err.path, path.join(staticDir, 'eve', 'R3', MANIFEST_FILE));
+      assert.equal((await cli(staticDir, ['verify', '../etc'])).code, 2);
+      const none = await cli(staticDir, ['--json', 'verify', 'eve/R9']);
+      assert.equal(none.code, 1);
+      assert.equal((JSON.parse(none.stderr) as { error: { code: string } }).error.code, 'ENOENT');
+      const help = await cli(staticDir, ['verify', '--help']);
+      assert.equal(help.code, 0);
+      assert.match(help.stdout, /Usage: devserver-stage verify/);
+      assert.match((await cli(staticDir, ['--help'])).stdout, /\bverify\b/);
+    });
   });
 });
