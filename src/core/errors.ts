@@ -19,6 +19,7 @@ export type ErrorCode =
   | 'ECONFLICT' // an artifact of the same name but different content is already staged
   | 'ECORRUPT' // a record the tool keeps in an area (the manifest) is damaged: not JSON, or an entry of the wrong shape
   | 'ENOMANIFEST' // the build has no manifest, so there is nothing to verify it against
+  | 'ENESTED' // the tag lies inside an existing build: builds are not staged inside builds
   | 'EIO'; // any other filesystem failure, with the cause attached
 
 export class StagingError extends Error {

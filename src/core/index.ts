@@ -18,6 +18,7 @@ export { MANIFEST_FILE, TIMESTAMP_FILE, DEFAULT_MAX_BYTES } from './stage/types'
 export { parseManifest, readManifest } from './stage/manifest';
 export { verify, describeEntryType } from './verify';
 export type { VerifyOptions, VerifyProblem, VerifyProblemKind, VerifyProgress, VerifyResult, ArtifactFacts, EntryType } from './verify';
+export { findBuildAbove } from './nesting';
 export { parseTag, isInside } from './tags';
 export { StagingError, isStagingError } from './errors';
 export type { ErrorCode } from './errors';

@@ -19,7 +19,7 @@ import type { ListEntry, LockInfo, Timing } from './types';
  * devserver's mark) or a lock target. Looked for one at a time, most common first, so that a
  * staged build costs one lstat more and only a folder costs all three.
  */
-async function hasBuildMark(dir: string): Promise<boolean> {
+export async function hasBuildMark(dir: string): Promise<boolean> {
   for (const name of BUILD_MARKS) {
     const st = await asyncIo.lstatOrNull(path.join(dir, name)).catch(() => null);
     if (st !== null) return true;

@@ -11,11 +11,13 @@
  */
 import * as fs from 'fs';
 import * as path from 'path';
-import { asStagingError } from './errors';
+import { openBelow, openDir, type Dir } from './anchored';
+import { asStagingError, errnoCode } from './errors';
 import { asyncIo, type Io } from './io';
+import { hasBuildMark } from './inspect';
 import { judgeLock } from './judge';
 import { LOCK_NAME, isProtocolName } from './protocol';
-import type { Area } from './tags';
+import { parseTag, resolveStaticDir, type Area } from './tags';
 import type { LockInfo, Timing } from './types';
 
 export interface NestingConflict {
@@ -96,4 +98,49 @@ export async function findNestingConflict(
   if (above !== undefined) return { info: above, relation: 'above' };
   const inside = await findHeldInside(area.dir, timing, nowFsMs, area.io, listing);
   return inside === undefined ? undefined : { info: inside, relation: 'inside' };
+}
+
+/**
+ * The tag of the nearest build strictly above `tag` inside the static directory (a directory
+ * holding a lock, the lock target, a manifest or a timestamp), or undefined. Builds are not staged
+ * inside builds: their artifacts would become the outer build's unlisted files, and destroying
+ * the outer one would take the inner with it. Read only: each level is opened below the one
+ * above without following a link (areas nest by their tags, so a link ends the search, as a
+ * missing directory does), and the markers are looked at there with `lstat`.
+ */
+export async function findBuildAbove(staticDir: string, tag: string): Promise<string | undefined> {
+  const segments = parseTag(tag);
+  const { staticDir: shown, realStaticDir, io } = await resolveStaticDir(staticDir);
+  let current: Dir;
+  try {
+    current = await openDir(realStaticDir, true, io.sync);
+  } catch (err) {
+    throw asStagingError(err, 'open the static directory', shown);
+  }
+  let found: string | undefined;
+  try {
+    for (let i = 0; i < segments.length - 1; i++) {
+      let next: Dir;
+      try {
+        next = await openBelow(current, segments[i]!, io.sync);
+      } catch (err) {
+        const code = errnoCode(err);
+        // Not there, not a directory, a link, or closed to this user: nothing below it is a build of its own here.
+        if (code === 'ENOENT' || code === 'ENOTDIR' || code === 'ELOOP' || code === 'EACCES' || code === 'EPERM') break;
+        throw asStagingError(err, 'open', path.join(shown, ...segments.slice(0, i + 1)));
+      }
+      current.close();
+      current = next;
+      if (await isBuild(current, io)) found = segments.slice(0, i + 1).join('/');
+    }
+  } finally {
+    current.close();
+  }
+  return found;
+}
+
+/** A lock, or one of the marks staging leaves (read through the opened directory). */
+async function isBuild(dir: Dir, io: Io): Promise<boolean> {
+  const lock = await io.lstatOrNull(dir.at(LOCK_NAME)).catch(() => null);
+  return lock !== null || hasBuildMark(dir.at('.'));
 }

@@ -14,6 +14,7 @@ import * as fs from 'fs';
 import * as path from 'path';
 import { StagingError, asStagingError, errnoCode, isStagingError } from '../errors';
 import { acquire, type Lease } from '../lock';
+import { findBuildAbove } from '../nesting';
 import { isInside } from '../tags';
 import { asyncIo } from '../io';
 import { Budget, Copier, hashFile, type Written } from './copy';
@@ -63,6 +64,9 @@ export async function stage(staticDir: string, tag: string, sources: readonly st
   lease.signal.addEventListener('abort', onLost, { once: true });
   const tx = new Transaction(lease, options, work.signal);
   try {
+    // Checked under the lock, as nesting is: a lock held above has already refused us (ELOCKED),
+    // and a build that appeared above while we waited for the lock is seen now.
+    await refuseInsideBuild(lease);
     await tx.begin(sources);
     for (const spec of sources) await tx.stageSource(spec);
     await tx.commit();
@@ -78,6 +82,19 @@ export async function stage(staticDir: string, tag: string, sources: readonly st
   }
   await lease.release();
   return tx.result();
+}
+
+/** ENESTED when the area lies inside an existing build: a new build goes beside it, never inside it. */
+async function refuseInsideBuild(lease: Lease): Promise<void> {
+  const above = await findBuildAbove(lease.staticDir, lease.tag);
+  if (above === undefined) return;
+  const beside = above.includes('/') ? `in ${above.slice(0, above.lastIndexOf('/'))}` : 'at the top of the static directory';
+  throw new StagingError(
+    'ENESTED',
+    `Cannot stage into ${lease.tag}: it is inside the build ${above} (${path.join(lease.staticDir, above)}), and builds are not staged inside builds. ` +
+      `Choose a tag beside ${above} (${beside}), not below it.`,
+    { path: lease.dir },
+  );
 }
 
 /** Everything one call does to the area, so that it can be undone. */
