@@ -97,6 +97,8 @@ describe('usage and prune', () => {
       write('eve/R3/partial.bin', Buffer.alloc(7));
       legacyLock('eve/R4');
       staleLock('eve/R5', 60_000);
+      // The Python devserver's lock target alone, as a build.
+      write('eve/R6/devserver', '');
       // A directory without markers only groups; an area below it is found.
       write('eve/plain/loose.txt', 'x');
       area('eve/plain/sub2', DAY);
@@ -107,7 +109,7 @@ describe('usage and prune', () => {
       fs.mkdirSync(path.join(staticDir, 'eve/R1/devserver.lock.claim.1.2.0'));
 
       const areas = byTag(await usage(staticDir));
-      assert.deepEqual([...areas.keys()].sort(), ['eve/R1', 'eve/R2', 'eve/R3', 'eve/R4', 'eve/R5', 'eve/plain/sub2']);
+      assert.deepEqual([...areas.keys()].sort(), ['eve/R1', 'eve/R2', 'eve/R3', 'eve/R4', 'eve/R5', 'eve/R6', 'eve/plain/sub2']);
 
       const r1 = areas.get('eve/R1')!;
       assert.equal(r1.artifacts, 2);
@@ -130,6 +132,8 @@ describe('usage and prune', () => {
 
       assert.equal(areas.get('eve/R4')!.state, 'legacy');
       assert.equal(areas.get('eve/R4')!.lock?.legacy?.hostname, 'buildhost');
+      assert.equal(areas.get('eve/R4')!.artifacts, 0, "the Python devserver's lock file is bookkeeping, not an artifact");
+      assert.equal(areas.get('eve/R6')!.artifacts, 0);
       assert.equal(areas.get('eve/R5')!.state, 'stale');
       assert.equal(areas.get('eve/plain/sub2')!.lastUsedMs, now - DAY);
     });

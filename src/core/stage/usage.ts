@@ -12,7 +12,7 @@ import { inspect } from '../inspect';
 import { ioFor, type Io } from '../io';
 import { judgeLock } from '../judge';
 import { describeHolder } from '../lock';
-import { BUILD_MARKS, FENCE_FILE, LOCK_NAME, META_DIR, clampTiming, isProtocolName } from '../protocol';
+import { BUILD_MARKS, FENCE_FILE, LOCK_NAME, clampTiming, isBookkeeping, isProtocolName } from '../protocol';
 import { destroy } from '../remove';
 import { resolveArea, resolveStaticDir } from '../tags';
 import type { LockInfo, LockState, Timing } from '../types';
@@ -232,8 +232,7 @@ async function measureArea(
           if (!isGone(err)) incomplete = true;
           return;
         }
-        const bookkeeping = atTop && (e.name === TIMESTAMP_FILE || e.name.startsWith(META_DIR));
-        if (st.isFile() && !bookkeeping) files++;
+        if (st.isFile() && !(atTop && isBookkeeping(e.name))) files++;
         if (st.nlink > 1) {
           // Hard links inside one build take the space once (each name is still an artifact).
           const key = `${st.dev}:${st.ino}`;
