@@ -2,7 +2,7 @@
  * Benchmarks of the lock core against bare baselines measured in the same process and run.
  * Prints figures; never asserts timings. See bench/README.md.
  *
- *   node out/bench/index.js [--no-race] [--no-stage] [--quick]
+ *   node out/bench/index.js [--no-race] [--no-stage] [--no-verify] [--quick]
  */
 import { spawn, type ChildProcess } from 'child_process';
 import * as fs from 'fs';
@@ -18,11 +18,13 @@ import { makeLockFs, rememberPrecision, type LockFsState } from '../src/core/loc
 import { openArea, resolveArea } from '../src/core/tags';
 import { formatTable, interleave, median, p95, ratioOf, type Candidate, type Row } from './stats';
 import { benchStage } from './stage';
+import { benchVerify } from './verify';
 
 const argv = new Set(process.argv.slice(2));
 const QUICK = argv.has('--quick');
 const RACE = !argv.has('--no-race');
 const STAGE = !argv.has('--no-stage');
+const VERIFY = !argv.has('--no-verify');
 
 const us = (ms: number): string => `${(ms * 1000).toFixed(0)} µs`;
 const msf = (ms: number): string => `${ms.toFixed(1)} ms`;
@@ -335,6 +337,7 @@ async function main(): Promise<void> {
     await benchList(root, rows);
     await benchRace(root, rows);
     if (STAGE) await benchStage(root, rows, QUICK, line);
+    if (VERIFY) await benchVerify(root, rows, QUICK, line);
   } finally {
     fs.rmSync(root, { recursive: true, force: true });
   }

@@ -98,3 +98,28 @@ export function formatTable(rows: readonly Row[]): string {
   const line = (cells: readonly string[]): string => cells.map((c, i) => c.padEnd(widths[i]!)).join('  ').trimEnd();
   return [line(header), line(widths.map((w) => '-'.repeat(w))), ...body.map(line)].join('\n');
 }
+
+/**
+ * A row for a whole run timed against a baseline doing the same work: the figure is the speed
+ * relative to the baseline (its median time over ours), in seconds, with the aim a minimum speed.
+ */
+export function speedRow(name: string, ours: readonly number[], baseline: string, theirs: readonly number[], minSpeed: number): Row {
+  const mOurs = median(ours);
+  const mTheirs = median(theirs);
+  const speed = mTheirs / mOurs;
+  const s = (ms: number): string => `${(ms / 1000).toFixed(2)} s`;
+  return {
+    name,
+    unit: 'ms',
+    median: mOurs,
+    p95: Math.max(...ours),
+    baseline,
+    baselineMedian: mTheirs,
+    ratioText: `${speed.toFixed(2)}× speed`,
+    medianText: s(mOurs),
+    p95Text: s(Math.max(...ours)),
+    baselineText: `${baseline}: ${s(mTheirs)}`,
+    aim: `≥ ${minSpeed.toFixed(2)}× speed`,
+    met: speed >= minSpeed,
+  };
+}
