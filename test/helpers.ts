@@ -9,7 +9,7 @@ import * as path from 'path';
 import { strict as assert } from 'assert';
 import Mocha = require('mocha');
 import { StagingError } from '../src/core/errors';
-import { FENCE_FILE, OWNER_FILE } from '../src/core/protocol';
+import { FENCE_FILE, META_DIR, OWNER_FILE } from '../src/core/protocol';
 
 export const ROOT = path.resolve(__dirname, '..', '..');
 /** The built command-line tool, as users run it. */
@@ -156,6 +156,11 @@ export function snapshot(dir: string): Map<string, string> {
   };
   walk(dir);
   return out;
+}
+
+/** `snapshot` of a static directory as lines, without its bookkeeping directory (clock probes, trash and audit log come and go). */
+export function staticContents(staticDir: string): string[] {
+  return [...snapshot(staticDir)].filter(([p]) => !path.relative(staticDir, p).startsWith(META_DIR)).map(([p, v]) => `${p} ${v}`);
 }
 
 /** sha256, mode and mtime of every file below `dir`, and the set of names: what must not change. */

@@ -7,15 +7,10 @@ import * as fs from 'fs';
 import * as path from 'path';
 import { acquire } from '../../src/core/lock';
 import { findBuildAbove } from '../../src/core/nesting';
-import { LOCK_NAME, LOCK_TARGET, META_DIR } from '../../src/core/protocol';
+import { LOCK_NAME, LOCK_TARGET } from '../../src/core/protocol';
 import { stage } from '../../src/core/stage/stage';
 import { MANIFEST_FILE, TIMESTAMP_FILE } from '../../src/core/stage/types';
-import { cleanup, cli, rejectsWith, snapshot, tempDir } from '../helpers';
-
-/** Everything under the static directory but its bookkeeping directory (trash, clock probes). */
-function contents(staticDir: string): string[] {
-  return [...snapshot(staticDir)].filter(([p]) => !path.relative(staticDir, p).startsWith(META_DIR)).map(([p, v]) => `${p} ${v}`);
-}
+import { cleanup, cli, rejectsWith, staticContents, tempDir } from '../helpers';
 
 describe('builds inside builds', () => {
   let root: string;
@@ -75,17 +70,17 @@ describe('builds inside builds', () => {
 
   it('stage refuses a tag inside a build with ENESTED naming both, and leaves nothing behind; beside it is fine', async () => {
     await stage(staticDir, 'eve/R1', [source]);
-    const before = contents(staticDir);
+    const before = staticContents(staticDir);
     const e = await rejectsWith(stage(staticDir, 'eve/R1/extra/more', [source]), 'ENESTED');
     assert.match(e.message, /eve\/R1\/extra\/more/);
     assert.match(e.message, /inside the build eve\/R1 /);
     assert.match(e.message, /beside eve\/R1 \(in eve\)/);
-    assert.deepEqual(contents(staticDir), before, 'no directory made, nothing changed');
+    assert.deepEqual(staticContents(staticDir), before, 'no directory made, nothing changed');
     // An existing directory inside the build, added to: refused as well.
     fs.mkdirSync(path.join(staticDir, 'eve', 'R1', 'sub'));
-    const inside = contents(staticDir);
+    const inside = staticContents(staticDir);
     await rejectsWith(stage(staticDir, 'eve/R1/sub', [source], { add: true }), 'ENESTED', 'eve/R1/sub');
-    assert.deepEqual(contents(staticDir), inside);
+    assert.deepEqual(staticContents(staticDir), inside);
     await stage(staticDir, 'eve/R2', [source]);
     // At the top of the static directory, the message says so.
     await stage(staticDir, 'top', [source]);

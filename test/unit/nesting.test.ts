@@ -12,12 +12,7 @@ import { acquire } from '../../src/core/lock';
 import { findHeldInside } from '../../src/core/nesting';
 import { DEFAULT_TIMING, LOCK_NAME, OWNER_FILE } from '../../src/core/protocol';
 import { syncIo } from '../../src/core/io';
-import { CLI, cleanup, cli, expectMessage, killAll, report, snapshot, startWorker, tempDir, track, waitFor, type Msg } from '../helpers';
-
-/** Everything under the static directory but our bookkeeping (clock probes come and go). */
-function contents(staticDir: string): string[] {
-  return [...snapshot(staticDir)].filter(([p]) => !path.relative(staticDir, p).startsWith('.devserver-staging')).map(([p, v]) => `${p} ${v}`);
-}
+import { CLI, cleanup, cli, expectMessage, killAll, report, startWorker, staticContents, tempDir, track, waitFor, type Msg } from '../helpers';
 
 describe('nested areas', function () {
   this.timeout(60_000);
@@ -55,7 +50,7 @@ describe('nested areas', function () {
     fs.mkdirSync(path.join(staticDir, 'board', 'n1', 'sub'), { recursive: true });
     fs.writeFileSync(path.join(staticDir, 'board', 'n1', 'sub', 'kept'), 'kept');
     await holdInAnotherProcess('board/n1');
-    const before = contents(staticDir);
+    const before = staticContents(staticDir);
     const attempts = [
       ['lock', 'board/n1/sub', '--', 'true'],
       ['lock', 'board/n1/new', '--', 'true'],
@@ -69,7 +64,7 @@ describe('nested areas', function () {
       const r = await cli(staticDir, args);
       assert.equal(r.code, 3, `${args.join(' ')}: ${r.stderr}`);
       assert.match(r.stderr, /board\/n1, which contains it, is held by .*sleep 60/, args.join(' '));
-      assert.deepEqual(contents(staticDir), before, `${args.join(' ')} changed nothing`);
+      assert.deepEqual(staticContents(staticDir), before, `${args.join(' ')} changed nothing`);
     }
     const json = await cli(staticDir, ['--json', 'lock', 'board/n1/sub', '--', 'true']);
     const err = (JSON.parse(json.stderr) as { error: { code: string; lock: { tag: string; state: string } } }).error;
@@ -79,7 +74,7 @@ describe('nested areas', function () {
 
   it('while board/n1/sub is held, lock and destroy of board/n1 and board fail with exit 3', async () => {
     await holdInAnotherProcess('board/n1/sub');
-    const before = contents(staticDir);
+    const before = staticContents(staticDir);
     for (const args of [
       ['lock', 'board/n1', '--', 'true'],
       ['lock', 'board', '--', 'true'],
@@ -90,7 +85,7 @@ describe('nested areas', function () {
       const r = await cli(staticDir, args);
       assert.equal(r.code, 3, `${args.join(' ')}: ${r.stderr}`);
       assert.match(r.stderr, /board\/n1\/sub, inside it, is held by/, args.join(' '));
-      assert.deepEqual(contents(staticDir), before, `${args.join(' ')} changed nothing`);
+      assert.deepEqual(staticContents(staticDir), before, `${args.join(' ')} changed nothing`);
     }
   });
 
