@@ -93,8 +93,8 @@ export class BuildNode {
     const context = own.mine ? 'build.held.mine' : `build.${state}`;
     item.contextValue = r.damaged !== undefined ? `${context}.damaged` : context;
     // No resourceUri: a build is not a file to decorate, and a URI per row costs thousands of
-    // rows in a big folder real time in the workbench.
-    item.accessibilityInformation = { label: vscode.l10n.t('Build {0}, {1}', r.tag, item.description || look.label) };
+    // rows in a big folder real time in the workbench. The accessible label is VS Code's own:
+    // the name, then the description, as on screen.
     // The tooltip is filled in on hover (resolveTreeItem), when its ages are current.
     return item;
   }

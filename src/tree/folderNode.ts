@@ -49,7 +49,8 @@ export class FolderNode {
     item.resourceUri = vscode.Uri.file(this.dir);
     item.contextValue = 'folder';
     item.tooltip = vscode.l10n.t('Folder {0}: {1}', this.tag, item.description);
-    item.accessibilityInformation = { label: vscode.l10n.t('Folder {0}, {1}', this.tag, item.description) };
+    // Read as it is shown, not as the tooltip (which VS Code would read otherwise).
+    item.accessibilityInformation = { label: `${name} ${item.description}` };
     return item;
   }
 }

@@ -17,6 +17,7 @@ function expectations(legacy) {
   const user = os.userInfo().username;
   const host = os.hostname();
   const rows = [
+    ['a folder with the count of its builds', /^eve-release \d+ builds · 1 held$/],
     ['a free build', /^R9-12739\.0\.0\s*$/],
     ['the held build with its holder', new RegExp(`^${path.basename(HELD_TAG).replace(/\./g, '\\.')} ${user}@${host}$`)],
     ['the stale build with its last holder', /^R119-15633\.0\.0 stale · chrome-bot@buildbot-7$/],
@@ -40,7 +41,12 @@ export async function runUiCheck({ updateScreenshots = false, log = console.log 
     await container.waitFor({ timeout: 60_000 });
     await container.click();
     const row = (label) => page.locator(`.monaco-list-row[aria-label^="${label}"]`).first();
-    await row('eve-release').waitFor({ timeout: 30_000 });
+    await row('eve-release').waitFor({ timeout: 30_000 }).catch(async (err) => {
+      // What was on screen instead, for whoever reads the failure.
+      await page.screenshot({ path: path.join(outDir, 'failure.png') });
+      const labels = await page.$$eval('.monaco-list-row', (els) => els.map((e) => e.getAttribute('aria-label') ?? ''));
+      throw new Error(`${err instanceof Error ? err.message : err}\nrows on screen: ${JSON.stringify(labels)}; screenshot: ${path.join(outDir, 'failure.png')}`);
+    });
     for (const board of ['eve-release', 'octopus-release', 'hatch-paladin']) {
       await row(board).click();
       await page.waitForTimeout(300);
@@ -97,9 +103,9 @@ export async function runUiCheck({ updateScreenshots = false, log = console.log 
 
     // The status bar item: this window holds nothing; one build held and one stale elsewhere.
     const status = page.locator('.statusbar-item[id="devserver-staging.devserver-staging.devserverStaging.status"], .statusbar-item[id$="devserverStaging.status"]').first();
-    await check('the status bar item counting 1 held and 1 stale build', async () => {
+    await check('the status bar item saying in words: 1 held, 1 stale', async () => {
       await status.waitFor({ timeout: 5_000 });
-      return /0 · 2\s*1/.test((await status.innerText()).replace(/\s+/g, ' '));
+      return /1 held, 1 stale/.test((await status.innerText()).replace(/\s+/g, ' '));
     });
     await status.hover();
     await page.waitForTimeout(1200);
@@ -133,6 +139,28 @@ export async function runUiCheck({ updateScreenshots = false, log = console.log 
     await page.keyboard.press('Escape');
     await page.waitForTimeout(300);
     await check('the stale lock still there after Cancel', async () => fs.existsSync(path.join(demo.staticDir, 'octopus-release', 'R119-15633.0.0', 'devserver.lock')));
+
+    // Filter… from the view's title: type words of the tag, Enter; only matching builds remain,
+    // the view says so, and Clear Filter takes the funnel's place.
+    await page.locator('.action-label[aria-label^="Filter…"]').first().click();
+    await page.waitForTimeout(500);
+    await page.keyboard.type('R120');
+    await page.keyboard.press('Enter');
+    await check('the filter leaving only builds whose tag has R120, and saying so', async () => {
+      for (let i = 0; i < 30; i++) {
+        const now = await page.$$eval('.monaco-list-row', (els) => els.map((e) => e.getAttribute('aria-label') ?? ''));
+        const message = await page.locator('.tree-explorer-viewlet-tree-view-message, .pane-body .message').first().innerText().catch(() => '');
+        if (!now.some((l) => l.startsWith('R9-12739')) && now.some((l) => l.startsWith('R120-15662')) && /Filtered/.test(message)) return true;
+        await page.waitForTimeout(100);
+      }
+      return false;
+    });
+    await shoot('tree-filter.png');
+    await page.locator('.action-label[aria-label^="Clear Filter"]').first().click();
+    await check('Clear Filter showing every build again', async () => {
+      await row('R9-12739.0.0').waitFor({ timeout: 5_000 });
+      return true;
+    });
 
     // From the command palette, as a user would: lock a build for this window, then reload the
     // window. The old window's extension host ends, and with it the lock.
