@@ -14,6 +14,7 @@ import { showLogCommand } from './commands/showLog';
 import { filterCommand, clearFilterCommand } from './commands/filter';
 import { goToBuildCommand } from './commands/goToBuild';
 import { showMoreCommand } from './commands/showMore';
+import { verifyBuildCommand } from './commands/verifyBuild';
 import { showBuildDetailsCommand } from './commands/showBuildDetails';
 import { BuildDetails, DETAILS_SCHEME } from './details/buildDetails';
 import { FilterStatus } from './tree/filterStatus';
@@ -91,6 +92,7 @@ export function activate(context: vscode.ExtensionContext): DevserverStagingApi 
     clearFilterCommand(tree, log),
     goToBuildCommand(states, mine, tree, view, log),
     showMoreCommand(tree, log),
+    verifyBuildCommand(states, timing, log),
     showBuildDetailsCommand(states, log),
     stageBuildCommand(() => config.current.staticDirs, windowLocks, mine, timing, log),
     addArtifactsCommand(states, windowLocks, mine, timing, log),

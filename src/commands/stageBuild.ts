@@ -1,7 +1,7 @@
 import * as fs from 'fs';
 import * as path from 'path';
 import * as vscode from 'vscode';
-import { parseTag, type Timing } from '../core';
+import { findBuildAbove, parseTag, type Timing } from '../core';
 import { errorMessage } from '../errors';
 import type { Log } from '../log';
 import type { Mine } from '../model/mine';
@@ -10,15 +10,27 @@ import type { WindowLocks } from '../windowLocks';
 import { registerCommand } from './command';
 import { pickSources, runStaging, type StagingArgs } from './staging';
 
-/** Why a tag cannot name a new build, by the core's rules; undefined when it can. */
-export function tagProblem(staticDir: string, tag: string): string | undefined {
+/**
+ * Why a tag cannot name a new build, by the core's rules; undefined when it can. A tag inside an
+ * existing build is refused as the core refuses it (a build's folders are its artifacts).
+ */
+export async function tagProblem(staticDir: string, tag: string): Promise<string | undefined> {
+  const t = tag.trim();
   try {
-    parseTag(tag.trim());
+    parseTag(t);
   } catch (err) {
     return errorMessage(err);
   }
-  if (fs.existsSync(path.join(staticDir, tag.trim()))) return vscode.l10n.t('{0} exists already: use Add Artifacts to stage into it.', tag.trim());
+  const above = await findBuildAbove(staticDir, t).catch(() => undefined);
+  if (above !== undefined) return vscode.l10n.t('{0} is inside the build {1}: choose a tag beside it, such as {2}.', t, above, siblingOf(above));
+  if (fs.existsSync(path.join(staticDir, t))) return vscode.l10n.t('{0} exists already: use Add Artifacts to stage into it.', t);
   return undefined;
+}
+
+/** A tag next to `build`, for the message: its folder with a new name. */
+function siblingOf(build: string): string {
+  const i = build.lastIndexOf('/');
+  return `${i < 0 ? '' : build.slice(0, i + 1)}…`;
 }
 
 /** Stages a new build: static directory, tag (checked as it is typed), then sources. */

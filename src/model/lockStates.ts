@@ -6,7 +6,7 @@
  */
 import * as fs from 'fs';
 import * as path from 'path';
-import { BUILD_MARKS, LOCK_NAME, inspect, isHolderAlive, isOnThisMachine, isProtocolName, list, lockIdOf, naturalOrder, usage, type ListEntry, type LockInfo, type Timing } from '../core';
+import { BUILD_MARKS, LOCK_NAME, inspect, isBookkeeping, isHolderAlive, isOnThisMachine, isProtocolName, list, lockIdOf, naturalOrder, usage, type ListEntry, type LockInfo, type Timing } from '../core';
 import { Emitter, type Disposable } from './emitter';
 import { isAtOrBelow, keyOf, parentTag, type AreaKind, type AreaRecord, type AreaRef, type Artifact, type Counts } from './records';
 import { DirectoryWatcher, type WatchEvent } from './watcher';
@@ -579,7 +579,8 @@ export class LockStates implements Disposable {
 async function readArtifacts(dir: string, rel: string, lock: ListEntry | undefined): Promise<Artifact[]> {
   const entries = await fs.promises.readdir(dir, { withFileTypes: true }).catch(() => []);
   const legacyFile = rel === '' ? lock?.legacy?.uniqueFile : undefined;
-  const shown = entries.filter((e) => !(rel === '' && isBookkeeping(e.name, legacyFile)));
+  // The core names bookkeeping; the file this lock is a link to is known exactly, too.
+  const shown = entries.filter((e) => !(rel === '' && (isBookkeeping(e.name) || e.name === legacyFile)));
   const sized = await Promise.all(
     shown.map(async (e): Promise<Artifact> => {
       const p = path.join(dir, e.name);
@@ -590,11 +591,6 @@ async function readArtifacts(dir: string, rel: string, lock: ListEntry | undefin
   );
   // Folders first, as a file explorer shows them.
   return sized.sort((a, b) => Number(b.directory) - Number(a.directory) || naturalOrder.compare(a.name, b.name));
-}
-
-/** Whether a name at the top of a build is the tool's (or the Python devserver's) bookkeeping. */
-function isBookkeeping(name: string, legacyFile: string | undefined): boolean {
-  return isProtocolName(name) || BUILD_MARKS.includes(name) || name === legacyFile;
 }
 
 const artifactsKey = (files: readonly Artifact[]): string => files.map((f) => `${f.name}\0${f.size}\0${f.directory}`).join('\0');

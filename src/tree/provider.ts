@@ -7,7 +7,7 @@
 import * as fs from 'fs';
 import * as path from 'path';
 import * as vscode from 'vscode';
-import { BUILD_MARKS, isProtocolName, readManifest } from '../core';
+import { isBookkeeping, readManifest } from '../core';
 import { errorMessage } from '../errors';
 import type { LockStates, StateChange } from '../model/lockStates';
 import type { Mine } from '../model/mine';
@@ -305,7 +305,7 @@ async function contentsOf(dir: string): Promise<{ artifacts: number; bytes: numb
   }
   const entries = await fs.promises.readdir(dir, { withFileTypes: true }).catch(() => undefined);
   if (entries === undefined) return undefined;
-  const files = entries.filter((e) => e.isFile() && !isProtocolName(e.name) && !BUILD_MARKS.includes(e.name));
+  const files = entries.filter((e) => e.isFile() && !isBookkeeping(e.name));
   const sizes = await Promise.all(files.map((e) => fs.promises.lstat(path.join(dir, e.name)).then((s) => s.size, () => 0)));
   return { artifacts: files.length, bytes: sizes.reduce((a, b) => a + b, 0) };
 }

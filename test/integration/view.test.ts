@@ -8,6 +8,7 @@ import { createHash } from 'crypto';
 import * as fs from 'fs';
 import * as path from 'path';
 import * as vscode from 'vscode';
+import { tagProblem } from '../../src/commands/stageBuild';
 import { stage } from '../../src/core';
 import type { DevserverStagingApi } from '../../src/extension';
 import type { Node, RowNode } from '../../src/tree/provider';
@@ -138,5 +139,30 @@ describe('the view of builds', function () {
     assert.equal(node?.tag, 'big/R1000-1.0.0');
     const after = await ext.tree.getChildren(big);
     assert.equal(after.length, 1_005, 'the page grew to hold it, and no "more" row is left');
+  });
+
+  it('Verify Build marks a damaged build in the tree until a verification finds it whole', async () => {
+    const tag = 'lab/octopus/R1-0.0.1';
+    const file = path.join(staticDir, tag, 'notes.txt');
+    const good = fs.readFileSync(file);
+    fs.writeFileSync(file, 'staged for the view tesT\n');
+    const [bad] = (await vscode.commands.executeCommand('devserverStaging.verifyBuild', await nodeOf(tag))) as { ok: boolean; problems: { path: string; kind: string }[] }[];
+    assert.deepEqual(bad?.problems.map((p) => `${p.path} ${p.kind}`), ['notes.txt changed']);
+    const row = itemOf(await nodeOf(tag));
+    assert.equal(row.contextValue, 'build.free.damaged');
+    assert.match(String(row.description), /^damaged/);
+    assert.equal((row.iconPath as vscode.ThemeIcon).id, 'error');
+    await vscode.commands.executeCommand('devserverStaging.filter', { states: ['damaged'] });
+    assert.deepEqual(await labels((await ext.tree.getChildren())[0]), ['lab']);
+    await vscode.commands.executeCommand('devserverStaging.clearFilter');
+    fs.writeFileSync(file, good);
+    const [whole] = (await vscode.commands.executeCommand('devserverStaging.verifyBuild', await nodeOf(tag))) as { ok: boolean }[];
+    assert.equal(whole?.ok, true);
+    assert.equal(itemOf(await nodeOf(tag)).contextValue, 'build.free');
+  });
+
+  it('Stage Build refuses a tag inside an existing build, as the core does', async () => {
+    assert.match((await tagProblem(staticDir, 'eve/R120-1.0.0/extra')) ?? '', /inside the build eve\/R120-1\.0\.0/);
+    assert.equal(await tagProblem(staticDir, 'eve/R121-1.0.0'), undefined);
   });
 });
