@@ -4,6 +4,7 @@ import { chooseStaticDirCommand } from './commands/chooseStaticDir';
 import { copyPathCommand } from './commands/copyPath';
 import { createStaticDirCommand } from './commands/createStaticDir';
 import { destroyCommand } from './commands/destroy';
+import { destroyFolderBuildsCommand } from './commands/destroyFolderBuilds';
 import { forceReleaseCommand } from './commands/forceRelease';
 import { lockForWindowCommand } from './commands/lockForWindow';
 import { openInTerminalCommand } from './commands/openInTerminal';
@@ -44,6 +45,8 @@ export function activate(context: vscode.ExtensionContext): DevserverStagingApi 
   const tree = new StagingTreeProvider(settings.staticDirs, states, windowLocks);
   const view = vscode.window.createTreeView(VIEW_ID, { treeDataProvider: tree, showCollapseAll: true, canSelectMany: true });
   const statusBar = new StatusBar(states, windowLocks, settings.staticDirs);
+  // Every known build below a folder: the builds are told from folders by the commands for now.
+  const buildsUnder = (staticDir: string, tag: string) => states.known().filter((e) => e.staticDir === staticDir && (tag === '' || e.tag.startsWith(`${tag}/`)));
   context.subscriptions.push(
     log,
     states,
@@ -66,7 +69,8 @@ export function activate(context: vscode.ExtensionContext): DevserverStagingApi 
     lockForWindowCommand(states, windowLocks, log),
     releaseWindowLockCommand(states, windowLocks, log),
     forceReleaseCommand(states, windowLocks, prompts, timing, log),
-    destroyCommand(states, windowLocks, prompts, timing, log),
+    destroyCommand(states, windowLocks, prompts, timing, log, () => view.selection),
+    destroyFolderBuildsCommand(buildsUnder, windowLocks, prompts, timing, log),
     copyPathCommand(states, log),
     revealInExplorerCommand(states, log),
     openInTerminalCommand(states, log),

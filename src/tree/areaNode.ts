@@ -53,7 +53,7 @@ export class AreaNode {
     item.id = this.id;
     item.description = this.description(mine);
     item.iconPath = new vscode.ThemeIcon(look.icon, look.color !== undefined ? new vscode.ThemeColor(look.color) : undefined);
-    item.contextValue = mine && e.state === 'held' ? 'area.held.mine' : `area.${e.state}`;
+    item.contextValue = mine && e.state === 'held' ? 'build.held.mine' : `build.${e.state}`;
     item.resourceUri = vscode.Uri.file(e.dir);
     // The tooltip is filled in on hover (resolveTreeItem), when its ages are current.
     return item;

@@ -59,13 +59,13 @@ describe('commands', function () {
     await vscode.commands.executeCommand('devserverStaging.lockForWindow', await nodeOf('eve/R1'));
     const owner = JSON.parse(fs.readFileSync(path.join(lockOf('eve/R1'), 'owner.json'), 'utf8')) as { clientId: string; purpose: string };
     assert.equal(owner.clientId, ext.windowLocks.clientId);
-    await waitFor(async () => ((await stateOf('eve/R1')) === 'area.held.mine' ? true : undefined), 2_000, 'R1 shown as held by this window');
+    await waitFor(async () => ((await stateOf('eve/R1')) === 'build.held.mine' ? true : undefined), 2_000, 'R1 shown as held by this window');
     assert.match(ext.statusBar.text ?? '', /^\$\(lock\) 1 · 0$/);
     const status = await cli(staticDir, ['--json', 'status', 'eve/R1']);
     assert.equal((JSON.parse(status.stdout) as { state: string }).state, 'held');
     await vscode.commands.executeCommand('devserverStaging.releaseWindowLock', await nodeOf('eve/R1'));
     assert.equal(fs.existsSync(lockOf('eve/R1')), false);
-    await waitFor(async () => ((await stateOf('eve/R1')) === 'area.free' ? true : undefined), 2_000, 'R1 shown free');
+    await waitFor(async () => ((await stateOf('eve/R1')) === 'build.free' ? true : undefined), 2_000, 'R1 shown free');
     assert.match(ext.statusBar.text ?? '', /^\$\(lock\) 0 · 0$/);
   });
 
@@ -79,7 +79,7 @@ describe('commands', function () {
 
   it('Force Release asks first, naming the holder and whether its process runs; No keeps the lock', async () => {
     const holder = await holdWithCli(staticDir, 'eve/R3');
-    await waitFor(async () => ((await stateOf('eve/R3')) === 'area.held' ? true : undefined), 2_000, 'R3 held');
+    await waitFor(async () => ((await stateOf('eve/R3')) === 'build.held' ? true : undefined), 2_000, 'R3 held');
     answers = [false];
     await vscode.commands.executeCommand('devserverStaging.forceRelease', await nodeOf('eve/R3'));
     assert.equal(asked.length, 1);
@@ -110,15 +110,18 @@ describe('commands', function () {
     await waitFor(async () => ((await ext.tree.getChildren(await nodeOf('eve'))).length === 4 ? true : undefined), 2_000, 'the tree to drop them');
   });
 
-  it('Destroy refuses a build someone else holds unless told "Destroy Anyway"', async () => {
+  it('Destroy of a build someone else holds says so in its one question, and breaks the lock only when told', async () => {
     const holder = await holdWithCli(staticDir, 'eve/R6');
-    await waitFor(async () => ((await stateOf('eve/R6')) === 'area.held' ? true : undefined), 2_000, 'R6 held');
-    answers = [true, false];
+    await waitFor(async () => ((await stateOf('eve/R6')) === 'build.held' ? true : undefined), 2_000, 'R6 held');
+    answers = [false];
     await vscode.commands.executeCommand('devserverStaging.destroy', await nodeOf('eve/R6'));
-    assert.deepEqual(asked.map((a) => a.button), ['Destroy', 'Destroy Anyway']);
+    assert.equal(asked.length, 1);
+    assert.match(asked[0]!.message, new RegExp(`^Destroy eve/R6\\? It is held by \\S+@\\S+ \\(pid ${holder.pid}\\)\\.$`));
+    assert.equal(asked[0]!.button, 'Destroy, Breaking the Lock');
     assert.ok(fs.existsSync(lockOf('eve/R6')), 'still there, still locked');
-    answers = [true, true];
+    answers = [true];
     await vscode.commands.executeCommand('devserverStaging.destroy', await nodeOf('eve/R6'));
+    assert.equal(asked.length, 2, 'no second question');
     assert.equal(fs.existsSync(path.join(staticDir, 'eve/R6')), false);
     await exitOf(holder);
   });

@@ -21,10 +21,12 @@ export const TAGS = {
   legacy: 'hatch-paladin/R120-15663.0.0-rc1',
 };
 
+/** A staged build: an artifact and the `staged.timestamp` that staging leaves (what makes it a build, not a folder). */
 export function makeBuild(staticDir: string, tag: string): string {
   const dir = path.join(staticDir, tag);
   fs.mkdirSync(dir, { recursive: true });
   fs.writeFileSync(path.join(dir, 'autotest.tar'), Buffer.alloc(4096, 1));
+  fs.writeFileSync(path.join(dir, 'staged.timestamp'), '');
   return dir;
 }
 

@@ -41,7 +41,7 @@ function treeShows(tag: string, state: LockState, timeoutMs: number): Promise<nu
     const started = Date.now();
     const sub = ext.tree.onDidChangeTreeData(async () => {
       const node = await nodeOf(tag).catch(() => undefined);
-      if (node !== undefined && node.entry.state === state && itemOf(node).contextValue === `area.${state}`) {
+      if (node !== undefined && node.entry.state === state && itemOf(node).contextValue === `build.${state}`) {
         sub.dispose();
         clearTimeout(timer);
         resolve(Date.now() - started);
@@ -99,7 +99,7 @@ describe('the Staging Areas tree', function () {
     if (fx.legacy) expect.push([TAGS.legacy, 'legacy', 'lock', /^legacy lock · \S+$/]);
     for (const [tag, state, icon, description] of expect) {
       const item = itemOf(await nodeOf(tag));
-      assert.equal(item.contextValue, `area.${state}`, tag);
+      assert.equal(item.contextValue, `build.${state}`, tag);
       assert.equal(iconOf(item), icon, tag);
       assert.match(String(item.description), description, tag);
       assert.equal(item.label, path.basename(tag));
