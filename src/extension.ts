@@ -1,11 +1,13 @@
 import * as vscode from 'vscode';
 import { addArtifactsCommand } from './commands/addArtifacts';
 import { chooseStaticDirCommand } from './commands/chooseStaticDir';
+import { cleanUpCommand } from './commands/cleanUp';
 import { copyPathCommand } from './commands/copyPath';
 import { createStaticDirCommand } from './commands/createStaticDir';
 import { destroyCommand } from './commands/destroy';
 import { destroyFolderBuildsCommand } from './commands/destroyFolderBuilds';
 import { forceReleaseCommand } from './commands/forceRelease';
+import { forceReleaseAllStaleCommand } from './commands/forceReleaseAllStale';
 import { lockForWindowCommand } from './commands/lockForWindow';
 import { openInTerminalCommand } from './commands/openInTerminal';
 import { refreshCommand } from './commands/refresh';
@@ -45,6 +47,7 @@ export function activate(context: vscode.ExtensionContext): DevserverStagingApi 
   const tree = new StagingTreeProvider(settings.staticDirs, states, windowLocks);
   const view = vscode.window.createTreeView(VIEW_ID, { treeDataProvider: tree, showCollapseAll: true, canSelectMany: true });
   const statusBar = new StatusBar(states, windowLocks, settings.staticDirs);
+  const staticDirs = () => config.current.staticDirs;
   // Every known build below a folder: the builds are told from folders by the commands for now.
   const buildsUnder = (staticDir: string, tag: string) => states.known().filter((e) => e.staticDir === staticDir && (tag === '' || e.tag.startsWith(`${tag}/`)));
   context.subscriptions.push(
@@ -69,13 +72,15 @@ export function activate(context: vscode.ExtensionContext): DevserverStagingApi 
     lockForWindowCommand(states, windowLocks, log),
     releaseWindowLockCommand(states, windowLocks, log),
     forceReleaseCommand(states, windowLocks, prompts, timing, log),
+    forceReleaseAllStaleCommand(staticDirs, buildsUnder, windowLocks, prompts, timing, log),
     destroyCommand(states, windowLocks, prompts, timing, log, () => view.selection),
     destroyFolderBuildsCommand(buildsUnder, windowLocks, prompts, timing, log),
+    cleanUpCommand(staticDirs, windowLocks, prompts, timing, log),
     copyPathCommand(states, log),
     revealInExplorerCommand(states, log),
     openInTerminalCommand(states, log),
     showLogCommand(log),
-    stageBuildCommand(() => config.current.staticDirs, windowLocks, statusBar, timing, log),
+    stageBuildCommand(staticDirs, windowLocks, statusBar, timing, log),
     addArtifactsCommand(states, windowLocks, statusBar, timing, log),
   );
   log.info(`Activated with ${settings.staticDirs.length} static director${settings.staticDirs.length === 1 ? 'y' : 'ies'}.`);
