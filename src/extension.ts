@@ -12,6 +12,7 @@ import { lockForWindowCommand } from './commands/lockForWindow';
 import { openInTerminalCommand } from './commands/openInTerminal';
 import { refreshCommand } from './commands/refresh';
 import { releaseWindowLockCommand } from './commands/releaseWindowLock';
+import { removeStaticDirCommand } from './commands/removeStaticDir';
 import { revealInExplorerCommand } from './commands/revealInExplorer';
 import { showLogCommand } from './commands/showLog';
 import { stageBuildCommand } from './commands/stageBuild';
@@ -67,8 +68,9 @@ export function activate(context: vscode.ExtensionContext): DevserverStagingApi 
       statusBar.setStaticDirs(s.staticDirs);
     }),
     refreshCommand(tree, states, log),
-    chooseStaticDirCommand(log),
-    createStaticDirCommand(tree, states, log),
+    chooseStaticDirCommand(prompts, log),
+    removeStaticDirCommand(prompts, log),
+    createStaticDirCommand(tree, states, staticDirs, log),
     lockForWindowCommand(states, windowLocks, log),
     releaseWindowLockCommand(states, windowLocks, log),
     forceReleaseCommand(states, windowLocks, prompts, timing, log),
