@@ -3,12 +3,14 @@ import { addArtifactsCommand } from './commands/addArtifacts';
 import { chooseStaticDirCommand } from './commands/chooseStaticDir';
 import { cleanUpCommand } from './commands/cleanUp';
 import { copyPathCommand } from './commands/copyPath';
+import { copyTagCommand } from './commands/copyTag';
 import { createStaticDirCommand } from './commands/createStaticDir';
 import { destroyCommand } from './commands/destroy';
 import { destroyFolderBuildsCommand } from './commands/destroyFolderBuilds';
 import { forceReleaseCommand } from './commands/forceRelease';
 import { forceReleaseAllStaleCommand } from './commands/forceReleaseAllStale';
 import { lockForWindowCommand } from './commands/lockForWindow';
+import { openArtifactCommand } from './commands/openArtifact';
 import { openInTerminalCommand } from './commands/openInTerminal';
 import { refreshCommand } from './commands/refresh';
 import { releaseWindowLockCommand } from './commands/releaseWindowLock';
@@ -79,6 +81,8 @@ export function activate(context: vscode.ExtensionContext): DevserverStagingApi 
     destroyFolderBuildsCommand(buildsUnder, windowLocks, prompts, timing, log),
     cleanUpCommand(staticDirs, windowLocks, prompts, timing, log),
     copyPathCommand(states, log),
+    copyTagCommand(states, log),
+    openArtifactCommand(staticDirs, prompts, log),
     revealInExplorerCommand(states, log),
     openInTerminalCommand(states, log),
     showLogCommand(log),

@@ -25,7 +25,7 @@ export class ArtifactNode {
     item.iconPath = vscode.ThemeIcon.File;
     item.contextValue = 'artifact';
     item.tooltip = this.artifact.path;
-    item.command = { command: 'vscode.open', title: vscode.l10n.t('Open'), arguments: [uri] };
+    item.command = { command: 'devserverStaging.openArtifact', title: vscode.l10n.t('Open'), arguments: [this] };
     return item;
   }
 }
