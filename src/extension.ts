@@ -21,6 +21,7 @@ import { stageBuildCommand } from './commands/stageBuild';
 import { Configuration } from './config';
 import { createLog } from './log';
 import { prompts, type Prompts } from './prompts';
+import { revealer } from './reveal';
 import { LockStates } from './state';
 import { StatusBar } from './statusBar';
 import { StagingTreeProvider, type Node } from './tree/provider';
@@ -51,6 +52,7 @@ export function activate(context: vscode.ExtensionContext): DevserverStagingApi 
   const view = vscode.window.createTreeView(VIEW_ID, { treeDataProvider: tree, showCollapseAll: true, canSelectMany: true });
   const statusBar = new StatusBar(states, windowLocks, settings.staticDirs);
   const staticDirs = () => config.current.staticDirs;
+  const reveal = revealer(tree, view);
   // Every known build below a folder: the builds are told from folders by the commands for now.
   const buildsUnder = (staticDir: string, tag: string) => states.known().filter((e) => e.staticDir === staticDir && (tag === '' || e.tag.startsWith(`${tag}/`)));
   context.subscriptions.push(
@@ -86,8 +88,8 @@ export function activate(context: vscode.ExtensionContext): DevserverStagingApi 
     revealInExplorerCommand(states, log),
     openInTerminalCommand(states, log),
     showLogCommand(log),
-    stageBuildCommand(staticDirs, windowLocks, statusBar, timing, log),
-    addArtifactsCommand(states, windowLocks, statusBar, timing, log),
+    stageBuildCommand(staticDirs, windowLocks, statusBar, prompts, reveal, timing, log),
+    addArtifactsCommand(states, windowLocks, statusBar, prompts, reveal, timing, log),
   );
   log.info(`Activated with ${settings.staticDirs.length} static director${settings.staticDirs.length === 1 ? 'y' : 'ies'}.`);
   return { tree, states, view, windowLocks, statusBar, prompts };

@@ -1,22 +1,24 @@
 import * as vscode from 'vscode';
 import type { Timing } from '../core';
 import type { Log } from '../log';
+import type { Prompts } from '../prompts';
 import type { LockStates } from '../state';
 import type { StatusBar } from '../statusBar';
 import type { Node } from '../tree/provider';
 import type { WindowLocks } from '../windowLocks';
 import { registerCommand } from './command';
-import { pickSources, runStaging, type StagingArgs } from './staging';
-import { targets } from './targets';
+import { pickSources, runStaging, type Reveal, type StagingArgs } from './staging';
+import { entryOfNode, targets } from './targets';
 
 /** Stages more artifacts into an existing build, under its lock. */
-export function addArtifactsCommand(states: LockStates, windowLocks: WindowLocks, statusBar: StatusBar, timing: () => Timing, log: Log): vscode.Disposable {
+export function addArtifactsCommand(states: LockStates, windowLocks: WindowLocks, statusBar: StatusBar, prompts: Prompts, reveal: Reveal, timing: () => Timing, log: Log): vscode.Disposable {
   return registerCommand('devserverStaging.addArtifacts', log, async (node?: Node, _nodes?: Node[], args: StagingArgs = {}) => {
     const title = vscode.l10n.t('Add Artifacts');
     let staticDir = args.staticDir;
     let tag = args.tag;
     if (staticDir === undefined || tag === undefined) {
-      const [e] = node?.kind === 'area' ? [node.entry] : await targets(states, undefined, undefined, vscode.l10n.t('Add artifacts to which build?'), undefined, false);
+      const row = entryOfNode(node);
+      const [e] = row !== undefined ? [row] : await targets(states, undefined, undefined, vscode.l10n.t('Add artifacts to which build?'), undefined, false);
       if (e === undefined) return undefined;
       ({ staticDir, tag } = e);
     }
@@ -24,6 +26,9 @@ export function addArtifactsCommand(states: LockStates, windowLocks: WindowLocks
     if (windowLocks.has(staticDir, tag)) await windowLocks.release(staticDir, tag);
     const sources = args.sources ?? (await pickSources(`${title}: ${tag}`));
     if (sources === undefined || sources.length === 0) return undefined;
-    return runStaging({ staticDir, tag, add: true, sources, ...(args.overwrite !== undefined ? { overwrite: args.overwrite } : {}), ...(args.signal ? { signal: args.signal } : {}) }, { timing: timing(), windowLocks, statusBar, log });
+    return runStaging(
+      { staticDir, tag, add: true, sources, ...(args.overwrite !== undefined ? { overwrite: args.overwrite } : {}), ...(args.signal ? { signal: args.signal } : {}) },
+      { timing: timing(), windowLocks, statusBar, prompts, reveal, log },
+    );
   });
 }
