@@ -62,7 +62,17 @@ describe('activation and manifest', () => {
   });
 
   it('limits an untrusted workspace to viewing: every command that changes the disk needs trust', () => {
-    const changing = ['devserverStaging.stageBuild', 'devserverStaging.addArtifacts', 'devserverStaging.lockForWindow', 'devserverStaging.forceRelease', 'devserverStaging.destroy'];
+    const changing = [
+      'devserverStaging.stageBuild',
+      'devserverStaging.addArtifacts',
+      'devserverStaging.lockForWindow',
+      'devserverStaging.forceRelease',
+      'devserverStaging.forceReleaseAllStale',
+      'devserverStaging.destroy',
+      'devserverStaging.destroyFolderBuilds',
+      'devserverStaging.cleanUp',
+      'devserverStaging.createStaticDir',
+    ];
     for (const c of manifest.contributes.commands) {
       assert.equal(c.enablement === 'isWorkspaceTrusted', changing.includes(c.command), `${c.command} enablement ${c.enablement}`);
     }
