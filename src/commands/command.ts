@@ -28,7 +28,8 @@ export const NEEDS_TRUST = new Set([
 /** Shows an error as `describeError` words it, and runs the button chosen. */
 export async function showError(err: unknown, log: Log, what = ''): Promise<void> {
   const shown = describeError(err);
-  log.error(`${what}${what === '' ? '' : ': '}${shown.message}`);
+  const code = typeof err === 'object' && err !== null && typeof (err as { code?: unknown }).code === 'string' ? ` [${(err as { code: string }).code}]` : '';
+  log.error(`${what}${what === '' ? '' : ': '}${shown.message}${code}`);
   const showLog = vscode.l10n.t('Show Log');
   const choice = await prompts.notify('error', shown.message, ...shown.actions.map((a) => a.title), showLog);
   if (choice === showLog) log.show(true);

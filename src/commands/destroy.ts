@@ -8,7 +8,8 @@ import type { WindowLocks } from '../windowLocks';
 import { registerCommand } from './command';
 import type { FolderArgs } from './destroyFolderBuilds';
 import { alwaysAsking, confirmDestroy, destroyJudged, judge, reportDestroyed } from './destroying';
-import { buildsAmong, kindOf, targets } from './targets';
+import { entryOf, type BuildArgs } from './forceRelease';
+import { buildsAmong, kindOf, selectedEntries, targets } from './targets';
 
 /** What the Delete key passes (keybindings give no row): act on the view's selection. */
 export interface SelectionArgs {
@@ -23,19 +24,22 @@ const isSelectionArgs = (a: unknown): a is SelectionArgs => typeof a === 'object
  * it is asked even with confirmations off. Folders are not destroyed here (Destroy Builds… is).
  */
 export function destroyCommand(states: LockStates, windowLocks: WindowLocks, prompts: Prompts, timing: () => Timing, log: Log, selection: () => readonly Node[]): vscode.Disposable {
-  return registerCommand('devserverStaging.destroy', log, async (node?: Node | SelectionArgs, nodes?: Node[]) => {
+  return registerCommand('devserverStaging.destroy', log, async (node?: Node | SelectionArgs, nodes?: Node[], args?: BuildArgs) => {
     const fromKey = isSelectionArgs(node);
-    const rows = fromKey ? selection() : undefined;
-    if (fromKey && rows!.length === 0) return;
-    const chosen = await targets(states, fromKey ? undefined : node, fromKey ? rows : nodes, vscode.l10n.t('Destroy which builds?'));
+    // The Delete key acts on the selected builds and folders only, never on a question.
+    const chosen = fromKey
+      ? selectedEntries(states, undefined, selection())
+      : args !== undefined
+        ? [await entryOf(states, args, timing())]
+        : await targets(states, node, nodes, vscode.l10n.t('Destroy which builds?'));
     if (chosen.length === 0) return;
     const builds = await buildsAmong(chosen);
     const folders = (await Promise.all(chosen.map(async (e) => ((await kindOf(e)) === 'folder' ? e : undefined)))).filter((e) => e !== undefined);
     if (builds.length === 0) {
       // The Delete key on a folder: its own command, which says how many builds go.
       if (folders.length === 1) {
-        const args: FolderArgs = { staticDir: folders[0]!.staticDir, tag: folders[0]!.tag, ...(fromKey ? { alwaysAsk: true } : {}) };
-        return vscode.commands.executeCommand('devserverStaging.destroyFolderBuilds', undefined, undefined, args);
+        const folder: FolderArgs = { staticDir: folders[0]!.staticDir, tag: folders[0]!.tag, ...(fromKey ? { alwaysAsk: true } : {}) };
+        return vscode.commands.executeCommand('devserverStaging.destroyFolderBuilds', undefined, undefined, folder);
       }
       if (folders.length > 0) void prompts.notify('info', vscode.l10n.t('Folders are not destroyed with Destroy…: use Destroy Builds… on a folder to remove the builds in it.'));
       return undefined;

@@ -439,6 +439,13 @@ describe('dialogs', function () {
     await waitFor(() => (told.length > 0 ? true : undefined), 5_000, 'the error');
     assert.match(told[0]!.message, /^The manifest of err\/R2 is damaged: it is not JSON .*\. Nothing was changed\. To repair it, move the manifest aside and stage the build’s sources again with Add Artifacts…, or destroy the build and stage it anew\.$/);
     assert.deepEqual(told[0]!.actions, ['Open Manifest', 'Destroy…', 'Show Log']);
+    // Its Destroy… button asks about that build, and destroys it.
+    press = (_m, actions) => (actions.includes('Destroy…') ? 'Destroy…' : undefined);
+    told = [];
+    answers = [true];
+    await vscode.commands.executeCommand('devserverStaging.addArtifacts', undefined, undefined, { staticDir, tag: 'err/R2', sources: [source] });
+    await waitFor(() => (exists('err/R2') ? undefined : true), 5_000, 'the button to destroy the build');
+    assert.deepEqual(asked.map((a) => a.message), ['Destroy err/R2?']);
     cleanup(path.dirname(source));
   });
 
