@@ -21,7 +21,8 @@ export function createDemo(staticDir) {
     for (const v of versions) {
       const dir = path.join(staticDir, board, v);
       fs.mkdirSync(dir, { recursive: true });
-      fs.writeFileSync(path.join(dir, 'chromiumos_test_image.tar.xz'), Buffer.alloc(64 * 1024, 7));
+      // An xz file starts with its magic number, NUL included: the view knows it is not text.
+      fs.writeFileSync(path.join(dir, 'chromiumos_test_image.tar.xz'), Buffer.concat([Buffer.from([0xfd, 0x37, 0x7a, 0x58, 0x5a, 0x00]), Buffer.alloc(64 * 1024 - 6, 7)]));
       fs.writeFileSync(path.join(dir, 'autotest.tar'), Buffer.alloc(16 * 1024, 3));
       fs.writeFileSync(path.join(dir, 'staged.timestamp'), '');
     }

@@ -1,14 +1,20 @@
 import * as vscode from 'vscode';
 import { addArtifactsCommand } from './commands/addArtifacts';
 import { chooseStaticDirCommand } from './commands/chooseStaticDir';
+import { cleanUpCommand } from './commands/cleanUp';
 import { copyPathCommand } from './commands/copyPath';
+import { copyTagCommand } from './commands/copyTag';
 import { createStaticDirCommand } from './commands/createStaticDir';
 import { destroyCommand } from './commands/destroy';
+import { destroyFolderBuildsCommand } from './commands/destroyFolderBuilds';
 import { forceReleaseCommand } from './commands/forceRelease';
+import { forceReleaseAllStaleCommand } from './commands/forceReleaseAllStale';
 import { lockForWindowCommand } from './commands/lockForWindow';
+import { openArtifactCommand } from './commands/openArtifact';
 import { openInTerminalCommand } from './commands/openInTerminal';
 import { refreshCommand } from './commands/refresh';
 import { releaseWindowLockCommand } from './commands/releaseWindowLock';
+import { removeStaticDirCommand } from './commands/removeStaticDir';
 import { revealInExplorerCommand } from './commands/revealInExplorer';
 import { showLogCommand } from './commands/showLog';
 import { filterCommand, clearFilterCommand } from './commands/filter';
@@ -24,6 +30,7 @@ import { createLog } from './log';
 import { prompts, type Prompts } from './prompts';
 import { LockStates } from './model/lockStates';
 import { Mine } from './model/mine';
+import { revealer } from './reveal';
 import { StatusBar } from './statusBar';
 import { StagingTreeProvider, type Node } from './tree/provider';
 import { WindowLocks } from './windowLocks';
@@ -56,6 +63,9 @@ export function activate(context: vscode.ExtensionContext): DevserverStagingApi 
   const view = vscode.window.createTreeView(VIEW_ID, { treeDataProvider: tree, showCollapseAll: true, canSelectMany: true });
   const statusBar = new StatusBar(states, mine, settings.staticDirs);
   const details = new BuildDetails(states, mine);
+  const staticDirs = () => config.current.staticDirs;
+  const reveal = revealer(tree, view, states, (tag) => log.info(`Cleared the filter to show ${tag}.`));
+  const buildsUnder = (staticDir: string, tag: string) => states.buildsUnder(staticDir, tag).flatMap((r) => (r.lock !== undefined ? [r.lock] : []));
   context.subscriptions.push(
     log,
     states,
@@ -78,24 +88,30 @@ export function activate(context: vscode.ExtensionContext): DevserverStagingApi 
       statusBar.setStaticDirs(s.staticDirs);
     }),
     refreshCommand(tree, states, log),
-    chooseStaticDirCommand(log),
-    createStaticDirCommand(tree, states, log),
+    chooseStaticDirCommand(prompts, log),
+    removeStaticDirCommand(prompts, log),
+    createStaticDirCommand(tree, states, staticDirs, log),
     lockForWindowCommand(states, windowLocks, log),
     releaseWindowLockCommand(windowLocks, log),
     forceReleaseCommand(states, windowLocks, prompts, timing, log),
-    destroyCommand(states, windowLocks, prompts, timing, log),
+    forceReleaseAllStaleCommand(staticDirs, buildsUnder, windowLocks, prompts, timing, log),
+    destroyCommand(states, windowLocks, prompts, timing, log, () => view.selection),
+    destroyFolderBuildsCommand(buildsUnder, windowLocks, prompts, timing, log),
+    cleanUpCommand(staticDirs, windowLocks, prompts, timing, log),
     copyPathCommand(states, log),
+    copyTagCommand(states, log),
+    openArtifactCommand(staticDirs, prompts, log),
     revealInExplorerCommand(states, log),
     openInTerminalCommand(states, log),
     showLogCommand(log),
     filterCommand(tree, log),
     clearFilterCommand(tree, log),
-    goToBuildCommand(states, mine, tree, view, log),
+    goToBuildCommand(states, mine, reveal, log),
     showMoreCommand(tree, log),
     verifyBuildCommand(states, timing, log),
     showBuildDetailsCommand(states, log),
-    stageBuildCommand(() => config.current.staticDirs, windowLocks, mine, timing, log),
-    addArtifactsCommand(states, windowLocks, mine, timing, log),
+    stageBuildCommand(staticDirs, windowLocks, mine, prompts, reveal, timing, log),
+    addArtifactsCommand(states, windowLocks, mine, prompts, reveal, timing, log),
   );
   log.info(`Activated with ${settings.staticDirs.length} static director${settings.staticDirs.length === 1 ? 'y' : 'ies'}.`);
   return { tree, states, view, windowLocks, statusBar, mine, prompts };

@@ -1,23 +1,42 @@
 import * as vscode from 'vscode';
-import { SECTION } from '../config';
 import type { Log } from '../log';
+import type { Prompts } from '../prompts';
 import { registerCommand } from './command';
+import { expanded, inForce, layerInForce, write } from './staticDirSettings';
 
-/** Adds a static directory, picked in a folder dialog, to the user's settings. */
-export function chooseStaticDirCommand(log: Log): vscode.Disposable {
-  return registerCommand('devserverStaging.chooseStaticDir', log, async () => {
-    const picked = await vscode.window.showOpenDialog({
-      canSelectFolders: true,
-      canSelectFiles: false,
-      canSelectMany: false,
-      openLabel: vscode.l10n.t('Use as Static Directory'),
-      title: vscode.l10n.t('Choose the devserver static directory'),
-    });
-    const dir = picked?.[0]?.fsPath;
+/** A directory given by a script or test instead of the folder dialog. */
+export interface StaticDirArgs {
+  dir: string;
+}
+
+/**
+ * Adds a static directory, picked in a folder dialog, to the settings where the list in force
+ * lives (the workspace's if it sets one, else the user's), and checks that it took effect.
+ */
+export function chooseStaticDirCommand(prompts: Prompts, log: Log): vscode.Disposable {
+  return registerCommand('devserverStaging.chooseStaticDir', log, async (_node?: unknown, _nodes?: unknown, args?: StaticDirArgs) => {
+    let dir = args?.dir;
+    if (dir === undefined) {
+      const picked = await vscode.window.showOpenDialog({
+        canSelectFolders: true,
+        canSelectFiles: false,
+        canSelectMany: false,
+        openLabel: vscode.l10n.t('Use as Static Directory'),
+        title: vscode.l10n.t('Choose the devserver static directory'),
+      });
+      dir = picked?.[0]?.fsPath;
+    }
     if (dir === undefined) return;
-    const config = vscode.workspace.getConfiguration(SECTION);
-    const current = config.get<string[]>('staticDirs', []);
-    if (!current.includes(dir)) await config.update('staticDirs', [...current, dir], vscode.ConfigurationTarget.Global);
-    log.info(`Added static directory ${dir}`);
+    const wanted = expanded(dir) ?? dir;
+    if (inForce().includes(wanted)) {
+      void prompts.notify('info', vscode.l10n.t('{0} is already shown in the Staging Areas view.', wanted));
+      return;
+    }
+    const layer = layerInForce();
+    await write(layer, [...layer.entries, dir]);
+    if (!inForce().includes(wanted)) {
+      throw new Error(vscode.l10n.t('{0} was added to {1}, but the view does not show it: another setting overrides that list. Open the settings to see where devserverStaging.staticDirs is set.', wanted, layer.name));
+    }
+    log.info(`Added static directory ${wanted} to ${layer.name}.`);
   });
 }

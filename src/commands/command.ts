@@ -1,11 +1,13 @@
 /**
- * The one wrapper every command is registered through: errors become a message that says what
- * to do, with "Show Log"; cancellations stay quiet; the log records what ran and how it ended.
+ * The one wrapper every command is registered through: errors become a message in the editor's
+ * words, with buttons for the next step and "Show Log"; cancellations stay quiet; the log records
+ * what ran and how it ended.
  */
 import * as vscode from 'vscode';
 import { isStagingError } from '../core';
-import { errorMessage } from '../errors';
 import type { Log } from '../log';
+import { prompts } from '../prompts';
+import { describeError } from './errorMessages';
 
 /**
  * Commands that change what is on disk. Their menu items are disabled in an untrusted workspace
@@ -16,8 +18,23 @@ export const NEEDS_TRUST = new Set([
   'devserverStaging.addArtifacts',
   'devserverStaging.lockForWindow',
   'devserverStaging.forceRelease',
+  'devserverStaging.forceReleaseAllStale',
   'devserverStaging.destroy',
+  'devserverStaging.destroyFolderBuilds',
+  'devserverStaging.cleanUp',
+  'devserverStaging.createStaticDir',
 ]);
+
+/** Shows an error as `describeError` words it, and runs the button chosen. */
+export async function showError(err: unknown, log: Log, what = ''): Promise<void> {
+  const shown = describeError(err);
+  const code = typeof err === 'object' && err !== null && typeof (err as { code?: unknown }).code === 'string' ? ` [${(err as { code: string }).code}]` : '';
+  log.error(`${what}${what === '' ? '' : ': '}${shown.message}${code}`);
+  const showLog = vscode.l10n.t('Show Log');
+  const choice = await prompts.notify('error', shown.message, ...shown.actions.map((a) => a.title), showLog);
+  if (choice === showLog) log.show(true);
+  else await shown.actions.find((a) => a.title === choice)?.run();
+}
 
 export function registerCommand<A extends unknown[]>(id: string, log: Log, handler: (...args: A) => unknown): vscode.Disposable {
   return vscode.commands.registerCommand(id, async (...args: A) => {
@@ -31,12 +48,8 @@ export function registerCommand<A extends unknown[]>(id: string, log: Log, handl
         log.info(`${id}: cancelled`);
         return undefined;
       }
-      const message = errorMessage(err);
-      log.error(`${id}: ${message}`);
-      const showLog = vscode.l10n.t('Show Log');
-      void vscode.window.showErrorMessage(message, showLog).then((choice) => {
-        if (choice === showLog) log.show(true);
-      });
+      // Not awaited: the command is over; the message stays until the user answers it.
+      void showError(err, log, id).catch((e: unknown) => log.error(`${id}: ${String(e)}`));
       return undefined;
     }
   });

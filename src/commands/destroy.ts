@@ -1,48 +1,67 @@
 import * as vscode from 'vscode';
-import { describeHolder, destroy, isStagingError, type Timing } from '../core';
+import type { Timing } from '../core';
 import type { Log } from '../log';
 import type { Prompts } from '../prompts';
 import type { LockStates } from '../model/lockStates';
 import type { Node } from '../tree/provider';
 import type { WindowLocks } from '../windowLocks';
 import { registerCommand } from './command';
-import { targets } from './targets';
+import type { FolderArgs } from './destroyFolderBuilds';
+import { alwaysAsking, confirmDestroy, destroyJudged, judge, reportDestroyed } from './destroying';
+import { entryOf, type BuildArgs } from './forceRelease';
+import { buildsAmong, selectedEntries, targets } from './targets';
+
+/** What the Delete key passes (keybindings give no row): act on the view's selection. */
+export interface SelectionArgs {
+  selection: true;
+}
+
+const isSelectionArgs = (a: unknown): a is SelectionArgs => typeof a === 'object' && a !== null && (a as SelectionArgs).selection === true;
 
 /**
- * Removes builds, after a modal. A build held by someone else is refused unless the user
- * confirms a second, explicit "Destroy Anyway" that names the holder.
+ * Removes builds after one modal that names each one's lock: whose, stale, legacy, this window's.
+ * If any is held by someone else, the question says so, its button says how many locks break, and
+ * it is asked even with confirmations off. Folders are not destroyed here (Destroy Builds… is).
  */
-export function destroyCommand(states: LockStates, windowLocks: WindowLocks, prompts: Prompts, timing: () => Timing, log: Log): vscode.Disposable {
-  return registerCommand('devserverStaging.destroy', log, async (node?: Node, nodes?: Node[]) => {
-    const chosen = await targets(states, node, nodes, vscode.l10n.t('Destroy which builds?'));
+export function destroyCommand(states: LockStates, windowLocks: WindowLocks, prompts: Prompts, timing: () => Timing, log: Log, selection: () => readonly Node[]): vscode.Disposable {
+  return registerCommand('devserverStaging.destroy', log, async (node?: Node | SelectionArgs, nodes?: Node[], args?: BuildArgs) => {
+    const fromKey = isSelectionArgs(node);
+    // The Delete key acts on the selected builds and folders only, never on a question.
+    const chosen = fromKey
+      ? selectedEntries(states, undefined, selection())
+      : args !== undefined
+        ? [await entryOf(states, args, timing())]
+        : await targets(states, node, nodes, vscode.l10n.t('Destroy which builds?'));
     if (chosen.length === 0) return;
-    const ok = await prompts.confirm(
-      chosen.length === 1 ? vscode.l10n.t('Destroy {0}?', chosen[0]!.tag) : vscode.l10n.t('Destroy {0} builds?', chosen.length),
-      `${chosen.map((e) => e.dir).join('\n')}\n\n${vscode.l10n.t('Everything staged there is deleted. This cannot be undone.')}`,
-      vscode.l10n.t('Destroy'),
-    );
-    if (!ok) return;
-    await vscode.window.withProgress({ location: vscode.ProgressLocation.Notification, title: vscode.l10n.t('Destroying'), cancellable: false }, async (progress) => {
-      for (const e of chosen) {
-        progress.report({ message: e.tag, increment: 100 / chosen.length });
-        if (windowLocks.has(e.staticDir, e.tag)) await windowLocks.release(e.staticDir, e.tag);
-        const started = Date.now();
-        try {
-          await destroy(e.staticDir, e.tag, { ...timing(), clientId: windowLocks.clientId });
-        } catch (err) {
-          if (!(isStagingError(err) && err.code === 'ELOCKED')) throw err;
-          const info = states.entry(e.staticDir, e.tag) ?? e;
-          const anyway = await prompts.confirm(
-            vscode.l10n.t('{0} is held by someone else.', e.tag),
-            vscode.l10n.t('{0} holds it (or a build below it). Destroying it breaks that lock; its holder may still be writing.', describeHolder(info)),
-            vscode.l10n.t('Destroy Anyway'),
-            false,
-          );
-          if (!anyway) continue;
-          await destroy(e.staticDir, e.tag, { ...timing(), clientId: windowLocks.clientId, force: true });
-        }
-        log.info(`Destroyed ${e.tag} in ${e.staticDir} (${Date.now() - started} ms).`);
+    const builds = buildsAmong(chosen);
+    const folders = chosen.filter((e) => e.kind === 'folder');
+    if (builds.length === 0) {
+      // The Delete key on a folder: its own command, which says how many builds go.
+      if (folders.length === 1) {
+        const folder: FolderArgs = { staticDir: folders[0]!.staticDir, tag: folders[0]!.tag, ...(fromKey ? { alwaysAsk: true } : {}) };
+        return vscode.commands.executeCommand('devserverStaging.destroyFolderBuilds', undefined, undefined, folder);
       }
-    });
+      if (folders.length > 0) void prompts.notify('info', vscode.l10n.t('Folders are not destroyed with Destroy…: use Destroy Builds… on a folder to remove the builds in it.'));
+      return undefined;
+    }
+    const deps = { windowLocks, prompts, timing, log };
+    const judged = await judge(builds, deps);
+    const n = judged.length;
+    const more = folders.length > 0 ? [vscode.l10n.t('Not destroyed: {0} (folders; use Destroy Builds… on a folder).', folders.map((f) => f.tag).join(', '))] : [];
+    const ok = await confirmDestroy(
+      judged,
+      n === 1 ? vscode.l10n.t('Destroy {0}?', judged[0]!.tag) : vscode.l10n.t('Destroy {0} builds?', n),
+      more,
+      {
+        plain: n === 1 ? vscode.l10n.t('Destroy') : vscode.l10n.t('Destroy {0} Builds', n),
+        breaking: (locks) =>
+          n === 1 ? vscode.l10n.t('Destroy, Breaking the Lock') : locks === 1 ? vscode.l10n.t('Destroy {0}, Breaking 1 Lock', n) : vscode.l10n.t('Destroy {0}, Breaking {1} Locks', n, locks),
+      },
+      // The Delete key acts on the selection, which need not be the row the keyboard is on: always ask.
+      fromKey ? alwaysAsking(prompts) : prompts,
+    );
+    if (!ok) return undefined;
+    reportDestroyed(await destroyJudged(judged, deps), prompts, log);
+    return undefined;
   });
 }

@@ -2,12 +2,11 @@ import * as vscode from 'vscode';
 import type { Log } from '../log';
 import type { LockStates } from '../model/lockStates';
 import type { Mine } from '../model/mine';
-import { NO_FILTER, isActive, matches } from '../model/view';
-import type { Node, StagingTreeProvider } from '../tree/provider';
+import type { Reveal } from '../reveal';
 import { registerCommand } from './command';
 
 /** Finds a build among every build of every static directory, and shows it in the view. */
-export function goToBuildCommand(states: LockStates, mine: Mine, tree: StagingTreeProvider, view: vscode.TreeView<Node>, log: Log): vscode.Disposable {
+export function goToBuildCommand(states: LockStates, mine: Mine, reveal: Reveal, log: Log): vscode.Disposable {
   return registerCommand('devserverStaging.goToBuild', log, async (args?: { staticDir: string; tag: string }) => {
     let target = args;
     if (target === undefined) {
@@ -28,15 +27,8 @@ export function goToBuildCommand(states: LockStates, mine: Mine, tree: StagingTr
     }
     const r = states.record(target.staticDir, target.tag);
     if (r === undefined || r.kind !== 'build') throw new Error(vscode.l10n.t('{0} is not a build the view knows in {1}.', target.tag, target.staticDir));
-    // A build the filter hides cannot be shown: the filter goes, and the log says so.
-    if (isActive(tree.currentFilter) && !matches(r, tree.currentFilter, mine.has(r, r.lock))) {
-      tree.setFilter(NO_FILTER);
-      log.info(`Cleared the filter to show ${r.tag}.`);
-    }
-    await tree.pageIn(r.staticDir, r.tag);
-    const node = tree.nodeFor(r.staticDir, r.tag);
+    const node = await reveal(r.staticDir, r.tag, { focus: true, always: true });
     if (node === undefined) throw new Error(vscode.l10n.t('{0} is not a build the view knows in {1}.', target.tag, target.staticDir));
-    await view.reveal(node, { select: true, focus: true, expand: false });
     return node;
   });
 }

@@ -5,10 +5,13 @@ import { findBuildAbove, parseTag, type Timing } from '../core';
 import { errorMessage } from '../errors';
 import type { Log } from '../log';
 import type { Mine } from '../model/mine';
+import type { Prompts } from '../prompts';
 import type { Node } from '../tree/provider';
 import type { WindowLocks } from '../windowLocks';
 import { registerCommand } from './command';
+import type { Reveal } from '../reveal';
 import { pickSources, runStaging, type StagingArgs } from './staging';
+import { staticDirOfNode } from './targets';
 
 /**
  * Why a tag cannot name a new build, by the core's rules; undefined when it can. A tag inside an
@@ -34,10 +37,10 @@ function siblingOf(build: string): string {
 }
 
 /** Stages a new build: static directory, tag (checked as it is typed), then sources. */
-export function stageBuildCommand(staticDirs: () => readonly string[], windowLocks: WindowLocks, mine: Mine, timing: () => Timing, log: Log): vscode.Disposable {
+export function stageBuildCommand(staticDirs: () => readonly string[], windowLocks: WindowLocks, mine: Mine, prompts: Prompts, reveal: Reveal, timing: () => Timing, log: Log): vscode.Disposable {
   return registerCommand('devserverStaging.stageBuild', log, async (node?: Node, _nodes?: Node[], args: StagingArgs = {}) => {
     const title = vscode.l10n.t('Stage Build');
-    let staticDir = args.staticDir ?? (node !== undefined && node.kind !== 'artifact' && node.kind !== 'more' ? node.staticDir : undefined);
+    let staticDir = args.staticDir ?? (node !== undefined ? staticDirOfNode(node) : undefined);
     if (staticDir === undefined) {
       const dirs = staticDirs();
       if (dirs.length === 0) throw new Error(vscode.l10n.t('No static directory is configured. Add one first (Devserver Staging: Add Static Directory…).'));
@@ -47,7 +50,7 @@ export function stageBuildCommand(staticDirs: () => readonly string[], windowLoc
     const base = staticDir;
     const tag =
       args.tag ??
-      (await vscode.window.showInputBox({
+      (await prompts.input({
         title,
         prompt: vscode.l10n.t('The tag of the new build: a path below {0}, such as board-release/R120-15662.0.0', base),
         value: prefill(node),
@@ -56,7 +59,7 @@ export function stageBuildCommand(staticDirs: () => readonly string[], windowLoc
     if (tag === undefined || tag === '') return undefined;
     const sources = args.sources ?? (await pickSources(title));
     if (sources === undefined || sources.length === 0) return undefined;
-    return runStaging({ staticDir: base, tag, add: false, sources, ...(args.overwrite !== undefined ? { overwrite: args.overwrite } : {}), ...(args.signal ? { signal: args.signal } : {}) }, { timing: timing(), windowLocks, mine, log });
+    return runStaging({ staticDir: base, tag, add: false, sources, ...(args.overwrite !== undefined ? { overwrite: args.overwrite } : {}), ...(args.signal ? { signal: args.signal } : {}) }, { timing: timing(), windowLocks, mine, prompts, reveal, log });
   });
 }
 

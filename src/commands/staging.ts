@@ -3,9 +3,12 @@
  * with progress, a working Cancel, and a word with the user on a conflict.
  */
 import * as vscode from 'vscode';
-import { formatBytes, isStagingError, stage, type StageResult, type Timing } from '../core';
+import { formatBytes, isStagingError, stage, type StageProgress, type StageResult, type Timing } from '../core';
+import { errorMessage } from '../errors';
 import type { Log } from '../log';
 import type { Mine } from '../model/mine';
+import type { Reveal } from '../reveal';
+import type { Prompts } from '../prompts';
 import type { WindowLocks } from '../windowLocks';
 
 /** Arguments a script or test can pass instead of answering the pickers. */
@@ -48,13 +51,28 @@ export async function pickSources(title: string): Promise<string[] | undefined> 
   return picked?.map((u) => u.fsPath);
 }
 
-/** Stages `sources` into the area with progress and Cancel; offers Overwrite on a conflict. */
+const isUrl = (source: string): boolean => /^https?:\/\//i.test(source);
+
+/** "image.bin (1.2 MiB / 2.0 MiB, 60%)", or without total and percentage where none is known. */
+export function progressMessage(p: StageProgress, total: number | undefined, done: number): string {
+  const size = total !== undefined && total > 0 ? `${formatBytes(done)} / ${formatBytes(total)}, ${Math.min(100, Math.floor((100 * done) / total))}%` : formatBytes(done);
+  return `${p.artifact || '…'} (${size})`;
+}
+
+/**
+ * Stages `sources` into the area with progress and Cancel; offers Overwrite on a conflict. Once
+ * done, the build is revealed in the view and the message offers to show it again.
+ */
 export async function runStaging(
   what: { staticDir: string; tag: string; add: boolean; sources: string[]; overwrite?: boolean; signal?: AbortSignal },
-  deps: { timing: Timing; windowLocks: WindowLocks; mine: Mine; log: Log },
+  deps: { timing: Timing; windowLocks: WindowLocks; mine: Mine; prompts: Prompts; reveal: Reveal; log: Log },
 ): Promise<StageResult | undefined> {
   const { staticDir, tag, add, sources } = what;
   const started = Date.now();
+  /** Time a question was open: not part of how long staging took. */
+  let asking = 0;
+  // A single download: the server's Content-Length is the total, when it sent one.
+  const oneDownload = sources.length === 1 && isUrl(sources[0]!);
   const title = add ? vscode.l10n.t('Adding artifacts to {0}', tag) : vscode.l10n.t('Staging {0}', tag);
   const attempt = (overwrite: boolean): Thenable<StageResult> =>
     vscode.window.withProgress({ location: vscode.ProgressLocation.Notification, title, cancellable: true }, (progress, token) => {
@@ -72,11 +90,17 @@ export async function runStaging(
           clientId: deps.windowLocks.clientId,
           purpose: vscode.l10n.t('staging from VS Code'),
           onProgress: (p) => {
-            const pct = p.totalBytes !== undefined && p.totalBytes > 0 ? (100 * p.bytes) / p.totalBytes : undefined;
-            const size = p.totalBytes !== undefined ? `${formatBytes(p.bytes)} / ${formatBytes(p.totalBytes)}` : formatBytes(p.bytes);
-            progress.report({ message: `${p.artifact || '…'} (${size})`, ...(pct !== undefined ? { increment: pct - reported } : {}) });
+            let total = p.totalBytes;
+            let done = p.bytes;
+            if (total === undefined && oneDownload && p.downloadTotal !== undefined) {
+              // As received from the server: an archive's unpacked size is not known up front.
+              total = p.downloadTotal;
+              done = p.downloadBytes ?? 0;
+            }
+            const pct = total !== undefined && total > 0 ? Math.min(100, (100 * done) / total) : undefined;
+            progress.report({ message: progressMessage(p, total, done), ...(pct !== undefined && pct > reported ? { increment: pct - reported } : {}) });
             mark(pct !== undefined ? pct / 100 : undefined);
-            if (pct !== undefined) reported = pct;
+            if (pct !== undefined && pct > reported) reported = pct;
           },
         }),
       );
@@ -86,14 +110,21 @@ export async function runStaging(
     result = await attempt(what.overwrite === true);
   } catch (err) {
     if (!(isStagingError(err) && err.code === 'ECONFLICT') || what.overwrite !== undefined) throw err;
-    const overwrite = vscode.l10n.t('Overwrite');
-    const choice = await vscode.window.showWarningMessage(err.message, { modal: true, detail: vscode.l10n.t('Nothing was changed. Overwrite replaces the artifacts that differ.') }, overwrite);
-    if (choice !== overwrite) return undefined;
+    const asked = Date.now();
+    const ok = await deps.prompts.confirm(errorMessage(err), vscode.l10n.t('Nothing was changed. Overwrite replaces the artifacts that differ.'), vscode.l10n.t('Overwrite'), false);
+    asking += Date.now() - asked;
+    if (!ok) return undefined;
     result = await attempt(true);
   }
-  const secs = ((Date.now() - started) / 1000).toFixed(1);
+  const secs = ((Date.now() - started - asking) / 1000).toFixed(1);
   const summary = vscode.l10n.t('{0}: {1} added, {2} unchanged, {3} replaced ({4}) in {5} s.', tag, result.added.length, result.skipped.length, result.replaced.length, formatBytes(result.bytes), secs);
   deps.log.info(`Staged ${sources.join(', ')} into ${tag} in ${staticDir}: ${summary}`);
-  void vscode.window.showInformationMessage(summary);
+  void deps.reveal(staticDir, tag).catch((err: unknown) => deps.log.warn(`Could not reveal ${tag}: ${String(err)}`));
+  const reveal = vscode.l10n.t('Reveal');
+  void deps.prompts.notify('info', summary, reveal).then(async (choice) => {
+    if (choice !== reveal) return;
+    await vscode.commands.executeCommand('devserverStaging.areas.focus');
+    await deps.reveal(staticDir, tag);
+  });
   return result;
 }

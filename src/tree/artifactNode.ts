@@ -36,7 +36,8 @@ export class ArtifactNode {
       item.description = formatBytes(a.size);
       item.iconPath = vscode.ThemeIcon.File;
       item.contextValue = 'artifact';
-      item.command = { command: 'vscode.open', title: vscode.l10n.t('Open'), arguments: [uri] };
+      // Opening decides between a text preview and the other ways of looking at a binary.
+      item.command = { command: 'devserverStaging.openArtifact', title: vscode.l10n.t('Open'), arguments: [this] };
     }
     return item;
   }

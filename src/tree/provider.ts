@@ -191,6 +191,12 @@ export class StagingTreeProvider implements vscode.TreeDataProvider<Node>, vscod
     return this.states.buildsUnder(staticDir, tag).filter((r) => matches(r, this.filter, this.mine.has(r, r.lock)));
   }
 
+  /** Whether the filter hides a build. */
+  hides(staticDir: string, tag: string): boolean {
+    const r = this.states.record(staticDir, tag);
+    return r !== undefined && isActive(this.filter) && !matches(r, this.filter, this.mine.has(r, r.lock));
+  }
+
   /** Every build in every static directory that passes the filter. */
   matchingAll(): AreaRecord[] {
     return this.settings.staticDirs.flatMap((d) => this.matching(d, ''));

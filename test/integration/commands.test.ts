@@ -111,15 +111,18 @@ describe('commands', function () {
     await waitFor(async () => ((await ext.tree.getChildren(await nodeOf('eve'))).length === 4 ? true : undefined), 2_000, 'the tree to drop them');
   });
 
-  it('Destroy refuses a build someone else holds unless told "Destroy Anyway"', async () => {
+  it('Destroy of a build someone else holds says so in its one question, and breaks the lock only when told', async () => {
     const holder = await holdWithCli(staticDir, 'eve/R6');
     await waitFor(async () => ((await stateOf('eve/R6')) === 'build.held' ? true : undefined), 2_000, 'R6 held');
-    answers = [true, false];
+    answers = [false];
     await vscode.commands.executeCommand('devserverStaging.destroy', await nodeOf('eve/R6'));
-    assert.deepEqual(asked.map((a) => a.button), ['Destroy', 'Destroy Anyway']);
+    assert.equal(asked.length, 1);
+    assert.match(asked[0]!.message, new RegExp(`^Destroy eve/R6\\? It is held by \\S+@\\S+ \\(pid ${holder.pid}\\)\\.$`));
+    assert.equal(asked[0]!.button, 'Destroy, Breaking the Lock');
     assert.ok(fs.existsSync(lockOf('eve/R6')), 'still there, still locked');
-    answers = [true, true];
+    answers = [true];
     await vscode.commands.executeCommand('devserverStaging.destroy', await nodeOf('eve/R6'));
+    assert.equal(asked.length, 2, 'no second question');
     assert.equal(fs.existsSync(path.join(staticDir, 'eve/R6')), false);
     await exitOf(holder);
   });

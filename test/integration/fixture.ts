@@ -21,6 +21,7 @@ export const TAGS = {
   legacy: 'hatch-paladin/R120-15663.0.0-rc1',
 };
 
+/** A staged build: an artifact and the `staged.timestamp` that staging leaves (what makes it a build, not a folder). */
 export function makeBuild(staticDir: string, tag: string): string {
   const dir = path.join(staticDir, tag);
   fs.mkdirSync(dir, { recursive: true });

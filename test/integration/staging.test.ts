@@ -87,7 +87,7 @@ describe('staging from VS Code', function () {
     assert.ok(shown.includes('artifact:autotest.tar:4.9 KiB'), shown.join(', '));
     assert.ok(shown.includes('artifact:chromiumos_test_image.tar.xz:293 KiB'), shown.join(', '));
     const artifact = children.find((n) => n.kind === 'artifact' && !n.artifact.directory)!;
-    assert.equal((ext.tree.getTreeItem(artifact) as vscode.TreeItem).command?.command, 'vscode.open');
+    assert.equal((ext.tree.getTreeItem(artifact) as vscode.TreeItem).command?.command, 'devserverStaging.openArtifact');
     const r7 = (await childrenOf('eve')).find((n) => n.kind === 'build' && n.tag === 'eve/R7')!;
     const tip = ((await ext.tree.resolveTreeItem(ext.tree.getTreeItem(r7) as vscode.TreeItem, r7)).tooltip as vscode.MarkdownString).value;
     assert.match(tip, /Contents: 3 artifacts, 299 KiB/);

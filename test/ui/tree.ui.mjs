@@ -10,7 +10,7 @@ import { fileURLToPath } from 'node:url';
 import { chromiumArgs, root } from '../../scripts/vscode/headless.mjs';
 import { HELD_TAG, prepareDemo, startHeadless } from '../../scripts/start.mjs';
 
-const outDir = path.join(root, '.cache', 'ui');
+const defaultOutDir = path.join(root, '.cache', 'ui');
 
 /** Each check: what must be on screen, as the row's accessible label ("label description"). */
 function expectations(legacy) {
@@ -26,7 +26,7 @@ function expectations(legacy) {
   return rows;
 }
 
-export async function runUiCheck({ updateScreenshots = false, log = console.log } = {}) {
+export async function runUiCheck({ updateScreenshots = false, log = console.log, outDir = defaultOutDir } = {}) {
   fs.rmSync(outDir, { recursive: true, force: true });
   const demo = await prepareDemo(outDir);
   const server = await startHeadless({ workspace: demo.workspace, home: path.join(outDir, 'vscode') });
@@ -161,6 +161,86 @@ export async function runUiCheck({ updateScreenshots = false, log = console.log 
       await row('R9-12739.0.0').waitFor({ timeout: 5_000 });
       return true;
     });
+    // Browsing artifacts with the arrow keys opens nothing; Enter opens the focused one: a text file
+    // in a preview editor, a binary one never as text.
+    const tabs = () => page.$$eval('.tabs-container .tab', (els) => els.map((e) => e.getAttribute('aria-label') ?? ''));
+    await row('R10-12871.0.0').click();
+    await page.waitForTimeout(500);
+    await page.keyboard.press('ArrowDown');
+    await page.waitForTimeout(300);
+    await check('arrow keys over artifacts open no editor', async () => (await tabs()).length === 0);
+    await page.keyboard.press('Enter');
+    await check('Enter opens a text artifact in a preview editor', async () => {
+      await page.locator('.tabs-container .tab').first().waitFor({ timeout: 5_000 });
+      const open = await tabs();
+      return open.length === 1 && /^autotest\.tar, preview/.test(open[0]);
+    });
+    await page.keyboard.press('ArrowDown');
+    await page.waitForTimeout(300);
+    await page.keyboard.press('Enter');
+    await check('a binary artifact is not opened as text, and the notification says why', async () => {
+      const toast = page.locator('.notification-toast', { hasText: 'is a binary file' }).first();
+      await toast.waitFor({ timeout: 5_000 });
+      return (await toast.innerText()).includes('chromiumos_test_image.tar.xz is a binary file (64.0 KiB); it is not opened as text.') && (await tabs()).length === 1;
+    });
+    await page.waitForTimeout(300);
+    await shoot('binary-artifact.png', { x: 0, y: 0, width: vp.width, height: vp.height });
+    await page.locator('.notification-toast .codicon-notifications-clear, .notification-toast .codicon-close').first().click().catch(() => undefined);
+    await page.keyboard.press('F1');
+    await page.keyboard.type('View: Close All Editors');
+    await page.waitForTimeout(500);
+    await page.keyboard.press('Enter');
+    await row('R10-12871.0.0').click();
+    await page.waitForTimeout(300);
+
+    // Destroy… on a free, a held and a stale build: the one question says whose lock breaks.
+    const user = os.userInfo().username;
+    await row('R9-12739.0.0').click();
+    await row(path.basename(HELD_TAG)).click({ modifiers: ['Control'] });
+    await row('R119-15633.0.0 stale').click({ modifiers: ['Control'] });
+    await row('R119-15633.0.0 stale').click({ button: 'right' });
+    const visibleMenu = page.locator('.context-view .monaco-menu:visible').first();
+    await visibleMenu.waitFor({ timeout: 5_000 });
+    await page.waitForTimeout(300);
+    await visibleMenu.getByText('Destroy…').first().click();
+    await check('the destroy dialog naming the held and the stale build, with a button that says a lock breaks', async () => {
+      await dialog.waitFor({ timeout: 5_000 });
+      const text = await dialog.innerText();
+      return (
+        text.includes(`Destroy 3 builds? 1 is held by ${user}@${os.hostname()}, 1 is stale.`) &&
+        text.includes('octopus-release/R119-15633.0.0 — stale: last held by chrome-bot@buildbot-7') &&
+        text.includes('Destroy 3, Breaking 1 Lock')
+      );
+    });
+    await page.waitForTimeout(300);
+    await shoot('destroy-dialog.png', { x: 0, y: 0, width: vp.width, height: vp.height });
+    await page.keyboard.press('Escape');
+    await page.waitForTimeout(300);
+    await check('the three builds still there after Cancel', async () => [HELD_TAG, 'eve-release/R9-12739.0.0', 'octopus-release/R119-15633.0.0'].every((t) => fs.existsSync(path.join(demo.staticDir, t))));
+
+    // Clean Up… on the static directory: keep 1, no age limit; the preview lists what goes and what
+    // stays because it is locked.
+    const rootRow = page.locator('.monaco-list-row[aria-level="1"]').first();
+    await rootRow.click({ button: 'right' });
+    await visibleMenu.waitFor({ timeout: 5_000 });
+    await page.waitForTimeout(300);
+    await visibleMenu.getByText('Clean Up…').first().click();
+    const input = page.locator('.quick-input-widget input:visible').first();
+    await input.waitFor({ timeout: 5_000 });
+    await input.fill('1');
+    await page.keyboard.press('Enter');
+    await page.waitForTimeout(300);
+    await page.keyboard.press('Enter');
+    await check('the clean-up preview with sizes, reasons, the total freed, and the locked builds it keeps', async () => {
+      await dialog.waitFor({ timeout: 10_000 });
+      const text = await dialog.innerText();
+      return /Remove \d+ builds from .* and free [\d.]+ KiB\?/.test(text) && text.includes('not among the 1 most recently used') && text.includes('Kept, because they are locked:') && text.includes(`${HELD_TAG} — held by ${user}@`);
+    });
+    await page.waitForTimeout(300);
+    await shoot('clean-up-preview.png', { x: 0, y: 0, width: vp.width, height: vp.height });
+    await page.keyboard.press('Escape');
+    await page.waitForTimeout(300);
+    await check('nothing removed after Cancel', async () => fs.readdirSync(path.join(demo.staticDir, 'eve-release')).length === 5);
 
     // From the command palette, as a user would: lock a build for this window, then reload the
     // window. The old window's extension host ends, and with it the lock.

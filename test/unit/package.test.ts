@@ -44,6 +44,140 @@ describe('package', () => {
   });
 });
 
+interface Command {
+  command: string;
+  title: string;
+  category?: string;
+  icon?: string;
+  enablement?: string;
+}
+interface MenuEntry {
+  command: string;
+  when?: string;
+  group?: string;
+}
+interface Manifest {
+  contributes: {
+    commands: Command[];
+    menus: Record<string, MenuEntry[]>;
+    keybindings: { command: string; key: string; when: string; args?: unknown }[];
+    viewsWelcome: { view: string; contents: string }[];
+  };
+}
+
+/** Every contextValue the view's rows carry; a damaged build adds `.damaged` to its own. */
+const BUILD_STATES = ['build.free', 'build.held', 'build.held.mine', 'build.stale', 'build.legacy'];
+const CONTEXT_VALUES = ['staticDir', 'staticDir.problem', 'folder', ...BUILD_STATES, ...BUILD_STATES.map((v) => `${v}.damaged`), 'artifactFolder', 'artifact'];
+
+/**
+ * A `when` clause of the view's menus, decided for one row: only the forms the manifest uses
+ * (`view == …`, `viewItem == …`, `viewItem != …`, `viewItem =~ /…/`, `isWeb`, joined by `&&`).
+ */
+function shows(when: string, contextValue: string, isWeb = false): boolean {
+  return when.split('&&').every((raw) => {
+    const term = raw.trim();
+    let m: RegExpExecArray | null;
+    if ((m = /^view == (\S+)$/.exec(term))) return m[1] === 'devserverStaging.areas';
+    if ((m = /^viewItem == (\S+)$/.exec(term))) return contextValue === m[1];
+    if ((m = /^viewItem != (\S+)$/.exec(term))) return contextValue !== m[1];
+    if ((m = /^viewItem =~ \/(.*)\/$/.exec(term))) return new RegExp(m[1]!).test(contextValue);
+    if (term === '!isWeb') return !isWeb;
+    throw new Error(`a when clause this test cannot read: ${term}`);
+  });
+}
+
+describe('the manifest', () => {
+  const manifest = JSON.parse(fs.readFileSync(path.join(ROOT, 'package.json'), 'utf8')) as Manifest;
+  const nls = JSON.parse(fs.readFileSync(path.join(ROOT, 'package.nls.json'), 'utf8')) as Record<string, string>;
+  const { commands, menus } = manifest.contributes;
+  const title = (c: Command): string => nls[c.title.replace(/%/g, '')] ?? c.title;
+  /** The rows whose context menu (or inline buttons, with group 'inline') offer `command`. */
+  const rowsOf = (command: string, inline = false): string[] =>
+    CONTEXT_VALUES.filter((v) => menus['view/item/context']!.some((e) => e.command === command && (e.group === 'inline') === inline && shows(e.when ?? '', v)));
+
+  it('gives every command a localized title and the category', () => {
+    for (const c of commands) {
+      assert.match(c.title, /^%command\.\w+%$/, c.command);
+      assert.ok(title(c) !== c.title, `${c.command} has a title in package.nls.json`);
+      assert.equal(c.category, '%category%', c.command);
+    }
+  });
+
+  it('names only contributed commands in menus and keybindings, and gives inline ones an icon', () => {
+    const byId = new Map(commands.map((c) => [c.command, c]));
+    for (const [menu, entries] of Object.entries(menus)) for (const e of entries) assert.ok(byId.has(e.command), `${menu} names ${e.command}`);
+    for (const k of manifest.contributes.keybindings) assert.ok(byId.has(k.command), `a keybinding names ${k.command}`);
+    for (const e of [...menus['view/item/context']!, ...menus['view/title']!]) {
+      if (e.group === 'inline' || e.group?.startsWith('navigation') === true) assert.ok(byId.get(e.command)!.icon, `${e.command} is shown as a button and has an icon`);
+    }
+  });
+
+  it('offers each command on the rows it acts on, a damaged build included', () => {
+    const builds = CONTEXT_VALUES.filter((v) => v.startsWith('build.'));
+    assert.deepEqual(rowsOf('devserverStaging.destroy'), builds);
+    assert.deepEqual(rowsOf('devserverStaging.destroyFolderBuilds'), ['folder']);
+    assert.deepEqual(rowsOf('devserverStaging.forceRelease'), ['build.held', 'build.stale', 'build.legacy', 'build.held.damaged', 'build.stale.damaged', 'build.legacy.damaged']);
+    assert.deepEqual(rowsOf('devserverStaging.forceRelease', true), ['build.stale', 'build.stale.damaged']);
+    assert.deepEqual(rowsOf('devserverStaging.lockForWindow'), ['build.free', 'build.stale', 'build.free.damaged', 'build.stale.damaged']);
+    assert.deepEqual(rowsOf('devserverStaging.releaseWindowLock'), ['build.held.mine', 'build.held.mine.damaged']);
+    // Staging into a damaged build fails before anything is written: not offered there.
+    assert.deepEqual(rowsOf('devserverStaging.addArtifacts'), ['build.free', 'build.held.mine']);
+    assert.deepEqual(rowsOf('devserverStaging.stageBuild'), ['staticDir', 'folder', ...builds]);
+    assert.deepEqual(rowsOf('devserverStaging.copyTag'), ['folder', ...builds]);
+    assert.deepEqual(rowsOf('devserverStaging.openArtifact'), ['artifact']);
+    assert.deepEqual(rowsOf('devserverStaging.cleanUp'), ['staticDir', 'folder']);
+    assert.deepEqual(rowsOf('devserverStaging.forceReleaseAllStale'), ['staticDir', 'folder']);
+    assert.deepEqual(rowsOf('devserverStaging.removeStaticDir'), ['staticDir', 'staticDir.problem']);
+    assert.deepEqual(rowsOf('devserverStaging.copyPath'), CONTEXT_VALUES.filter((v) => v !== 'staticDir.problem'));
+  });
+
+  it('puts destructive commands in their own group', () => {
+    for (const id of ['devserverStaging.destroy', 'devserverStaging.destroyFolderBuilds', 'devserverStaging.forceRelease', 'devserverStaging.forceReleaseAllStale', 'devserverStaging.cleanUp']) {
+      for (const e of menus['view/item/context']!.filter((e) => e.command === id && e.group !== 'inline')) assert.match(e.group ?? '', /^8_destructive@/, id);
+    }
+  });
+
+  it('shows a missing static directory with two different buttons: create it, or add another', () => {
+    const inline = menus['view/item/context']!.filter((e) => e.group?.startsWith('inline') === true && shows(e.when ?? '', 'staticDir.problem'));
+    const icons = inline.map((e) => commands.find((c) => c.command === e.command)!.icon);
+    assert.deepEqual(inline.map((e) => e.command), ['devserverStaging.createStaticDir', 'devserverStaging.chooseStaticDir']);
+    assert.equal(new Set(icons).size, 2, `distinct icons: ${icons.join(', ')}`);
+  });
+
+  it('needs a trusted workspace for exactly the commands that change the disk, as the command wrapper does', () => {
+    const source = fs.readFileSync(path.join(ROOT, 'src', 'commands', 'command.ts'), 'utf8');
+    const list = /NEEDS_TRUST = new Set\(\[([^\]]*)\]/.exec(source)![1]!;
+    const wrapper = [...list.matchAll(/'([\w.]+)'/g)].map((m) => m[1]!).sort();
+    const manifestSide = commands.filter((c) => c.enablement === 'isWorkspaceTrusted').map((c) => c.command).sort();
+    assert.deepEqual(manifestSide, wrapper);
+    for (const id of ['devserverStaging.destroy', 'devserverStaging.destroyFolderBuilds', 'devserverStaging.cleanUp', 'devserverStaging.forceReleaseAllStale', 'devserverStaging.stageBuild', 'devserverStaging.createStaticDir']) {
+      assert.ok(wrapper.includes(id), id);
+    }
+  });
+
+  it('hides from the palette the commands that need a row', () => {
+    const hidden = menus['commandPalette']!.filter((e) => e.when === 'false').map((e) => e.command).sort();
+    assert.deepEqual(hidden, ['devserverStaging.createStaticDir', 'devserverStaging.destroyFolderBuilds', 'devserverStaging.openArtifact']);
+  });
+
+  it('binds keys only while the view has the focus, and never while typing in it', () => {
+    assert.ok(manifest.contributes.keybindings.length > 0);
+    for (const k of manifest.contributes.keybindings) {
+      assert.match(k.when, /(^|&& )focusedView == devserverStaging\.areas( &&|$)/, k.key);
+      assert.match(k.when, /!inputFocus/, k.key);
+    }
+    const del = manifest.contributes.keybindings.find((k) => k.key === 'delete');
+    assert.deepEqual([del?.command, del?.args], ['devserverStaging.destroy', { selection: true }]);
+  });
+
+  it('words the welcome view as it renders: no code spans, the button named as the command', () => {
+    const text = nls[manifest.contributes.viewsWelcome[0]!.contents.replace(/%/g, '')]!;
+    assert.doesNotMatch(text, /`/);
+    const add = commands.find((c) => c.command === 'devserverStaging.chooseStaticDir')!;
+    assert.ok(text.includes(`[${title(add)}](command:devserverStaging.chooseStaticDir)`), text);
+  });
+});
+
 /** What the .vsix may hold: the bundles, the icons, the manifest and the documents (vsce renames some). */
 const SHIPPED = [
   '[Content_Types].xml',

@@ -25,7 +25,7 @@ export async function* httpEntries(url: string, ctx: SourceContext): AsyncGenera
       archiveKindOf(finalName) ??
       (name.includes('.') ? undefined : archiveKindOfContentType(response.headers.get('content-type')));
     const size = declaredSize(response);
-    body = bodyStream(response, url, signal, size);
+    body = bodyStream(response, url, signal, size, (n) => ctx.onDownloadBytes?.(n, size));
 
     if (kind === undefined) {
       yield { name: name === '' ? 'download' : name, type: 'file', content: body, size, source: url };
@@ -124,8 +124,9 @@ function lastSegment(url: string): string {
 /**
  * The body as a Node Readable that fails with an ESOURCE naming the URL when the download is cut
  * off (fewer bytes than Content-Length, a reset connection), and whose destroy frees the socket.
+ * `onBytes` hears each chunk's size as it arrives.
  */
-function bodyStream(response: Response, url: string, signal: AbortSignal, expected: number | undefined): Readable {
+function bodyStream(response: Response, url: string, signal: AbortSignal, expected: number | undefined, onBytes: (n: number) => void): Readable {
   const reader = response.body?.getReader();
   let received = 0;
   const cutOff = (cause?: unknown): StagingError =>
@@ -150,6 +151,7 @@ function bodyStream(response: Response, url: string, signal: AbortSignal, expect
           }
           const v = result.value;
           received += v.byteLength;
+          onBytes(v.byteLength);
           this.push(Buffer.from(v.buffer, v.byteOffset, v.byteLength));
         },
         (err: unknown) => this.destroy(signal.aborted ? canceledError(signal, url) : cutOff(err)),

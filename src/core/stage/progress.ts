@@ -21,6 +21,8 @@ export class Progress {
   private artifacts = 0;
   /** Bytes of all the sources, where known before they are read. */
   totalBytes: number | undefined;
+  /** Bytes received from servers, and the sizes they declared; undefined until a download begins. */
+  private downloaded: { bytes: number; total: number | undefined; declared: Set<string> } | undefined;
 
   constructor(private readonly onProgress: StageOptions['onProgress']) {}
 
@@ -38,6 +40,17 @@ export class Progress {
     if (total !== undefined) a.total = total;
     this.active.set(name, a);
     this.current = name;
+    this.report(false);
+  }
+
+  /** `n` more bytes received for the download of `source`, which declared `total` bytes (Content-Length). */
+  download(source: string, n: number, total?: number): void {
+    const d = (this.downloaded ??= { bytes: 0, total: undefined, declared: new Set() });
+    d.bytes += n;
+    if (total !== undefined && !d.declared.has(source)) {
+      d.declared.add(source);
+      d.total = (d.total ?? 0) + total;
+    }
     this.report(false);
   }
 
@@ -63,6 +76,10 @@ export class Progress {
     const p: StageProgress = { artifact: shown === undefined ? '' : this.current, artifactBytes: shown?.bytes ?? 0, bytes: this.doneBytes + inFlight, artifacts: this.artifacts };
     if (shown?.total !== undefined) p.artifactTotal = shown.total;
     if (this.totalBytes !== undefined) p.totalBytes = Math.max(this.totalBytes, p.bytes);
+    if (this.downloaded !== undefined) {
+      p.downloadBytes = this.downloaded.bytes;
+      if (this.downloaded.total !== undefined) p.downloadTotal = Math.max(this.downloaded.total, this.downloaded.bytes);
+    }
     if (done !== undefined) p.done = done;
     try {
       cb(p);

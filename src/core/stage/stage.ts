@@ -161,6 +161,7 @@ class Transaction {
       },
       tooBig: (source) => budget.tooBig(source),
       onPartBytes: (n, total) => this.progress.add(spec, n, total),
+      onDownloadBytes: (n, total) => this.progress.download(spec, n, total),
     };
     const inflight = new Set<Promise<void>>();
     let failure: { err: unknown } | undefined;

@@ -61,6 +61,12 @@ export interface SourceContext {
   tooBig?(source: string): StagingError;
   /** Reports bytes a source just wrote to a `partPath` file (an increment, not a running total), for progress. */
   onPartBytes(bytes: number, total?: number): void;
+  /**
+   * Reports bytes just received from a server (an increment), with the size it declared where it
+   * did: the one measure of a download's progress whatever becomes of its body (a file, a zip
+   * downloaded first, a tar unpacked as it streams in).
+   */
+  onDownloadBytes?(bytes: number, total?: number): void;
 }
 
 /** One artifact as the manifest records it. */
@@ -100,6 +106,10 @@ export interface StageProgress {
   totalBytes?: number;
   /** Artifacts finished by this call so far (written, or skipped as identical). */
   artifacts: number;
+  /** Bytes received from http(s) sources so far, as they arrive (compressed, for a .tar.gz); absent without downloads. */
+  downloadBytes?: number;
+  /** The sizes the servers declared (Content-Length) for the downloads begun so far; absent where none did. */
+  downloadTotal?: number;
 }
 
 export interface StageOptions extends Partial<Timing> {

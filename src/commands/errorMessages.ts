@@ -1,0 +1,141 @@
+/**
+ * Each error code of the core as a VS Code user should read it: what happened, to which build, in
+ * words of the editor, with buttons that do the next step (as the git extension's command
+ * wrapper does per error code). One entry per code; anything else keeps its own message.
+ */
+import * as os from 'os';
+import * as path from 'path';
+import * as vscode from 'vscode';
+import { MANIFEST_FILE, isStagingError, type ErrorCode, type StagingError } from '../core';
+import { readSettings } from '../config';
+import { errorMessage } from '../errors';
+import { holderOf, locate, sinceOf } from './targets';
+
+/** A button on the message, and what it does. */
+export interface ErrorAction {
+  title: string;
+  run(): Thenable<unknown>;
+}
+
+/** A button that runs one of the extension's commands (or VS Code's). */
+const run = (title: string, command: string, ...args: unknown[]): ErrorAction => ({ title, run: () => vscode.commands.executeCommand(command, ...args) });
+
+function errnoCodeOf(err: unknown): string | undefined {
+  const code = typeof err === 'object' && err !== null ? (err as { code?: unknown }).code : undefined;
+  return typeof code === 'string' ? code : undefined;
+}
+
+export interface ShownError {
+  message: string;
+  actions: ErrorAction[];
+}
+
+/** Where in the configured static directories a path lies, if it does. */
+function where(p: string | undefined): { staticDir: string; tag: string } | undefined {
+  return p === undefined ? undefined : locate(readSettings().staticDirs, p);
+}
+
+const forceReleaseAction = (staticDir: string, tag: string): ErrorAction => run(vscode.l10n.t('Force Release…'), 'devserverStaging.forceRelease', undefined, undefined, { staticDir, tag });
+const cleanUpAction = (p: string): ErrorAction => run(vscode.l10n.t('Clean Up…'), 'devserverStaging.cleanUp', undefined, undefined, { path: p });
+const openSettings = (): ErrorAction => run(vscode.l10n.t('Open Settings'), 'workbench.action.openSettings', 'devserverStaging.staticDirs');
+
+/** Errors of the filesystem, by errno: the same words whether the core or the editor met them. */
+function fsError(errno: string | undefined, p: string | undefined, fallback: string): ShownError | undefined {
+  const shown = p ?? vscode.l10n.t('a file');
+  switch (errno) {
+    case 'ENOSPC':
+    case 'EDQUOT':
+      return { message: vscode.l10n.t('The filesystem of {0} is full (or this user’s quota is used up). Nothing more can be staged there until some space is freed.', shown), actions: p !== undefined && where(p) !== undefined ? [cleanUpAction(p)] : [] };
+    case 'EACCES':
+    case 'EPERM':
+      return { message: vscode.l10n.t('This user ({0}) may not change {1}: check its permissions, or ask its owner.', os.userInfo().username, shown), actions: p !== undefined ? [{ title: vscode.l10n.t('Copy Path'), run: () => vscode.env.clipboard.writeText(p) }] : [] };
+    case 'EROFS':
+      return { message: vscode.l10n.t('{0} is on a read-only filesystem.', shown), actions: [] };
+    default:
+      return fallback === '' ? undefined : { message: fallback, actions: [] };
+  }
+}
+
+type Describe = (err: StagingError) => ShownError | undefined;
+
+const BY_CODE: Partial<Record<ErrorCode, Describe>> = {
+  ELOCKED(err) {
+    const lock = err.lock;
+    if (lock === undefined) return undefined;
+    const tag = lock.tag;
+    const since = sinceOf(lock);
+    const message =
+      lock.state === 'legacy'
+        ? vscode.l10n.t('{0} has a legacy lock of {1}. Locks of the Python devserver are never taken over: force-release it if its holder is gone.', tag, holderOf(lock))
+        : lock.state === 'stale'
+          ? vscode.l10n.t('{0} has a stale lock of {1} that could not be taken over{2}.', tag, holderOf(lock), lock.staleReason !== undefined ? ` (${lock.staleReason})` : '')
+          : since !== undefined
+            ? vscode.l10n.t('{0} is held by {1} since {2}.', tag, holderOf(lock), since)
+            : vscode.l10n.t('{0} is held by {1}.', tag, holderOf(lock));
+    return { message, actions: [forceReleaseAction(lock.staticDir, tag)] };
+  },
+  EEXIST(err) {
+    const at = where(err.path);
+    if (at === undefined) return undefined;
+    return {
+      message: vscode.l10n.t('{0} exists already: use Add Artifacts… to stage into it, or choose another tag.', at.tag),
+      actions: [run(vscode.l10n.t('Add Artifacts…'), 'devserverStaging.addArtifacts', undefined, undefined, { staticDir: at.staticDir, tag: at.tag })],
+    };
+  },
+  ENOENT(err) {
+    const at = where(err.path);
+    const what = at !== undefined && at.tag !== '' ? at.tag : err.path;
+    if (what === undefined) return undefined;
+    return { message: vscode.l10n.t('{0} is no longer there: another process removed or moved it.', what), actions: [run(vscode.l10n.t('Refresh'), 'devserverStaging.refresh')] };
+  },
+  EBADSTATICDIR(err) {
+    const dir = err.path;
+    if (dir === undefined) return { message: vscode.l10n.t('No static directory is configured.'), actions: [run(vscode.l10n.t('Add Static Directory…'), 'devserverStaging.chooseStaticDir')] };
+    if (/does not exist/.test(err.message)) {
+      return {
+        message: vscode.l10n.t('The static directory {0} does not exist.', dir),
+        actions: [run(vscode.l10n.t('Create Directory'), 'devserverStaging.createStaticDir', undefined, undefined, { dir }), openSettings()],
+      };
+    }
+    if (/not a directory/.test(err.message)) return { message: vscode.l10n.t('The static directory {0} is not a directory.', dir), actions: [openSettings()] };
+    return { message: errorMessage(err), actions: [openSettings()] };
+  },
+  ETOOBIG(err) {
+    // Which limit: the free space of the filesystem, or the size limit of one staging.
+    if (/filesystem fills/.test(err.message)) {
+      return { message: errorMessage(err).replace(/Free some space or /, vscode.l10n.t('Clean up old builds or ')), actions: err.path !== undefined && where(err.path) !== undefined ? [cleanUpAction(err.path)] : [] };
+    }
+    return { message: errorMessage(err).replace(/ Raise the size limit[^.]*\./, ''), actions: [] };
+  },
+  ECORRUPT(err) {
+    const file = err.path;
+    if (file === undefined) return undefined;
+    const at = where(path.basename(file) === MANIFEST_FILE ? path.dirname(file) : file);
+    const what = /is damaged: (.*?)\. Nothing was changed/s.exec(err.message)?.[1];
+    const build = at?.tag ?? path.dirname(file);
+    return {
+      message:
+        (what !== undefined ? vscode.l10n.t('The manifest of {0} is damaged: {1}. Nothing was changed.', build, what) : vscode.l10n.t('The manifest of {0} is damaged. Nothing was changed.', build)) +
+        ' ' +
+        vscode.l10n.t('To repair it, move the manifest aside and stage the build’s sources again with Add Artifacts…, or destroy the build and stage it anew.'),
+      actions: [
+        run(vscode.l10n.t('Open Manifest'), 'vscode.open', vscode.Uri.file(file)),
+        ...(at !== undefined ? [run(vscode.l10n.t('Destroy…'), 'devserverStaging.destroy', undefined, undefined, { staticDir: at.staticDir, tag: at.tag })] : []),
+      ],
+    };
+  },
+  EIO(err) {
+    return fsError(errnoCodeOf(err.cause), err.path, '');
+  },
+};
+
+/** The message and buttons for any error a command can meet. */
+export function describeError(err: unknown): ShownError {
+  if (isStagingError(err)) {
+    const shown = BY_CODE[err.code]?.(err);
+    if (shown !== undefined) return shown;
+    return { message: errorMessage(err), actions: [] };
+  }
+  const errno = errnoCodeOf(err);
+  return fsError(errno, (err as NodeJS.ErrnoException | undefined)?.path, errorMessage(err)) ?? { message: errorMessage(err), actions: [] };
+}
