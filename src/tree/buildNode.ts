@@ -1,10 +1,9 @@
 /** A build: a directory that was staged or locked, with its lock state and its artifacts below. */
 import * as vscode from 'vscode';
-import { LOCK_NAME, formatBytes, formatDuration as formatAge, type ListEntry, type LockInfo, type LockState } from '../core';
+import { AreaRow } from './areaRow';
+import { formatBytes, formatDuration as formatAge, type LockInfo, type LockState } from '../core';
 import type { AreaRecord } from '../model/records';
 import type { Staging } from '../model/mine';
-import type { FolderNode } from './folderNode';
-import type { StaticDirNode } from './staticDirNode';
 
 interface Look {
   icon: string;
@@ -29,29 +28,8 @@ export interface Ownership {
   staging: Staging | undefined;
 }
 
-export class BuildNode {
+export class BuildNode extends AreaRow {
   readonly kind = 'build';
-
-  constructor(
-    readonly parent: StaticDirNode | FolderNode,
-    readonly staticDir: string,
-    readonly tag: string,
-    /** The model's record, which the model keeps current in place. */
-    public record: AreaRecord,
-  ) {}
-
-  /** The last judgement of its lock. */
-  get entry(): ListEntry {
-    return this.record.lock ?? { name: this.tag.slice(this.tag.lastIndexOf('/') + 1), kind: 'build', staticDir: this.staticDir, tag: this.tag, dir: this.dir, lockPath: `${this.dir}/${LOCK_NAME}`, exists: true, state: 'free' };
-  }
-
-  get id(): string {
-    return `${this.staticDir}\0${this.tag}`;
-  }
-
-  get dir(): string {
-    return `${this.staticDir}/${this.tag}`;
-  }
 
   /** The row's words: never anything that changes with the passing of time. */
   static description(r: AreaRecord, own: Ownership, showUsage: boolean): string {
@@ -84,7 +62,7 @@ export class BuildNode {
   toTreeItem(r: AreaRecord, own: Ownership, showUsage: boolean): vscode.TreeItem {
     const state = r.lock?.state ?? 'free';
     const look = own.staging !== undefined ? STAGING : own.mine ? MINE : r.damaged !== undefined ? DAMAGED : LOOKS[state];
-    const name = this.tag.slice(this.tag.lastIndexOf('/') + 1);
+    const name = this.name;
     const item = new vscode.TreeItem(name, vscode.TreeItemCollapsibleState.Collapsed);
     item.id = this.id;
     item.description = BuildNode.description(r, own, showUsage);

@@ -1,34 +1,12 @@
 /** A folder: a directory that groups builds (a board). It has no lock of its own. */
 import * as vscode from 'vscode';
-import { LOCK_NAME, type ListEntry } from '../core';
-import type { AreaRecord, Counts } from '../model/records';
-import type { StaticDirNode } from './staticDirNode';
+import { AreaRow } from './areaRow';
+import type { Counts } from '../model/records';
 
 const number = new Intl.NumberFormat();
 
-export class FolderNode {
+export class FolderNode extends AreaRow {
   readonly kind = 'folder';
-
-  constructor(
-    readonly parent: StaticDirNode | FolderNode,
-    readonly staticDir: string,
-    readonly tag: string,
-    /** The model's record, which the model keeps current in place. */
-    public record: AreaRecord,
-  ) {}
-
-  /** The last judgement of its lock. */
-  get entry(): ListEntry {
-    return this.record.lock ?? { name: this.tag.slice(this.tag.lastIndexOf('/') + 1), kind: 'folder', staticDir: this.staticDir, tag: this.tag, dir: this.dir, lockPath: `${this.dir}/${LOCK_NAME}`, exists: true, state: 'free' };
-  }
-
-  get id(): string {
-    return `${this.staticDir}\0${this.tag}`;
-  }
-
-  get dir(): string {
-    return `${this.staticDir}/${this.tag}`;
-  }
 
   /** "3,000 builds · 47 held · 100 stale"; with a filter, how many of them it lets through. */
   static description(c: Counts, matching?: number): string {
@@ -41,7 +19,7 @@ export class FolderNode {
   }
 
   toTreeItem(c: Counts, matching?: number): vscode.TreeItem {
-    const name = this.tag.slice(this.tag.lastIndexOf('/') + 1);
+    const name = this.name;
     const item = new vscode.TreeItem(name, vscode.TreeItemCollapsibleState.Collapsed);
     item.id = this.id;
     item.description = FolderNode.description(c, matching);

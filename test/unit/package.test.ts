@@ -157,7 +157,7 @@ describe('the manifest', () => {
 
   it('hides from the palette the commands that need a row', () => {
     const hidden = menus['commandPalette']!.filter((e) => e.when === 'false').map((e) => e.command).sort();
-    assert.deepEqual(hidden, ['devserverStaging.createStaticDir', 'devserverStaging.destroyFolderBuilds', 'devserverStaging.openArtifact']);
+    assert.deepEqual(hidden, ['devserverStaging.createStaticDir', 'devserverStaging.destroyFolderBuilds', 'devserverStaging.openArtifact', 'devserverStaging.showMore']);
   });
 
   it('binds keys only while the view has the focus, and never while typing in it', () => {
