@@ -3,6 +3,7 @@
 // opened in the headless VS Code, the view opened and its boards expanded in the browser, the
 // rows on screen checked, and a screenshot taken (.cache/ui/tree-view.png; with
 // --update-screenshots also media/screenshots/ for the README).
+import { execFileSync } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
@@ -241,6 +242,30 @@ export async function runUiCheck({ updateScreenshots = false, log = console.log,
     await page.keyboard.press('Escape');
     await page.waitForTimeout(300);
     await check('nothing removed after Cancel', async () => fs.readdirSync(path.join(demo.staticDir, 'eve-release')).length === 5);
+
+    // Verify Build on a staged build one of whose files was changed afterwards: the row says
+    // damaged, with its own icon, until a verification finds it whole.
+    const src = fs.mkdtempSync(path.join(os.tmpdir(), 'dss-ui-src-'));
+    fs.writeFileSync(path.join(src, 'image.bin'), Buffer.alloc(8192, 5));
+    fs.writeFileSync(path.join(src, 'notes.txt'), 'as staged\n');
+    execFileSync(process.execPath, [path.join(root, 'dist', 'cli.js'), '-d', demo.staticDir, 'stage', 'kevin-release/R121-15700.0.0', src]);
+    fs.rmSync(src, { recursive: true, force: true });
+    fs.writeFileSync(path.join(demo.staticDir, 'kevin-release', 'R121-15700.0.0', 'notes.txt'), 'as stagef\n');
+    await row('kevin-release').click();
+    const staged = row('R121-15700.0.0');
+    await staged.waitFor({ timeout: 10_000 });
+    await staged.click({ button: 'right' });
+    await visibleMenu.waitFor({ timeout: 5_000 });
+    await page.waitForTimeout(300);
+    await visibleMenu.getByText('Verify Build').first().click();
+    await check('a build found damaged by Verify Build, marked so in the tree', async () => {
+      await row('R121-15700.0.0 damaged').waitFor({ timeout: 10_000 });
+      return true;
+    });
+    await page.mouse.move(900, 120);
+    await page.waitForTimeout(500);
+    await shoot('tree-damaged.png', { x: 0, y: 0, width: vp.width, height: vp.height });
+    await page.locator('.notification-toast .codicon-notifications-clear, .notification-toast .codicon-close').first().click().catch(() => undefined);
 
     // From the command palette, as a user would: lock a build for this window, then reload the
     // window. The old window's extension host ends, and with it the lock.
