@@ -148,6 +148,15 @@ export function describeEntryType(type: EntryType): string {
   return DESCRIBED[type];
 }
 
+/** The size of the file open as `fd` now, or `fallback` if it cannot be told. */
+function sizeNow(fd: number, fallback: number): number {
+  try {
+    return Math.max(fs.fstatSync(fd).size, fallback);
+  } catch {
+    return fallback;
+  }
+}
+
 /** The recorded facts of a listed artifact. */
 function recorded(e: ManifestEntry): ArtifactFacts {
   return e.type === 'symlink' ? { type: 'symlink', linkTarget: e.linkTarget! } : { type: 'file', size: e.size, sha256: e.sha256 };
@@ -399,7 +408,7 @@ class Verifier {
     const { fd, st } = opened;
     if (this.sync && st.size <= SMALL_SYNC_MAX) {
       try {
-        this.compare(name, entry, this.hashSync(fd));
+        this.compare(name, entry, this.hashSync(fd, entry.size + 1), fd);
       } catch (err) {
         this.unreadable(name, entry, err);
       } finally {
@@ -459,12 +468,17 @@ class Verifier {
     return { fd, st };
   }
 
-  /** Reads a small file whole through its descriptor, at explicit offsets, into one reused buffer. */
-  private hashSync(fd: number): { size: number; sha256: string } {
+  /**
+   * Reads a small file through its descriptor, at explicit offsets, into one reused buffer: at most
+   * `limit` bytes. A file of the recorded size is read to its end; one that someone makes longer
+   * meanwhile (a sparse terabyte, or endless appends) would otherwise hold the event loop for as
+   * long as they like, and one byte past the recorded size already says it grew.
+   */
+  private hashSync(fd: number, limit: number): { size: number; sha256: string } {
     const hash = crypto.createHash('sha256');
     let size = 0;
     for (;;) {
-      const got = fs.readSync(fd, this.buf, 0, this.buf.length, size);
+      const got = fs.readSync(fd, this.buf, 0, Math.min(this.buf.length, limit - size), size);
       if (got === 0) break;
       hash.update(this.buf.subarray(0, got));
       size += got;
@@ -476,10 +490,16 @@ class Verifier {
   private async hashInWorker(fd: number, name: string, entry: ManifestEntry): Promise<void> {
     let digest: FileDigest;
     try {
-      digest = await this.hasher.hash(fd, (bytes) => {
-        this.partial.set(name, bytes);
-        this.progress(name);
-      });
+      // As in hashSync: never more than one byte past the recorded size.
+      digest = await this.hasher.hash(
+        fd,
+        (bytes) => {
+          this.partial.set(name, bytes);
+          this.progress(name);
+        },
+        entry.size + 1,
+      );
+      this.compare(name, entry, digest, fd);
     } catch (err) {
       // Stopped: the caller reports the cancel.
       if (this.stopped) return;
@@ -489,7 +509,6 @@ class Verifier {
       this.partial.delete(name);
       fs.close(fd, () => undefined);
     }
-    this.compare(name, entry, digest);
     this.progress(name);
   }
 
@@ -499,14 +518,16 @@ class Verifier {
     this.problem({ path: name, kind: 'unreadable', expected: recorded(entry), detail: reasonOf(err) });
   }
 
-  /** What was read of a file of the recorded size against the record. */
-  private compare(name: string, entry: ManifestEntry, got: { size: number; sha256: string }): void {
+  /** What was read of a file of the recorded size (open as `fd`) against the record. */
+  private compare(name: string, entry: ManifestEntry, got: { size: number; sha256: string }, fd: number): void {
     this.files++;
     this.hashedBytes += got.size;
     this.doneBytes += entry.size;
     const expected = recorded(entry);
-    // It changed size while it was read: someone is writing it.
-    if (got.size !== entry.size) this.problem({ path: name, kind: got.size < entry.size ? 'truncated' : 'grown', expected, actual: { type: 'file', size: got.size } });
+    // It changed size while it was read: someone is writing it. Reading stopped one byte past the
+    // recorded size, so how large it is now is the descriptor's to say.
+    if (got.size > entry.size) this.problem({ path: name, kind: 'grown', expected, actual: { type: 'file', size: sizeNow(fd, got.size) } });
+    else if (got.size < entry.size) this.problem({ path: name, kind: 'truncated', expected, actual: { type: 'file', size: got.size } });
     else if (got.sha256 !== entry.sha256) this.problem({ path: name, kind: 'changed', expected, actual: { type: 'file', size: got.size, sha256: got.sha256 } });
   }
 
