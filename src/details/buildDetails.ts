@@ -4,7 +4,7 @@
  * now, and whether a verification found it damaged. A virtual document: nothing is written.
  */
 import * as vscode from 'vscode';
-import { formatBytes, readManifest, type ManifestEntry } from '../core';
+import { formatBytes, isStagingError, readBuildManifest, type ManifestEntry } from '../core';
 import { errorMessage } from '../errors';
 import type { LockStates } from '../model/lockStates';
 import type { Mine } from '../model/mine';
@@ -68,9 +68,11 @@ export class BuildDetails implements vscode.TextDocumentContentProvider, vscode.
     let entries: ManifestEntry[] = [];
     let problem: string | undefined;
     try {
-      entries = Object.values((await readManifest(`${staticDir}/${tag}`)).artifacts);
+      // From the build the core opened: a link swapped in for it, or for a folder above it, is
+      // never followed out of the static directory.
+      entries = Object.values((await readBuildManifest(staticDir, tag)).artifacts);
     } catch (err) {
-      problem = errorMessage(err);
+      if (!isStagingError(err, 'ENOMANIFEST')) problem = errorMessage(err);
     }
     const bytes = entries.reduce((n, e) => n + e.size, 0);
     rows.push([vscode.l10n.t('Artifacts'), vscode.l10n.t('{0} ({1})', entries.length, formatBytes(bytes))]);
