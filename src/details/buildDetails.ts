@@ -8,6 +8,7 @@ import { formatBytes, isStagingError, readBuildManifest, type ManifestEntry } fr
 import { errorMessage } from '../errors';
 import type { LockStates } from '../model/lockStates';
 import type { Mine } from '../model/mine';
+import { codeSpan, literal as md } from '../markdown';
 
 export const DETAILS_SCHEME = 'devserver-staging-build';
 
@@ -46,7 +47,7 @@ export class BuildDetails implements vscode.TextDocumentContentProvider, vscode.
   }
 
   async render(staticDir: string, tag: string): Promise<string> {
-    const lines: string[] = [`# ${md(tag)}`, '', `\`${staticDir}/${tag}\``, ''];
+    const lines: string[] = [`# ${md(tag)}`, '', codeSpan(`${staticDir}/${tag}`), ''];
     const r = this.states.record(staticDir, tag);
     const info = await this.states.judge(staticDir, tag).catch(() => r?.lock);
     const rows: [string, string][] = [];
@@ -110,7 +111,3 @@ export class BuildDetails implements vscode.TextDocumentContentProvider, vscode.
 
 const latest = (list: readonly ManifestEntry[]): string => list.reduce((m, e) => (e.stagedAt > m ? e.stagedAt : m), '');
 
-/** Text from the disk as Markdown shows it literally: a file name may hold any character. */
-function md(s: string): string {
-  return s.replace(/[\\`*_[\]#|<>]/g, '\\$&').replace(/\r?\n/g, ' ');
-}
