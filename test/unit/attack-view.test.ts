@@ -424,6 +424,41 @@ describe('attack: the readers of a build (verify, the model, the details page)',
       assert.ok(inside > 0, 'the real folder was listed at least once');
     });
 
+    it('a folder of a build exchanged with a link to outside in a tight loop while builds are measured: nothing outside is counted', async function () {
+      if (process.platform !== 'linux' || !hasTool('cc')) this.skip();
+      const swapper = path.join(bin, 'swap');
+      if (!fs.existsSync(swapper)) compile(bin, 'swap', SWAPPER_C);
+      // Outside: a sparse terabyte, which any measure that walked there would count.
+      fs.mkdirSync(outside);
+      fs.writeFileSync(path.join(outside, 'huge'), '');
+      fs.truncateSync(path.join(outside, 'huge'), TIB);
+      const link = path.join(staticDir, 'x');
+      fs.symlinkSync(outside, link);
+      states = new LockStates(timing, quiet);
+      await states.children(staticDir, 'eve');
+      const s = spawn(swapper, [path.join(area(), 'sub'), link], { stdio: ['ignore', 'pipe', 'inherit'] });
+      let runs = 0;
+      let inside = 0;
+      let outsideCounted = 0;
+      try {
+        const until = Date.now() + 2_000;
+        while (Date.now() < until) {
+          runs++;
+          const r = states.record(staticDir, 'eve/R1')!;
+          delete r.usage;
+          await states.measure(staticDir, 'eve');
+          const bytes = states.record(staticDir, 'eve/R1')?.usage?.bytes ?? 0;
+          if (bytes >= TIB) outsideCounted++;
+          else if (bytes > 900_000 + 3 * 1024 * 1024 + 8 * 4096) inside++;
+        }
+      } finally {
+        const swaps = await stop(s);
+        report(`${swaps} exchanges over ${runs} measures: ${inside} counted the real folder, ${outsideCounted} counted outside`);
+      }
+      assert.equal(outsideCounted, 0);
+      assert.ok(inside > 0, 'the real folder was counted at least once');
+    });
+
     it('as another user: a folder it may not read hides nothing beside it, and nothing throws unhandled', async function () {
       if (!isRoot || !hasTool('runuser')) {
         console.log('      skipped: needs root and runuser to act as nobody');
