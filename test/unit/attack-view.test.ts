@@ -167,6 +167,24 @@ describe('attack: the readers of a build (verify, the model, the details page)',
 
   const area = (): string => path.join(staticDir, 'eve', 'R1');
 
+  /**
+   * Runs `step` again and again for `ms` while `a` and `b` are exchanged (renameat2) in a tight
+   * loop, and leaves both as they were; how many exchanges and runs there were.
+   */
+  async function duringExchanges(a: string, b: string, ms: number, step: () => Promise<void>): Promise<{ swaps: string; runs: number }> {
+    const swapper = path.join(bin, 'swap');
+    if (!fs.existsSync(swapper)) compile(bin, 'swap', SWAPPER_C);
+    const s = spawn(swapper, [a, b], { stdio: ['ignore', 'pipe', 'inherit'] });
+    let runs = 0;
+    try {
+      for (const until = Date.now() + ms; Date.now() < until; runs++) await step();
+    } catch (err) {
+      await stop(s);
+      throw err;
+    }
+    return { swaps: await stop(s), runs };
+  }
+
   describe('verify', () => {
     it('a file a co-user makes a sparse terabyte while it is read is grown at once: never read on, the event loop never held', async function () {
       if (process.platform !== 'linux' || !hasTool('cc')) this.skip();
@@ -181,9 +199,8 @@ describe('attack: the readers of a build (verify, the model, the details page)',
           const g = spawn(grower, [path.join(area(), name), String(TIB)], { stdio: ['ignore', 'pipe', 'inherit'] });
           assert.equal(await line(g), 'ready');
           const t0 = Date.now();
-          const { value: r, stallMs } = await longestStall(() => verify(staticDir, 'eve/R1'));
+          const { value: r, stallMs } = await longestStall(() => verify(staticDir, 'eve/R1')).finally(() => stop(g));
           const ms = Date.now() - t0;
-          await stop(g);
           const p = r.problems.find((x) => x.path === name);
           if (p !== undefined) grown++;
           seen.push(`${name}: ${p === undefined ? 'read before it grew' : `${p.kind}, now ${p.actual?.size} bytes`}; ${ms} ms, event loop held ${Math.round(stallMs)} ms, ${r.checkedBytes} bytes hashed`);
@@ -300,8 +317,6 @@ describe('attack: the readers of a build (verify, the model, the details page)',
 
     it('a folder of the build, or the build, exchanged with a link to a pristine copy outside while verify runs: never whole, nothing outside read', async function () {
       if (process.platform !== 'linux' || !hasTool('cc')) this.skip();
-      const swapper = path.join(bin, 'swap');
-      if (!fs.existsSync(swapper)) compile(bin, 'swap', SWAPPER_C);
       const figures: string[] = [];
       // Inside: one byte changed. Outside: exactly what the manifest records. Only a reader that
       // went outside could call the build whole.
@@ -311,35 +326,26 @@ describe('attack: the readers of a build (verify, the model, the details page)',
       fs.writeFileSync(f3, data);
       for (const what of ['sub', 'build'] as const) {
         cleanup(outside);
-        const target = what === 'sub' ? path.join(area(), 'sub') : area();
         fs.cpSync(what === 'sub' ? path.join(src, 'sub') : area(), outside, { recursive: true });
         if (what === 'build') fs.copyFileSync(path.join(src, 'sub', 'f3.bin'), path.join(outside, 'sub', 'f3.bin'));
         const before = fingerprint(outside);
         const link = path.join(staticDir, `x-${what}`);
         fs.symlinkSync(outside, link);
-        const s = spawn(swapper, [target, link], { stdio: ['ignore', 'pipe', 'inherit'] });
         const outcomes = new Map<string, number>();
-        let runs = 0;
         let whole = 0;
-        try {
-          const until = Date.now() + 2_500;
-          while (Date.now() < until) {
-            runs++;
-            let key: string;
-            try {
-              const r = await verify(staticDir, 'eve/R1');
-              if (r.ok) whole++;
-              key = r.ok ? 'WHOLE' : brief(r).length === 1 ? brief(r)[0]! : `${brief(r).length} problems`;
-            } catch (err) {
-              key = `error ${(err as { code?: string }).code}`;
-            }
-            outcomes.set(key, (outcomes.get(key) ?? 0) + 1);
+        const { swaps, runs } = await duringExchanges(what === 'sub' ? path.join(area(), 'sub') : area(), link, 2_500, async () => {
+          let key: string;
+          try {
+            const r = await verify(staticDir, 'eve/R1');
+            if (r.ok) whole++;
+            key = r.ok ? 'WHOLE' : brief(r).length === 1 ? brief(r)[0]! : `${brief(r).length} problems`;
+          } catch (err) {
+            key = `error ${(err as { code?: string }).code}`;
           }
-        } finally {
-          const swaps = await stop(s);
-          figures.push(`${what} exchanged ${swaps} times over ${runs} runs: ${[...outcomes].map(([k, v]) => `${v} ${k}`).join(', ')}`);
-          fs.rmSync(link);
-        }
+          outcomes.set(key, (outcomes.get(key) ?? 0) + 1);
+        });
+        fs.rmSync(link);
+        figures.push(`${what} exchanged ${swaps} times over ${runs} runs: ${[...outcomes].map(([k, v]) => `${v} ${k}`).join(', ')}`);
         assert.equal(whole, 0, `verify called the build whole ${whole} times, so it read outside: ${figures.join('; ')}`);
         assert.deepEqual(changes(outside, before, fingerprint(outside)), []);
       }
@@ -397,37 +403,25 @@ describe('attack: the readers of a build (verify, the model, the details page)',
 
     it('an artifact folder exchanged with a link to outside in a tight loop while the tree lists it: nothing outside, ever', async function () {
       if (process.platform !== 'linux' || !hasTool('cc')) this.skip();
-      const swapper = path.join(bin, 'swap');
-      if (!fs.existsSync(swapper)) compile(bin, 'swap', SWAPPER_C);
       plantOutside();
       const link = path.join(area(), 'x');
       fs.symlinkSync(outside, link);
       states = new LockStates(timing, quiet);
       await states.children(staticDir, 'eve');
-      const s = spawn(swapper, [path.join(area(), 'sub'), link], { stdio: ['ignore', 'pipe', 'inherit'] });
-      let runs = 0;
       let inside = 0;
       const leaks: string[] = [];
-      try {
-        const until = Date.now() + 2_000;
-        while (Date.now() < until) {
-          runs++;
-          const got = [...names(await states.artifactDir(staticDir, 'eve/R1', 'sub')), ...names(await states.artifactDir(staticDir, 'eve/R1', 'x'))];
-          if (got.some((p) => p.endsWith('f0.bin'))) inside++;
-          leaks.push(...outsideIn(got));
-        }
-      } finally {
-        const swaps = await stop(s);
-        report(`${swaps} exchanges over ${runs} listings: ${inside} saw the real folder, ${leaks.length} listed something outside`);
-      }
+      const { swaps, runs } = await duringExchanges(path.join(area(), 'sub'), link, 2_000, async () => {
+        const got = [...names(await states!.artifactDir(staticDir, 'eve/R1', 'sub')), ...names(await states!.artifactDir(staticDir, 'eve/R1', 'x'))];
+        if (got.some((p) => p.endsWith('f0.bin'))) inside++;
+        leaks.push(...outsideIn(got));
+      });
+      report(`${swaps} exchanges over ${runs} listings: ${inside} saw the real folder, ${leaks.length} listed something outside`);
       assert.deepEqual(leaks.slice(0, 5), []);
       assert.ok(inside > 0, 'the real folder was listed at least once');
     });
 
     it('a folder of a build exchanged with a link to outside in a tight loop while builds are measured: nothing outside is counted', async function () {
       if (process.platform !== 'linux' || !hasTool('cc')) this.skip();
-      const swapper = path.join(bin, 'swap');
-      if (!fs.existsSync(swapper)) compile(bin, 'swap', SWAPPER_C);
       // Outside: a sparse terabyte, which any measure that walked there would count.
       fs.mkdirSync(outside);
       fs.writeFileSync(path.join(outside, 'huge'), '');
@@ -436,25 +430,16 @@ describe('attack: the readers of a build (verify, the model, the details page)',
       fs.symlinkSync(outside, link);
       states = new LockStates(timing, quiet);
       await states.children(staticDir, 'eve');
-      const s = spawn(swapper, [path.join(area(), 'sub'), link], { stdio: ['ignore', 'pipe', 'inherit'] });
-      let runs = 0;
       let inside = 0;
       let outsideCounted = 0;
-      try {
-        const until = Date.now() + 2_000;
-        while (Date.now() < until) {
-          runs++;
-          const r = states.record(staticDir, 'eve/R1')!;
-          delete r.usage;
-          await states.measure(staticDir, 'eve');
-          const bytes = states.record(staticDir, 'eve/R1')?.usage?.bytes ?? 0;
-          if (bytes >= TIB) outsideCounted++;
-          else if (bytes > 900_000 + 3 * 1024 * 1024 + 8 * 4096) inside++;
-        }
-      } finally {
-        const swaps = await stop(s);
-        report(`${swaps} exchanges over ${runs} measures: ${inside} counted the real folder, ${outsideCounted} counted outside`);
-      }
+      const { swaps, runs } = await duringExchanges(path.join(area(), 'sub'), link, 2_000, async () => {
+        delete states!.record(staticDir, 'eve/R1')!.usage;
+        await states!.measure(staticDir, 'eve');
+        const bytes = states!.record(staticDir, 'eve/R1')?.usage?.bytes ?? 0;
+        if (bytes >= TIB) outsideCounted++;
+        else if (bytes > 900_000 + 3 * 1024 * 1024 + 8 * 4096) inside++;
+      });
+      report(`${swaps} exchanges over ${runs} measures: ${inside} counted the real folder, ${outsideCounted} counted outside`);
       assert.equal(outsideCounted, 0);
       assert.ok(inside > 0, 'the real folder was counted at least once');
     });
