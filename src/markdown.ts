@@ -5,8 +5,13 @@
  * name. Free of `vscode`, so that unit tests can check it.
  */
 
-/** Any character Markdown (or VS Code's `$(icon)` syntax) could read as markup. */
-const PUNCTUATION = /[\\`*_{}[\]()#+!|<>&$~=:-]/g;
+/**
+ * The characters that open markup inside a line: emphasis, code, links and images (`!` and `(` mean
+ * nothing without `[` or `]`), HTML and entities, table cells, headings' closing `#`, strikethrough,
+ * VS Code's `$(icon)` and math, and the `:` of an autolink. Text from the disk never starts a line
+ * here, so what only means something there (`-`, `+`, `=`, `1.`) is left as it is.
+ */
+const PUNCTUATION = /[\\`*_[\]|<>&$~:#]/g;
 
 /**
  * As literal text on one line: Markdown's punctuation escaped with backslashes (CommonMark shows
