@@ -3,6 +3,7 @@
  * elsewhere, in words. Hidden while no static directory is configured.
  */
 import * as vscode from 'vscode';
+import { literal } from './markdown';
 import type { LockStates } from './model/lockStates';
 import type { Mine } from './model/mine';
 import type { AreaRecord, Counts } from './model/records';
@@ -77,12 +78,13 @@ export class StatusBar implements vscode.Disposable {
     const mine = locked.filter(isMine);
     const others = locked.filter((r) => !isMine(r));
     md.appendMarkdown(`$(account) ${vscode.l10n.t('Held by you: {0}', mine.length)}  \n`);
-    for (const r of mine.slice(0, 10)) md.appendMarkdown(`&nbsp;&nbsp;${r.tag}  \n`);
+    for (const r of mine.slice(0, 10)) md.appendMarkdown(`&nbsp;&nbsp;${literal(r.tag)}  \n`);
     md.appendMarkdown(`$(lock) ${vscode.l10n.t('Held by others: {0}', c.held)} · $(warning) ${vscode.l10n.t('stale: {0}', c.stale)} · ${vscode.l10n.t('legacy: {0}', c.legacy)}  \n`);
     for (const r of others.slice(0, 20)) {
       const h = r.lock?.holder;
       const who = h !== undefined ? `${h.user}@${h.hostname}` : r.lock?.legacy !== undefined ? r.lock.legacy.hostname : '';
-      md.appendMarkdown(`&nbsp;&nbsp;$(${r.lock?.state === 'stale' ? 'warning' : 'lock'}) ${r.tag} ${who} (${r.lock?.state ?? ''})  \n`);
+      // Tags and holders are co-users' words: shown, never read as Markdown.
+      md.appendMarkdown(`&nbsp;&nbsp;$(${r.lock?.state === 'stale' ? 'warning' : 'lock'}) ${literal(r.tag)} ${literal(who)} (${r.lock?.state ?? ''})  \n`);
     }
     if (others.length > 20) md.appendMarkdown(vscode.l10n.t('… and {0} more', others.length - 20));
     md.appendMarkdown(`\n\n${vscode.l10n.t('{0} builds in all. Click to show the view.', c.builds)}`);

@@ -32,6 +32,16 @@ export async function runVerify(staticDir: string, tag: string, options: Partial
 }
 
 const count = (n: number): string => n.toLocaleString('en');
+
+/**
+ * A name as a terminal shows it, not as it obeys it: an unlisted file's name is a co-user's bytes,
+ * and escape sequences in it (ESC, CSI, BEL) would retitle or rewrite the terminal. Names with a
+ * control character are shown quoted, with it escaped.
+ */
+export function printable(name: string): string {
+  return /[\u0000-\u001f\u007f-\u009f]/.test(name) ? JSON.stringify(name).replace(/[\u007f-\u009f]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`) : name;
+}
+
 const bytes = (n: number | undefined): string => `${count(n ?? 0)} byte${n === 1 ? '' : 's'}`;
 const short = (sha: string | undefined): string => (sha === undefined ? '?' : `${sha.slice(0, 12)}…`);
 
@@ -56,7 +66,7 @@ export function formatProblem(p: VerifyProblem): string {
         return p.detail ?? '';
     }
   })();
-  return `${kind.padEnd(11)} ${p.path}${what !== '' ? `: ${what}` : ''}`;
+  return `${kind.padEnd(11)} ${printable(p.path)}${what !== '' ? `: ${what}` : ''}`;
 }
 
 /** The problems, a note when the build was locked (it may be being staged), and the summary line. */

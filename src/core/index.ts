@@ -17,6 +17,8 @@ export type { StageOptions, StageProgress, StageResult, ManifestEntry, Manifest 
 export { MANIFEST_FILE, TIMESTAMP_FILE, DEFAULT_MAX_BYTES } from './stage/types';
 export { parseManifest, readManifest } from './stage/manifest';
 export { verify, describeEntryType } from './verify';
+export { readBuildDir, readBuildManifest } from './browse';
+export type { BuildEntry } from './browse';
 export type { VerifyOptions, VerifyProblem, VerifyProblemKind, VerifyProgress, VerifyResult, ArtifactFacts, EntryType } from './verify';
 export { findBuildAbove } from './nesting';
 export { parseTag, isInside } from './tags';

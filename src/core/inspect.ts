@@ -7,6 +7,7 @@ import * as path from 'path';
 import { fsClockSkew } from './clock';
 import { naturalOrder } from './format';
 import { StagingError, asStagingError, errnoCode } from './errors';
+import { readEntries } from './browse';
 import { asyncIo } from './io';
 import { judgeLock, lockPathOf } from './judge';
 import { BUILD_MARKS, LOCK_NAME, clampTiming, isProtocolName } from './protocol';
@@ -50,15 +51,17 @@ export async function list(staticDir: string, subpath = '', options: Partial<Tim
     dir = area.dir;
     prefix = `${area.tag}/`;
   }
-  const [entries, skew] = await Promise.all([
-    fs.promises.readdir(dir, { withFileTypes: true }).catch((err: unknown) => {
+  const [{ entries }, skew] = await Promise.all([
+    // Names that are not UTF-8 are left out: as strings they name other directories or none.
+    readEntries(dir, false).catch((err: unknown) => {
       if (errnoCode(err) === 'ENOENT') throw new StagingError('EBADSTATICDIR', `The directory ${dir} does not exist.`, { path: dir });
       throw asStagingError(err, 'list', dir);
     }),
     fsClockSkew(realStaticDir),
   ]);
   const nowFs = Date.now() + skew;
-  const candidates = entries.filter((e) => (e.isDirectory() || e.isSymbolicLink()) && !isProtocolName(e.name));
+  // A name with a control character (a newline) can never be a tag: no command could act on it.
+  const candidates = entries.filter((e) => (e.isDirectory() || e.isSymbolicLink()) && !isProtocolName(e.name) && !/[\u0000-\u001f\u007f]/.test(e.name));
   const results = await Promise.all(
     candidates.map(async (e): Promise<ListEntry | undefined> => {
       const child = path.join(dir, e.name);
@@ -73,7 +76,11 @@ export async function list(staticDir: string, subpath = '', options: Partial<Tim
         // Asynchronous even on local filesystems: a listing of thousands must not hold the event loop.
         st = await asyncIo.lstatOrNull(path.join(child, LOCK_NAME));
       } catch (err) {
-        throw asStagingError(err, 'read the lock', lockPathOf(child));
+        // A directory this user may not search (a co-user's umask 077) is listed as one whose
+        // inside cannot be seen, a folder: failing the whole listing would hide every build beside it.
+        const code = errnoCode(err);
+        if (code !== 'EACCES' && code !== 'EPERM') throw asStagingError(err, 'read the lock', lockPathOf(child));
+        st = null;
       }
       const area = { staticDir: root, tag: prefix + e.name, dir: child };
       if (st === null) {

@@ -15,17 +15,16 @@
 import * as crypto from 'crypto';
 import * as fs from 'fs';
 import * as os from 'os';
-import * as path from 'path';
 import { performance } from 'perf_hooks';
-import { openBelow, openDir, openPath, readRecord, type Dir } from './anchored';
+import { openBelow, type Dir } from './anchored';
+import { openBuild, readEntries, readOpenedManifest } from './browse';
 import { fsClockSkew } from './clock';
 import { StagingError, asStagingError, errnoCode, isStagingError } from './errors';
 import { judgeLock } from './judge';
-import { MANIFEST_FILE, clampTiming, isBookkeeping } from './protocol';
+import { clampTiming, isBookkeeping } from './protocol';
 import { FileHasher, type FileDigest } from './stage/hasher';
-import { MAX_MANIFEST_BYTES, parseManifest } from './stage/manifest';
-import type { Manifest, ManifestEntry } from './stage/types';
-import { resolveArea, type Area } from './tags';
+import type { ManifestEntry } from './stage/types';
+import { resolveArea } from './tags';
 import type { LockState, Timing } from './types';
 
 /**
@@ -148,6 +147,15 @@ export function describeEntryType(type: EntryType): string {
   return DESCRIBED[type];
 }
 
+/** The size of the file open as `fd` now, or `fallback` if it cannot be told. */
+function sizeNow(fd: number, fallback: number): number {
+  try {
+    return Math.max(fs.fstatSync(fd).size, fallback);
+  } catch {
+    return fallback;
+  }
+}
+
 /** The recorded facts of a listed artifact. */
 function recorded(e: ManifestEntry): ArtifactFacts {
   return e.type === 'symlink' ? { type: 'symlink', linkTarget: e.linkTarget! } : { type: 'file', size: e.size, sha256: e.sha256 };
@@ -169,7 +177,6 @@ export async function verify(staticDir: string, tag: string, options: VerifyOpti
   const aborted = (): boolean => options.signal?.aborted === true;
   if (aborted()) throw cancelled();
   const area = await resolveArea(staticDir, tag);
-  if (!area.exists) throw noBuild(area);
   const build = await openBuild(area);
   const verifier = new Verifier(build, options);
   const onAbort = (): void => void verifier.stop();
@@ -181,7 +188,7 @@ export async function verify(staticDir: string, tag: string, options: VerifyOpti
       return (await judgeLock({ staticDir: area.staticDir, tag: area.tag, dir: area.dir, opened: build }, timing, Date.now() + skew)).info.state;
     };
     const before = await lockState();
-    const manifest = await readBuildManifest(area, build);
+    const manifest = await readOpenedManifest(area, build);
     const problems = await verifier.run(manifest.artifacts, area.io.sync);
     const after = await lockState();
     return {
@@ -202,49 +209,6 @@ export async function verify(staticDir: string, tag: string, options: VerifyOpti
     await verifier.stop();
     build.close();
   }
-}
-
-function noBuild(area: Area): StagingError {
-  return new StagingError('ENOENT', `There is no build ${area.tag} in ${area.staticDir} (no directory ${area.dir}).`, { path: area.dir });
-}
-
-/** The build directory, opened level by level below the static directory (a link is followed only to a directory inside it). */
-async function openBuild(area: Area): Promise<Dir> {
-  let root: Dir;
-  try {
-    root = await openDir(area.realStaticDir, true, area.io.sync);
-  } catch (err) {
-    throw asStagingError(err, 'open the static directory', area.staticDir);
-  }
-  try {
-    return await openPath(root, area.realStaticDir, area.segments, area.tag, area.io.sync);
-  } catch (err) {
-    if (errnoCode(err) === 'ENOENT') throw noBuild(area);
-    throw isStagingError(err) ? err : asStagingError(err, 'open', area.dir);
-  } finally {
-    root.close();
-  }
-}
-
-/** The manifest of the opened build: ENOMANIFEST without one, ECORRUPT when damaged, EIO when a link or FIFO is in its place. */
-async function readBuildManifest(area: Area, build: Dir): Promise<Manifest> {
-  const shown = path.join(area.dir, MANIFEST_FILE);
-  let text: string;
-  try {
-    text = await readRecord(build.at(MANIFEST_FILE), shown, MAX_MANIFEST_BYTES);
-  } catch (err) {
-    if (errnoCode(err) === 'ENOENT') {
-      throw new StagingError(
-        'ENOMANIFEST',
-        `The build ${area.tag} (${area.dir}) has no manifest (${MANIFEST_FILE}), so there is nothing to verify it against: ` +
-          'it was not staged by this tool, or its staging never finished. To record its artifacts, stage its sources again ' +
-          `with \`devserver-stage stage --add ${area.tag} SOURCE...\` (files already there are hashed and recorded).`,
-        { path: shown },
-      );
-    }
-    throw asStagingError(err, 'read the manifest', shown);
-  }
-  return parseManifest(text, shown);
 }
 
 /** One verification: the walk of the build, the hashing, the problems found, the progress. */
@@ -314,7 +278,11 @@ class Verifier {
     this.check();
     let entries: fs.Dirent[];
     try {
-      entries = this.sync ? fs.readdirSync(dir.at('.'), { withFileTypes: true }) : await fs.promises.readdir(dir.at('.'), { withFileTypes: true });
+      let undecodable: fs.Dirent[];
+      ({ entries, undecodable } = await readEntries(dir.at('.'), this.sync));
+      // No manifest can list a name that is not UTF-8, and read back as a string it would be another
+      // file's (or a listed artifact's, hiding itself behind it): there, never listed.
+      for (const e of undecodable) this.problem({ path: prefix + e.name, kind: 'unlisted', actual: { type: typeOf(e) }, detail: 'its name is not valid UTF-8' });
     } catch (err) {
       if (prefix === '') throw asStagingError(err, 'read', dir.shown);
       this.block(prefix.slice(0, -1), 'unreadable', `the directory ${prefix.slice(0, -1)} cannot be read (${reasonOf(err)})`);
@@ -399,7 +367,7 @@ class Verifier {
     const { fd, st } = opened;
     if (this.sync && st.size <= SMALL_SYNC_MAX) {
       try {
-        this.compare(name, entry, this.hashSync(fd));
+        this.compare(name, entry, this.hashSync(fd, entry.size + 1), fd);
       } catch (err) {
         this.unreadable(name, entry, err);
       } finally {
@@ -459,12 +427,17 @@ class Verifier {
     return { fd, st };
   }
 
-  /** Reads a small file whole through its descriptor, at explicit offsets, into one reused buffer. */
-  private hashSync(fd: number): { size: number; sha256: string } {
+  /**
+   * Reads a small file through its descriptor, at explicit offsets, into one reused buffer: at most
+   * `limit` bytes. A file of the recorded size is read to its end; one that someone makes longer
+   * meanwhile (a sparse terabyte, or endless appends) would otherwise hold the event loop for as
+   * long as they like, and one byte past the recorded size already says it grew.
+   */
+  private hashSync(fd: number, limit: number): { size: number; sha256: string } {
     const hash = crypto.createHash('sha256');
     let size = 0;
     for (;;) {
-      const got = fs.readSync(fd, this.buf, 0, this.buf.length, size);
+      const got = fs.readSync(fd, this.buf, 0, Math.min(this.buf.length, limit - size), size);
       if (got === 0) break;
       hash.update(this.buf.subarray(0, got));
       size += got;
@@ -476,10 +449,16 @@ class Verifier {
   private async hashInWorker(fd: number, name: string, entry: ManifestEntry): Promise<void> {
     let digest: FileDigest;
     try {
-      digest = await this.hasher.hash(fd, (bytes) => {
-        this.partial.set(name, bytes);
-        this.progress(name);
-      });
+      // As in hashSync: never more than one byte past the recorded size.
+      digest = await this.hasher.hash(
+        fd,
+        (bytes) => {
+          this.partial.set(name, bytes);
+          this.progress(name);
+        },
+        entry.size + 1,
+      );
+      this.compare(name, entry, digest, fd);
     } catch (err) {
       // Stopped: the caller reports the cancel.
       if (this.stopped) return;
@@ -489,7 +468,6 @@ class Verifier {
       this.partial.delete(name);
       fs.close(fd, () => undefined);
     }
-    this.compare(name, entry, digest);
     this.progress(name);
   }
 
@@ -499,14 +477,16 @@ class Verifier {
     this.problem({ path: name, kind: 'unreadable', expected: recorded(entry), detail: reasonOf(err) });
   }
 
-  /** What was read of a file of the recorded size against the record. */
-  private compare(name: string, entry: ManifestEntry, got: { size: number; sha256: string }): void {
+  /** What was read of a file of the recorded size (open as `fd`) against the record. */
+  private compare(name: string, entry: ManifestEntry, got: { size: number; sha256: string }, fd: number): void {
     this.files++;
     this.hashedBytes += got.size;
     this.doneBytes += entry.size;
     const expected = recorded(entry);
-    // It changed size while it was read: someone is writing it.
-    if (got.size !== entry.size) this.problem({ path: name, kind: got.size < entry.size ? 'truncated' : 'grown', expected, actual: { type: 'file', size: got.size } });
+    // It changed size while it was read: someone is writing it. Reading stopped one byte past the
+    // recorded size, so how large it is now is the descriptor's to say.
+    if (got.size > entry.size) this.problem({ path: name, kind: 'grown', expected, actual: { type: 'file', size: sizeNow(fd, got.size) } });
+    else if (got.size < entry.size) this.problem({ path: name, kind: 'truncated', expected, actual: { type: 'file', size: got.size } });
     else if (got.sha256 !== entry.sha256) this.problem({ path: name, kind: 'changed', expected, actual: { type: 'file', size: got.size, sha256: got.sha256 } });
   }
 

@@ -4,10 +4,11 @@
  * now, and whether a verification found it damaged. A virtual document: nothing is written.
  */
 import * as vscode from 'vscode';
-import { formatBytes, readManifest, type ManifestEntry } from '../core';
+import { formatBytes, isStagingError, readBuildManifest, type ManifestEntry } from '../core';
 import { errorMessage } from '../errors';
 import type { LockStates } from '../model/lockStates';
 import type { Mine } from '../model/mine';
+import { codeSpan, literal as md } from '../markdown';
 
 export const DETAILS_SCHEME = 'devserver-staging-build';
 
@@ -46,7 +47,7 @@ export class BuildDetails implements vscode.TextDocumentContentProvider, vscode.
   }
 
   async render(staticDir: string, tag: string): Promise<string> {
-    const lines: string[] = [`# ${md(tag)}`, '', `\`${staticDir}/${tag}\``, ''];
+    const lines: string[] = [`# ${md(tag)}`, '', codeSpan(`${staticDir}/${tag}`), ''];
     const r = this.states.record(staticDir, tag);
     const info = await this.states.judge(staticDir, tag).catch(() => r?.lock);
     const rows: [string, string][] = [];
@@ -68,9 +69,11 @@ export class BuildDetails implements vscode.TextDocumentContentProvider, vscode.
     let entries: ManifestEntry[] = [];
     let problem: string | undefined;
     try {
-      entries = Object.values((await readManifest(`${staticDir}/${tag}`)).artifacts);
+      // From the build the core opened: a link swapped in for it, or for a folder above it, is
+      // never followed out of the static directory.
+      entries = Object.values((await readBuildManifest(staticDir, tag)).artifacts);
     } catch (err) {
-      problem = errorMessage(err);
+      if (!isStagingError(err, 'ENOMANIFEST')) problem = errorMessage(err);
     }
     const bytes = entries.reduce((n, e) => n + e.size, 0);
     rows.push([vscode.l10n.t('Artifacts'), vscode.l10n.t('{0} ({1})', entries.length, formatBytes(bytes))]);
@@ -108,7 +111,3 @@ export class BuildDetails implements vscode.TextDocumentContentProvider, vscode.
 
 const latest = (list: readonly ManifestEntry[]): string => list.reduce((m, e) => (e.stagedAt > m ? e.stagedAt : m), '');
 
-/** Text from the disk as Markdown shows it literally: a file name may hold any character. */
-function md(s: string): string {
-  return s.replace(/[\\`*_[\]#|<>]/g, '\\$&').replace(/\r?\n/g, ' ');
-}

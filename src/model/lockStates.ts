@@ -6,7 +6,7 @@
  */
 import * as fs from 'fs';
 import * as path from 'path';
-import { BUILD_MARKS, LOCK_NAME, inspect, isBookkeeping, isHolderAlive, isOnThisMachine, isProtocolName, list, lockIdOf, naturalOrder, usage, type ListEntry, type LockInfo, type Timing } from '../core';
+import { BUILD_MARKS, LOCK_NAME, inspect, isBookkeeping, isHolderAlive, isOnThisMachine, isProtocolName, list, lockIdOf, naturalOrder, readBuildDir, usage, type ListEntry, type LockInfo, type Timing } from '../core';
 import { Emitter, type Disposable } from './emitter';
 import { isAtOrBelow, keyOf, parentTag, type AreaKind, type AreaRecord, type AreaRef, type Artifact, type Counts } from './records';
 import { DirectoryWatcher, type WatchEvent } from './watcher';
@@ -119,7 +119,7 @@ export class LockStates implements Disposable {
   /** The contents of an artifact folder inside a build: read each time, never watched. */
   async artifactDir(staticDir: string, tag: string, rel: string): Promise<Artifact[]> {
     const build = this.records.get(keyOf(staticDir, tag));
-    return readArtifacts(path.join(staticDir, tag, rel), rel, build?.lock);
+    return readArtifacts(staticDir, tag, rel, build?.lock);
   }
 
   record(staticDir: string, tag: string): AreaRecord | undefined {
@@ -357,7 +357,7 @@ export class LockStates implements Disposable {
     this.listed.add(key);
     this.watchDir(path.join(staticDir, tag), { staticDir, tag });
     this.work.listings++;
-    const files = await readArtifacts(path.join(staticDir, tag), '', r.lock);
+    const files = await readArtifacts(staticDir, tag, '', r.lock);
     if (this.disposed) return;
     const old = r.artifacts;
     r.artifacts = files;
@@ -572,25 +572,22 @@ export class LockStates implements Disposable {
 }
 
 /**
- * The entries of a directory inside a build, with sizes; the tool's own bookkeeping (lock,
- * manifest, timestamp, fencing counter, and the file a Python devserver lock is a link to) left
- * out. Links are shown as what they lead to, never followed to list what is inside them.
+ * The entries of a directory inside a build (`rel`, '' for its top), with sizes; the tool's own
+ * bookkeeping (lock, manifest, timestamp, fencing counter, and the file a Python devserver lock is a
+ * link to) left out. Links are shown as what they lead to, never followed to list what is inside
+ * them: the build and the folder are opened by the core, which never follows a link out of the
+ * static directory, even one swapped in for a folder after it was listed.
  */
-async function readArtifacts(dir: string, rel: string, lock: ListEntry | undefined): Promise<Artifact[]> {
-  const entries = await fs.promises.readdir(dir, { withFileTypes: true }).catch(() => []);
+async function readArtifacts(staticDir: string, tag: string, rel: string, lock: ListEntry | undefined): Promise<Artifact[]> {
+  const entries = await readBuildDir(staticDir, tag, rel).catch(() => []);
   const legacyFile = rel === '' ? lock?.legacy?.uniqueFile : undefined;
+  const dir = path.join(staticDir, tag, rel);
   // The core names bookkeeping; the file this lock is a link to is known exactly, too.
-  const shown = entries.filter((e) => !(rel === '' && (isBookkeeping(e.name) || e.name === legacyFile)));
-  const sized = await Promise.all(
-    shown.map(async (e): Promise<Artifact> => {
-      const p = path.join(dir, e.name);
-      const st = await fs.promises.lstat(p).catch(() => undefined);
-      const r = rel === '' ? e.name : `${rel}/${e.name}`;
-      return { name: e.name, path: p, rel: r, size: st?.size ?? 0, directory: st?.isDirectory() === true };
-    }),
-  );
+  const shown = entries
+    .filter((e) => !(rel === '' && (isBookkeeping(e.name) || e.name === legacyFile)))
+    .map((e): Artifact => ({ name: e.name, path: path.join(dir, e.name), rel: rel === '' ? e.name : `${rel}/${e.name}`, size: e.size, directory: e.directory }));
   // Folders first, as a file explorer shows them.
-  return sized.sort((a, b) => Number(b.directory) - Number(a.directory) || naturalOrder.compare(a.name, b.name));
+  return shown.sort((a, b) => Number(b.directory) - Number(a.directory) || naturalOrder.compare(a.name, b.name));
 }
 
 const artifactsKey = (files: readonly Artifact[]): string => files.map((f) => `${f.name}\0${f.size}\0${f.directory}`).join('\0');

@@ -1,7 +1,8 @@
 /** A build: a directory that was staged or locked, with its lock state and its artifacts below. */
 import * as vscode from 'vscode';
-import { AreaRow } from './areaRow';
 import { formatBytes, formatDuration as formatAge, type LockInfo, type LockState } from '../core';
+import { literal } from '../markdown';
+import { AreaRow } from './areaRow';
 import type { AreaRecord } from '../model/records';
 import type { Staging } from '../model/mine';
 
@@ -83,7 +84,7 @@ export class BuildNode extends AreaRow {
     const state = e?.state ?? 'free';
     const look = own.mine ? MINE : LOOKS[state];
     const md = new vscode.MarkdownString(undefined, true);
-    md.appendMarkdown(`**${escape(r.tag)}** — $(${look.icon}) ${look.label}\n\n`);
+    md.appendMarkdown(`**${literal(r.tag)}** — $(${look.icon}) ${look.label}\n\n`);
     const rows: [string, string][] = [];
     if (r.damaged !== undefined) rows.push([vscode.l10n.t('Damaged'), r.damaged]);
     const h = e?.holder;
@@ -104,13 +105,10 @@ export class BuildNode extends AreaRow {
     if (e?.staleReason !== undefined) rows.push([vscode.l10n.t('Why stale'), e.staleReason]);
     if (contents !== undefined) rows.push([vscode.l10n.t('Contents'), vscode.l10n.t('{0} artifacts, {1}', contents.artifacts, formatBytes(contents.bytes))]);
     if (r.usage !== undefined) rows.push([vscode.l10n.t('Last used'), new Date(r.usage.lastUsedMs).toLocaleString()]);
-    for (const [k, v] of rows) md.appendMarkdown(`${escape(k)}: ${escape(v)}  \n`);
+    for (const [k, v] of rows) md.appendMarkdown(`${literal(k)}: ${literal(v)}  \n`);
     md.appendMarkdown('\n');
     md.appendCodeblock(e?.dir ?? `${r.staticDir}/${r.tag}`, 'text');
     return md;
   }
 }
 
-export function escape(s: string): string {
-  return s.replace(/[\\`*_{}[\]()#+!|<>-]/g, '\\$&');
-}

@@ -5,9 +5,8 @@
  * identity so that a change refreshes just its own row, and `getParent` walks up for `reveal`.
  */
 import * as fs from 'fs';
-import * as path from 'path';
 import * as vscode from 'vscode';
-import { isBookkeeping, readManifest } from '../core';
+import { isBookkeeping, readBuildDir, readBuildManifest } from '../core';
 import { errorMessage } from '../errors';
 import type { LockStates, StateChange } from '../model/lockStates';
 import type { Mine } from '../model/mine';
@@ -107,7 +106,7 @@ export class StagingTreeProvider implements vscode.TreeDataProvider<Node>, vscod
   async resolveTreeItem(item: vscode.TreeItem, node: Node): Promise<vscode.TreeItem> {
     if (node instanceof BuildNode) {
       // Judged again on hover: the listing's heartbeat age is as old as the listing.
-      const [info, contents] = await Promise.all([this.states.judge(node.staticDir, node.tag).catch(() => undefined), contentsOf(node.dir)]);
+      const [info, contents] = await Promise.all([this.states.judge(node.staticDir, node.tag).catch(() => undefined), contentsOf(node.staticDir, node.tag)]);
       const r = this.states.record(node.staticDir, node.tag) ?? node.record;
       item.tooltip = BuildNode.tooltip(r, this.ownership(node.staticDir, node.tag), contents, info);
     }
@@ -297,21 +296,28 @@ export class StagingTreeProvider implements vscode.TreeDataProvider<Node>, vscod
 export const dirOf = (n: Node): string => (n instanceof MoreNode ? n.parent.dir : n.dir);
 
 /**
+ * A manifest larger than this is not read for a tooltip (which is asked for on every hover): its
+ * parse would hold the editor for seconds (a 500 MB one, planted by a co-user, for half a minute).
+ * About 30,000 artifacts; a build with more is counted from the files at its top.
+ */
+const TOOLTIP_MANIFEST_BYTES = 8 * 1024 * 1024;
+
+/**
  * Size and artifact count for a tooltip: from the manifest where staging wrote one (a single
  * read), else from the files at the top of the build.
  */
-async function contentsOf(dir: string): Promise<{ artifacts: number; bytes: number } | undefined> {
+async function contentsOf(staticDir: string, tag: string): Promise<{ artifacts: number; bytes: number } | undefined> {
   try {
-    // Read as the core reads records: never through a link, never blocking on a FIFO. A damaged
-    // manifest (ECORRUPT) counts as none: the files at the top are counted instead.
-    const all = Object.values((await readManifest(dir)).artifacts);
+    // Read as the core reads records: from the build it opened (never through a link swapped in
+    // for it), never blocking on a FIFO. A damaged manifest (ECORRUPT), or one too large, counts as
+    // none: the files at the top are counted instead.
+    const all = Object.values((await readBuildManifest(staticDir, tag, TOOLTIP_MANIFEST_BYTES)).artifacts);
     if (all.length > 0) return { artifacts: all.length, bytes: all.reduce((n, a) => n + a.size, 0) };
   } catch {
     /* counted from the files below */
   }
-  const entries = await fs.promises.readdir(dir, { withFileTypes: true }).catch(() => undefined);
+  const entries = await readBuildDir(staticDir, tag).catch(() => undefined);
   if (entries === undefined) return undefined;
-  const files = entries.filter((e) => e.isFile() && !isBookkeeping(e.name));
-  const sizes = await Promise.all(files.map((e) => fs.promises.lstat(path.join(dir, e.name)).then((s) => s.size, () => 0)));
-  return { artifacts: files.length, bytes: sizes.reduce((a, b) => a + b, 0) };
+  const files = entries.filter((e) => e.file && !isBookkeeping(e.name));
+  return { artifacts: files.length, bytes: files.reduce((n, e) => n + e.size, 0) };
 }

@@ -14,13 +14,13 @@ const { parentPort } = require('worker_threads');
 const fs = require('fs');
 const crypto = require('crypto');
 const buf = Buffer.allocUnsafe(4 * 1024 * 1024);
-parentPort.on('message', ({ id, fd }) => {
+parentPort.on('message', ({ id, fd, limit }) => {
   try {
     const st = fs.fstatSync(fd);
     const hash = crypto.createHash('sha256');
     let size = 0;
     for (;;) {
-      const n = fs.readSync(fd, buf, 0, buf.length, size);
+      const n = fs.readSync(fd, buf, 0, Math.min(buf.length, limit - size), size);
       if (n === 0) break;
       hash.update(buf.subarray(0, n));
       size += n;
@@ -72,15 +72,16 @@ export class FileHasher {
 
   /**
    * The size and SHA-256 of the file open as `fd`; `onProgress` hears bytes hashed so far, now
-   * and then. The caller keeps `fd` open until this settles.
+   * and then. The caller keeps `fd` open until this settles. `limit`: read no more than this many
+   * bytes (the size and hash are then of those), for a file that may keep growing while it is read.
    */
-  hash(fd: number, onProgress?: (bytes: number) => void): Promise<FileDigest> {
+  hash(fd: number, onProgress?: (bytes: number) => void, limit = Number.MAX_SAFE_INTEGER): Promise<FileDigest> {
     if (this.closed) return Promise.reject(new Error('the hasher was closed'));
     if (this.workers.length < this.size) this.spawn();
     const id = this.nextId++;
     return new Promise((resolve, reject) => {
       this.pending.set(id, onProgress === undefined ? { resolve, reject } : { resolve, reject, onProgress });
-      this.workers[this.turn++ % this.workers.length]!.postMessage({ id, fd });
+      this.workers[this.turn++ % this.workers.length]!.postMessage({ id, fd, limit });
     });
   }
 

@@ -10,8 +10,18 @@ import { MANIFEST_FILE, type Manifest, type ManifestEntry } from './types';
 /** Far above the manifest of any build (about 300 bytes an artifact), far below memory. */
 export const MAX_MANIFEST_BYTES = 512 * 1024 * 1024;
 
+/**
+ * Artifacts by name, in an object without a prototype: an artifact may be named `__proto__`,
+ * `constructor` or `toString`, and in a plain object the first would set the prototype instead of
+ * being recorded (a manifest listing it would verify as whole without it), the others would be
+ * found before they were ever recorded.
+ */
+export function noArtifacts(): Record<string, ManifestEntry> {
+  return Object.create(null) as Record<string, ManifestEntry>;
+}
+
 export function emptyManifest(): Manifest {
-  return { version: 1, artifacts: {} };
+  return { version: 1, artifacts: noArtifacts() };
 }
 
 /**
@@ -59,7 +69,7 @@ export function parseManifest(text: string, file: string): Manifest {
   if (!isObject(raw)) throw corrupt('it is not a JSON object');
   if (raw.version !== 1) throw corrupt(`its version is ${JSON.stringify(raw.version)}, not 1`);
   if (!isObject(raw.artifacts)) throw corrupt('"artifacts" is not an object');
-  const artifacts: Record<string, ManifestEntry> = {};
+  const artifacts = noArtifacts();
   for (const [key, value] of Object.entries(raw.artifacts)) {
     const problem = entryProblem(key, value);
     if (problem !== undefined) throw corrupt(`artifact ${JSON.stringify(key)} ${problem}; each entry must be ${ENTRY_SHAPE}`);
@@ -94,7 +104,7 @@ function entryProblem(key: string, e: unknown): string | undefined {
 
 /** The manifest as written: entries sorted by name, one JSON document. */
 export function manifestText(manifest: Manifest): string {
-  const sorted: Manifest = { version: 1, artifacts: {} };
+  const sorted: Manifest = { version: 1, artifacts: noArtifacts() };
   for (const name of Object.keys(manifest.artifacts).sort()) sorted.artifacts[name] = manifest.artifacts[name]!;
   return `${JSON.stringify(sorted, null, 2)}\n`;
 }

@@ -4,12 +4,12 @@
  */
 import * as fs from 'fs';
 import * as path from 'path';
-import { readRecord } from '../anchored';
+import { openDir, openPath, readRecord, type Dir } from '../anchored';
 import { fsClockSkew } from '../clock';
 import { naturalOrder } from '../format';
 import { StagingError, asStagingError, errnoCode, isStagingError } from '../errors';
 import { inspect } from '../inspect';
-import { ioFor, type Io } from '../io';
+import { asyncIo, ioFor, type Io } from '../io';
 import { judgeLock } from '../judge';
 import { describeHolder } from '../lock';
 import { BUILD_MARKS, FENCE_FILE, LOCK_NAME, clampTiming, isBookkeeping, isProtocolName } from '../protocol';
@@ -42,7 +42,7 @@ export interface AreaUsage {
 export interface UsageOptions extends Partial<Timing> {
   /** Look only below this directory of the static directory (a board, say). Default: all of it. */
   subpath?: string;
-  /** Filesystem calls in flight at once. Default 16. */
+  /** Directories read at once where calls are asynchronous (see `MeasureOps`). Default 16. */
   concurrency?: number;
 }
 
@@ -94,11 +94,28 @@ function tagOf(root: string, dir: string): string {
   return path.relative(root, dir).split(path.sep).join('/');
 }
 
-/** The calls measuring makes, synchronous or not (see `measureOps`). */
+/** A directory as the listing that showed it found it: lstat through its parent's descriptor. */
+type Seen = Pick<fs.Stats, 'dev' | 'ino'>;
+
+/** What one directory holds, read through its descriptor: each entry with its lstat (undefined when gone meanwhile). */
+interface DirRead {
+  stat: fs.Stats;
+  entries: { e: fs.Dirent; st: fs.Stats | undefined }[];
+  /** Some entry could not be lstat'ed, and not because it went away (permissions). */
+  incomplete: boolean;
+}
+
+/**
+ * How one filesystem is read. On a local filesystem an lstat takes microseconds, and a thread-pool
+ * round trip several times that, so an area there is read with synchronous calls (one area at a
+ * time, yielding to the event loop between areas, so an editor stays responsive). Anywhere else the
+ * calls stay asynchronous, a few directories read at once, so a slow server costs latency, not a
+ * stalled process.
+ */
 interface MeasureOps {
   sync: boolean;
-  readdir(p: string): Promise<fs.Dirent[]>;
-  lstat(p: string): Promise<fs.Stats>;
+  /** Runs the reading of one directory in its turn (all at once where calls are synchronous). */
+  turn<T>(fn: () => Promise<T>): Promise<T>;
 }
 
 function settle<T>(fn: () => T): Promise<T> {
@@ -109,25 +126,52 @@ function settle<T>(fn: () => T): Promise<T> {
   }
 }
 
-/**
- * On a local filesystem an lstat takes microseconds, and a thread-pool round trip several times
- * that, so an area there is measured with synchronous calls (one area at a time, yielding to the
- * event loop between areas, so an editor stays responsive). Anywhere else the calls stay
- * asynchronous, a few in flight at once, so a slow server costs latency, not a stalled process.
- */
 function measureOps(io: Io, limit: Limit): MeasureOps {
-  if (io.sync) {
-    return {
-      sync: true,
-      readdir: (p) => settle(() => fs.readdirSync(p, { withFileTypes: true })),
-      lstat: (p) => settle(() => fs.lstatSync(p)),
-    };
+  return io.sync ? { sync: true, turn: (fn) => fn() } : { sync: false, turn: limit };
+}
+
+/**
+ * Opens the directory `p` that a listing showed as `seen`, without following a link at its last
+ * step, and only if it is that very directory: one swapped for a link since, or reached through a
+ * folder above that was, is another directory (or none) and gives undefined. So nothing outside the
+ * static directory is ever walked, and the descriptor is closed before anything below is opened:
+ * however wide the tree, only the directories being read at once are open.
+ */
+async function openSeen(p: string, seen: Seen, sync: boolean): Promise<Dir | undefined> {
+  let dir: Dir;
+  try {
+    dir = await openDir(p, false, sync);
+  } catch (err) {
+    const code = errnoCode(err);
+    if (code === 'ENOENT' || code === 'ENOTDIR' || code === 'ELOOP') return undefined;
+    throw err;
   }
-  return {
-    sync: false,
-    readdir: (p) => limit(() => fs.promises.readdir(p, { withFileTypes: true })),
-    lstat: (p) => limit(() => fs.promises.lstat(p)),
-  };
+  if (dir.dev === seen.dev && dir.ino === seen.ino) return dir;
+  dir.close();
+  return undefined;
+}
+
+/** The entries of an opened directory, each lstat'ed through it. */
+async function readOpened(dir: Dir, sync: boolean): Promise<DirRead> {
+  const at = dir.at('.');
+  const stat = sync ? fs.fstatSync(dir.fd) : await fs.promises.stat(at);
+  const list = sync ? fs.readdirSync(at, { withFileTypes: true }) : await fs.promises.readdir(at, { withFileTypes: true });
+  let incomplete = false;
+  const entries = await Promise.all(
+    list.map(async (e) => {
+      const st = await (sync ? settle(() => fs.lstatSync(dir.at(e.name))) : fs.promises.lstat(dir.at(e.name))).catch((err: unknown) => {
+        if (!isGone(err)) incomplete = true;
+        return undefined;
+      });
+      return { e, st };
+    }),
+  );
+  return { stat, entries, incomplete };
+}
+
+/** The subdirectories of a read directory that a walk goes into, each with what it was seen as. */
+function subdirs(read: DirRead): { name: string; seen: Seen }[] {
+  return read.entries.filter(({ st }) => st?.isDirectory() === true).map(({ e, st }) => ({ name: e.name, seen: st! }));
 }
 
 const nextTurn = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
@@ -136,15 +180,17 @@ const nextTurn = (): Promise<void> => new Promise((resolve) => setImmediate(reso
  * Every staging area of the static directory (or below `subpath`) with its size, artifact count,
  * last use and lock state, in natural tag order. An area is a directory holding a manifest, a
  * `staged.timestamp` or a lock; other directories (boards) are walked through, areas are not
- * searched for further areas. Symbolic links are never followed, so a linked build is neither
- * counted twice nor measured outside the static directory. Directories this user may not read
- * are passed over; an area removed while it is measured is left out.
+ * searched for further areas. Symbolic links are never followed, and a directory swapped for one
+ * while it is walked is never entered (see `openSeen`), so a linked build is neither counted twice
+ * nor measured outside the static directory. Directories this user may not read are passed over;
+ * an area removed while it is measured is left out.
  */
 export async function usage(staticDir: string, options: UsageOptions = {}): Promise<AreaUsage[]> {
   const timing = clampTiming(options);
   const limit = limiter(Math.max(1, Math.floor(options.concurrency ?? DEFAULT_CONCURRENCY)));
   const { staticDir: root, realStaticDir, io } = await resolveStaticDir(staticDir);
   let start = root;
+  let segments: string[] = [];
   if (options.subpath !== undefined && options.subpath !== '' && options.subpath !== '.' && options.subpath !== '/') {
     const area = await resolveArea(root, options.subpath);
     if (!area.exists) throw new StagingError('ENOENT', `There is no directory ${area.dir} in the static directory.`, { path: area.dir });
@@ -155,119 +201,136 @@ export async function usage(staticDir: string, options: UsageOptions = {}): Prom
       throw new StagingError('EBADTAG', `${area.dir} is a symbolic link; give the directory it points to instead.`, { path: area.dir });
     }
     start = area.dir;
+    segments = area.segments;
   }
   const [rootStat, skew] = await Promise.all([fs.promises.stat(realStaticDir), fsClockSkew(realStaticDir)]);
   const nowFs = Date.now() + skew;
+  // Directories along the way are read in turns, asynchronously unless seen on the static
+  // directory's own filesystem: a board may be a mount of its own.
+  const boardOps = measureOps(asyncIo, limit);
   const rootOps = measureOps(io, limit);
   const found: AreaUsage[] = [];
 
-  const measure = async (dir: string, entries: fs.Dirent[]): Promise<void> => {
-    let dirStat: fs.Stats;
+  /** Reads `p` (seen as `seen`, or already open as `opened`) and measures it if it is an area, or walks on. */
+  const visit = async (p: string, seen: Seen | undefined, opened?: Dir): Promise<void> => {
+    let next: { name: string; seen: Seen }[] = [];
+    let area: { below(): Promise<AreaUsage> } | undefined;
     try {
-      dirStat = await limit(() => fs.promises.lstat(dir));
+      await boardOps.turn(async () => {
+        // One seen on the static directory's own filesystem is opened as that one is read.
+        const dir = opened ?? (await openSeen(p, seen!, seen!.dev === rootStat.dev && rootOps.sync));
+        if (dir === undefined) return;
+        try {
+          const read = await readOpened(dir, dir.dev === rootStat.dev && rootOps.sync);
+          // The static directory itself is never an area (a tag has at least one segment).
+          if (p !== root && isAreaListing(read.entries.map(({ e }) => e))) {
+            // An area may be a mount of its own: how to call it depends on its filesystem.
+            const ops = read.stat.dev === rootStat.dev ? rootOps : measureOps(await ioFor(p, read.stat.dev), limit);
+            area = await measureArea(root, p, dir, read, ops, timing, nowFs);
+            return;
+          }
+          next = subdirs(read).filter(({ name }) => !isProtocolName(name));
+        } finally {
+          dir.close();
+        }
+      });
     } catch (err) {
-      if (isGone(err)) return;
-      throw asStagingError(err, 'inspect', dir);
-    }
-    // An area may be a mount of its own: how to call it depends on its filesystem.
-    const ops = dirStat.dev === rootStat.dev ? rootOps : measureOps(await ioFor(dir, dirStat.dev), limit);
-    if (ops.sync) await nextTurn();
-    const measured = await measureArea(root, dir, dirStat, entries, ops, timing, nowFs, limit);
-    if (measured !== undefined) found.push(measured);
-  };
-
-  const visit = async (dir: string): Promise<void> => {
-    let entries: fs.Dirent[];
-    try {
-      // Directory reads along the way stay asynchronous: a board may be a mount of its own.
-      entries = await limit(() => fs.promises.readdir(dir, { withFileTypes: true }));
-    } catch (err) {
-      if (dir === start) throw asStagingError(err, 'read', dir);
+      if (p === start) throw asStagingError(err, 'read', p);
       if (isGone(err) || isDenied(err)) return;
-      throw asStagingError(err, 'read', dir);
+      throw asStagingError(err, 'read', p);
     }
-    // The static directory itself is never an area (a tag has at least one segment).
-    if (dir !== root && isAreaListing(entries)) return measure(dir, entries);
-    await Promise.all(entries.filter((e) => e.isDirectory() && !isProtocolName(e.name)).map((e) => visit(path.join(dir, e.name))));
+    // Outside the turn: what is below takes turns of its own.
+    if (area !== undefined) found.push(await area.below());
+    await Promise.all(next.map(({ name, seen: s }) => visit(path.join(p, name), s)));
   };
-  await visit(start);
+  let top: Dir;
+  try {
+    const rootDir = await openDir(realStaticDir, true);
+    try {
+      top = await openPath(rootDir, realStaticDir, segments, segments.join('/'));
+    } finally {
+      rootDir.close();
+    }
+  } catch (err) {
+    throw asStagingError(err, 'read', start);
+  }
+  await visit(start, undefined, top);
   return found.sort((a, b) => naturalOrder.compare(a.tag, b.tag));
 }
 
-async function measureArea(
-  root: string,
-  dir: string,
-  dirStat: fs.Stats,
-  top: readonly fs.Dirent[],
-  ops: MeasureOps,
-  timing: Timing,
-  nowFs: number,
-  limit: Limit,
-): Promise<AreaUsage | undefined> {
+/**
+ * One area, whose top was read (`top`) through `dir`, still open: its own records are read there
+ * now. `below` then walks the rest directory by directory (see `openSeen`), once the caller has
+ * closed `dir` and left its turn.
+ */
+async function measureArea(root: string, p: string, dir: Dir, top: DirRead, ops: MeasureOps, timing: Timing, nowFs: number): Promise<{ below(): Promise<AreaUsage> }> {
   let bytes = 0;
   let files = 0;
-  let incomplete = false;
+  let incomplete = top.incomplete;
   const seenInodes = new Set<string>();
 
-  const walk = async (current: string, entries: readonly fs.Dirent[], atTop: boolean): Promise<void> => {
-    await Promise.all(
-      entries.map(async (e) => {
-        if (isLockArtefact(e.name)) return;
-        const p = path.join(current, e.name);
-        if (e.isDirectory()) {
-          let children: fs.Dirent[];
-          try {
-            children = await ops.readdir(p);
-          } catch (err) {
-            if (!isGone(err)) incomplete = true;
-            return;
-          }
-          await walk(p, children, false);
-          return;
-        }
-        let st: fs.Stats;
-        try {
-          st = await ops.lstat(p);
-        } catch (err) {
-          if (!isGone(err)) incomplete = true;
-          return;
-        }
-        if (st.isFile() && !(atTop && isBookkeeping(e.name))) files++;
-        if (st.nlink > 1) {
-          // Hard links inside one build take the space once (each name is still an artifact).
-          const key = `${st.dev}:${st.ino}`;
-          if (seenInodes.has(key)) return;
-          seenInodes.add(key);
-        }
-        bytes += st.size;
-      }),
-    );
+  /** Counts the files and links of a read directory; its subdirectories, to walk next. */
+  const count = (read: DirRead, atTop: boolean): { name: string; seen: Seen }[] => {
+    for (const { e, st } of read.entries) {
+      if (isLockArtefact(e.name) || st === undefined || st.isDirectory()) continue;
+      if (st.isFile() && !(atTop && isBookkeeping(e.name))) files++;
+      if (st.nlink > 1) {
+        // Hard links inside one build take the space once (each name is still an artifact).
+        const key = `${st.dev}:${st.ino}`;
+        if (seenInodes.has(key)) continue;
+        seenInodes.add(key);
+      }
+      bytes += st.size;
+    }
+    return subdirs(read).filter(({ name }) => !isLockArtefact(name));
   };
 
-  const has = (name: string): boolean => top.some((e) => e.name === name);
-  const [, lastUsedMs, manifestCount, judged] = await Promise.all([
-    walk(dir, top, true),
-    has(TIMESTAMP_FILE)
-      ? ops.lstat(path.join(dir, TIMESTAMP_FILE)).then(
-          (st) => st.mtimeMs,
-          () => dirStat.mtimeMs,
-        )
-      : Promise.resolve(dirStat.mtimeMs),
-    has(MANIFEST_FILE) ? limit(() => readManifestCount(path.join(dir, MANIFEST_FILE))) : Promise.resolve(undefined),
-    has(LOCK_NAME) ? limit(() => judgeLock({ staticDir: root, tag: tagOf(root, dir), dir }, timing, nowFs)) : Promise.resolve(undefined),
-  ]);
-  const out: AreaUsage = {
-    tag: tagOf(root, dir),
-    dir,
-    bytes,
-    artifacts: manifestCount?.count ?? files,
-    lastUsedMs,
-    state: judged?.info.state ?? 'free',
+  const walk = async (current: string, seen: Seen): Promise<void> => {
+    let next: { name: string; seen: Seen }[] = [];
+    try {
+      await ops.turn(async () => {
+        const opened = await openSeen(current, seen, ops.sync);
+        if (opened === undefined) return;
+        try {
+          const read = await readOpened(opened, ops.sync);
+          if (read.incomplete) incomplete = true;
+          next = count(read, false);
+        } finally {
+          opened.close();
+        }
+      });
+    } catch (err) {
+      if (!isGone(err)) incomplete = true;
+      return;
+    }
+    await Promise.all(next.map(({ name, seen: s }) => walk(path.join(current, name), s)));
   };
-  if (judged !== undefined && judged.info.state !== 'free') out.lock = judged.info;
-  if (incomplete) out.incomplete = true;
-  if (manifestCount?.damaged !== undefined) out.damaged = manifestCount.damaged;
-  return out;
+
+  // The area's own records, from the directory that was read: never through a link swapped in.
+  const stOf = (name: string): fs.Stats | undefined => top.entries.find(({ e }) => e.name === name)?.st;
+  const lastUsedMs = stOf(TIMESTAMP_FILE)?.mtimeMs ?? top.stat.mtimeMs;
+  const manifestCount = stOf(MANIFEST_FILE) !== undefined ? await readManifestCount(dir.at(MANIFEST_FILE), path.join(p, MANIFEST_FILE)) : undefined;
+  const tag = tagOf(root, p);
+  const judged = stOf(LOCK_NAME) !== undefined ? await judgeLock({ staticDir: root, tag, dir: p, opened: dir }, timing, nowFs) : undefined;
+  const first = count(top, true);
+  return {
+    below: async () => {
+      if (ops.sync) await nextTurn();
+      await Promise.all(first.map(({ name, seen }) => walk(path.join(p, name), seen)));
+      const out: AreaUsage = {
+        tag,
+        dir: p,
+        bytes,
+        artifacts: manifestCount?.count ?? files,
+        lastUsedMs,
+        state: judged?.info.state ?? 'free',
+      };
+      if (judged !== undefined && judged.info.state !== 'free') out.lock = judged.info;
+      if (incomplete) out.incomplete = true;
+      if (manifestCount?.damaged !== undefined) out.damaged = manifestCount.damaged;
+      return out;
+    },
+  };
 }
 
 /**
@@ -275,11 +338,11 @@ async function measureArea(
  * and, for a manifest that fails `parseManifest`'s checks, why: `du` shows such an area as damaged
  * rather than failing on it.
  */
-async function readManifestCount(file: string): Promise<{ count?: number; damaged?: string } | undefined> {
+async function readManifestCount(at: string, file: string): Promise<{ count?: number; damaged?: string } | undefined> {
   let text: string;
   try {
     // Never through a link, never waiting on a FIFO put in its place.
-    text = await readRecord(file, file, MAX_MANIFEST_BYTES);
+    text = await readRecord(at, file, MAX_MANIFEST_BYTES);
   } catch (err) {
     return isStagingError(err) ? { damaged: err.message } : undefined;
   }
@@ -311,7 +374,7 @@ export interface PruneOptions extends Partial<Timing> {
   /** Prune only below this directory of the static directory. */
   subpath?: string;
   clientId?: string;
-  /** Filesystem calls in flight at once while measuring. */
+  /** Directories read at once while measuring. */
   concurrency?: number;
   /**
    * There is no force: an area someone holds (or held, for a stale or legacy lock) is never

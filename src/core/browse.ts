@@ -1,0 +1,133 @@
+/**
+ * Looking inside a build without writing anything: its directory opened as the rest of the core
+ * opens areas (anchored.ts), its entries listed through that descriptor, its manifest read from it.
+ * For the views that show what a build holds (the tree, a tooltip, the details page) and for
+ * `verify`: a co-user who swaps a build, or a folder inside it, for a link while they look must not
+ * make them list or read anything outside the static directory.
+ */
+import * as fs from 'fs';
+import * as path from 'path';
+import { openBelow, openDir, openPath, readRecord, type Dir } from './anchored';
+import { StagingError, asStagingError, errnoCode, isStagingError } from './errors';
+import { MAX_MANIFEST_BYTES, parseManifest } from './stage/manifest';
+import { MANIFEST_FILE, type Manifest } from './stage/types';
+import { resolveArea, type Area } from './tags';
+
+function noBuild(area: Area): StagingError {
+  return new StagingError('ENOENT', `There is no build ${area.tag} in ${area.staticDir} (no directory ${area.dir}).`, { path: area.dir });
+}
+
+/** The build directory, opened level by level below the static directory (a link is followed only to a directory inside it). */
+export async function openBuild(area: Area): Promise<Dir> {
+  if (!area.exists) throw noBuild(area);
+  let root: Dir;
+  try {
+    root = await openDir(area.realStaticDir, true, area.io.sync);
+  } catch (err) {
+    throw asStagingError(err, 'open the static directory', area.staticDir);
+  }
+  try {
+    return await openPath(root, area.realStaticDir, area.segments, area.tag, area.io.sync);
+  } catch (err) {
+    if (errnoCode(err) === 'ENOENT') throw noBuild(area);
+    throw isStagingError(err) ? err : asStagingError(err, 'open', area.dir);
+  } finally {
+    root.close();
+  }
+}
+
+/**
+ * The entries of a directory with their types, names decoded as UTF-8. A name that is not valid
+ * UTF-8 does not survive as a string: given back to the kernel it names another file or none, and
+ * two such names can decode alike (a view would show one row twice). Those are never entries;
+ * `undecodable` has them, their names as decoded, for messages only.
+ */
+export async function readEntries(p: string, sync: boolean): Promise<{ entries: fs.Dirent[]; undecodable: fs.Dirent[] }> {
+  const options = { withFileTypes: true, encoding: 'buffer' } as const;
+  const raw = sync ? fs.readdirSync(p, options) : await fs.promises.readdir(p, options);
+  const entries: fs.Dirent[] = [];
+  const undecodable: fs.Dirent[] = [];
+  for (const e of raw) {
+    const name = e.name.toString('utf8');
+    const exact = Buffer.from(name, 'utf8').equals(e.name);
+    (exact ? entries : undecodable).push(Object.assign(e, { name }) as unknown as fs.Dirent);
+  }
+  return { entries, undecodable };
+}
+
+/** One entry of a directory inside a build, as a view shows it. */
+export interface BuildEntry {
+  name: string;
+  /** lstat's size: a link's own, never what it leads to. */
+  size: number;
+  directory: boolean;
+  /** A regular file (not a link, FIFO or other special file). */
+  file: boolean;
+}
+
+/**
+ * The entries of `<staticDir>/<tag>/<rel>` (rel '' for the top of the build, '/'-separated): the
+ * build opened as `openBuild` does, each folder of `rel` without following a link (ELOOP or ENOTDIR
+ * when one is a link or a file now), and each entry lstat'ed through the opened folder. Entries that
+ * vanish meanwhile are left out.
+ */
+export async function readBuildDir(staticDir: string, tag: string, rel = ''): Promise<BuildEntry[]> {
+  const area = await resolveArea(staticDir, tag);
+  const sync = area.io.sync;
+  let dir = await openBuild(area);
+  try {
+    for (const seg of rel === '' ? [] : rel.split('/')) {
+      const next = await openBelow(dir, seg, sync);
+      dir.close();
+      dir = next;
+    }
+    const { entries } = await readEntries(dir.at('.'), sync);
+    const opened = dir;
+    const sized = await Promise.all(
+      entries.map(async (e): Promise<BuildEntry | undefined> => {
+        const st = await fs.promises.lstat(opened.at(e.name)).catch(() => undefined);
+        if (st === undefined) return undefined;
+        return { name: e.name, size: st.size, directory: st.isDirectory(), file: st.isFile() };
+      }),
+    );
+    return sized.filter((e): e is BuildEntry => e !== undefined);
+  } finally {
+    dir.close();
+  }
+}
+
+/**
+ * The manifest of the build `tag`, read from the opened build directory: ENOENT when there is no
+ * such build, ENOMANIFEST when it has none, ECORRUPT when it is damaged, EIO naming it when it is a
+ * link, a FIFO or larger than `maxBytes`.
+ */
+export async function readBuildManifest(staticDir: string, tag: string, maxBytes = MAX_MANIFEST_BYTES): Promise<Manifest> {
+  const area = await resolveArea(staticDir, tag);
+  const build = await openBuild(area);
+  try {
+    return await readOpenedManifest(area, build, maxBytes);
+  } finally {
+    build.close();
+  }
+}
+
+/** The manifest of an opened build (see `readBuildManifest`). */
+export async function readOpenedManifest(area: Area, build: Dir, maxBytes = MAX_MANIFEST_BYTES): Promise<Manifest> {
+  const shown = path.join(area.dir, MANIFEST_FILE);
+  let text: string;
+  try {
+    text = await readRecord(build.at(MANIFEST_FILE), shown, maxBytes);
+  } catch (err) {
+    if (errnoCode(err) === 'ENOENT') {
+      throw new StagingError(
+        'ENOMANIFEST',
+        `The build ${area.tag} (${area.dir}) has no manifest (${MANIFEST_FILE}), so there is nothing to verify it against: ` +
+          'it was not staged by this tool, or its staging never finished. To record its artifacts, stage its sources again ' +
+          `with \`devserver-stage stage --add ${area.tag} SOURCE...\` (files already there are hashed and recorded).`,
+        { path: shown },
+      );
+    }
+    throw asStagingError(err, 'read the manifest', shown);
+  }
+  return parseManifest(text, shown);
+}
