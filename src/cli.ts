@@ -10,6 +10,7 @@ import { runLocked } from './cli/lockCommand';
 import { formatList, formatStatus } from './cli/format';
 import { runStage } from './cli/stageCommand';
 import { runVerify } from './cli/verifyCommand';
+import { runWatch } from './cli/watchCommand';
 import { parseDuration, parseSize } from './cli/units';
 import { Interrupted, formatError, guardOutput, jsonRequested, outputFailed, usageError } from './cli/output';
 import { formatPrune, formatUsage } from './cli/usageFormat';
@@ -102,6 +103,7 @@ Examples:
   devserver-stage -d /srv/static lock --create-once eve-release/R120-15662.0.0 -- ./stage.sh
   devserver-stage -d /srv/static verify eve-release/R120-15662.0.0
   devserver-stage -d /srv/static du eve-release
+  devserver-stage -d /srv/static --json watch eve-release
   devserver-stage -d /srv/static prune --keep 50 --older-than 30d --dry-run
   DEVSERVER_STATIC_DIR=/srv/static devserver-stage --json status eve-release/R120-15662.0.0`,
     );
@@ -231,6 +233,22 @@ Examples:
     .action(async (tag: string) => {
       const g = globals();
       process.exitCode = await runVerify(g.staticDir, tag, timing(g), { stdout: process.stdout, stderr: process.stderr, json: g.json === true });
+    });
+
+  program
+    .command('watch')
+    .summary('follow lock states as they change, one line per change (JSON lines with --json)')
+    .description(
+      'print every build of the static directory (or below SUBPATH) with its lock state, then a line for each change as it happens: ' +
+        'a lock taken, released, turned stale or force-released, a build staged or removed; until stopped (Ctrl-C: exit 130). ' +
+        'With --json each line is a JSON object: time, event (snapshot, change or gone), tag, state, holder (user@host), pid, clientId, purpose, token (the fencing token), staleReason. ' +
+        'It follows the directory as the Devserver Staging extension does: inotify on local filesystems, and polling every 0.75 to 1.5 s on network filesystems (NFS, sshfs, SMB), which see no events for what other machines do.',
+    )
+    .argument('[subpath]', 'a folder or build inside the static directory, such as a board', '')
+    .option('--poll <seconds>', 'poll every this many seconds whatever the filesystem (default: only on network filesystems)', seconds)
+    .action(async (subpath: string, o: { poll?: number }) => {
+      const g = globals();
+      process.exitCode = await runWatch(g.staticDir, subpath, timing(g), { stdout: process.stdout, stderr: process.stderr, json: g.json === true, pollMs: (o.poll ?? 0) * 1000 });
     });
 
   program

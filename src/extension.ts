@@ -28,7 +28,7 @@ import { stageBuildCommand } from './commands/stageBuild';
 import { Configuration } from './config';
 import { createLog } from './log';
 import { prompts, type Prompts } from './prompts';
-import { LockStates } from './model/lockStates';
+import { LockStates } from './core';
 import { Mine } from './model/mine';
 import { revealer } from './reveal';
 import { StatusBar } from './statusBar';
@@ -61,6 +61,8 @@ export function activate(context: vscode.ExtensionContext): DevserverStagingApi 
   const mine = new Mine(windowLocks.clientId, (d, t) => windowLocks.has(d, t));
   const tree = new StagingTreeProvider(settings, states, mine);
   const view = vscode.window.createTreeView(VIEW_ID, { treeDataProvider: tree, showCollapseAll: true, canSelectMany: true });
+  // Polling (network filesystems) only while someone looks.
+  states.setVisible(view.visible);
   const statusBar = new StatusBar(states, mine, settings.staticDirs);
   const details = new BuildDetails(states, mine);
   const staticDirs = () => config.current.staticDirs;
@@ -72,6 +74,7 @@ export function activate(context: vscode.ExtensionContext): DevserverStagingApi 
     tree,
     view,
     statusBar,
+    view.onDidChangeVisibility((e) => states.setVisible(e.visible)),
     new FilterStatus(view, tree),
     details,
     vscode.workspace.registerTextDocumentContentProvider(DETAILS_SCHEME, details),

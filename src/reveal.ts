@@ -4,7 +4,7 @@
  * brought in and its node made before VS Code is asked to reveal it.
  */
 import type * as vscode from 'vscode';
-import type { LockStates } from './model/lockStates';
+import type { LockStates } from './core';
 import { NO_FILTER } from './model/view';
 import type { Node, StagingTreeProvider } from './tree/provider';
 

@@ -4,9 +4,8 @@
  */
 import * as vscode from 'vscode';
 import { literal } from './markdown';
-import type { LockStates } from './model/lockStates';
+import type { AreaRecord, Counts, LockStates } from './core';
 import type { Mine } from './model/mine';
-import type { AreaRecord, Counts } from './model/records';
 
 export class StatusBar implements vscode.Disposable {
   private readonly item = vscode.window.createStatusBarItem('devserverStaging.status', vscode.StatusBarAlignment.Left, 50);

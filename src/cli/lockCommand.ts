@@ -8,7 +8,7 @@ import { acquire, type AcquireOptions } from '../core/lock';
 import { isStagingError, type StagingError } from '../core/errors';
 import { processStartOf } from '../core/holder';
 import { CommandRecordFile, isGroupAlive } from '../core/lifetime';
-import { Interrupted } from './output';
+import { Interrupted, STOPPING } from './output';
 
 /** Time a command gets to exit after SIGTERM before it is killed. */
 const KILL_GRACE_MS = 5_000;
@@ -21,7 +21,6 @@ const GROUP_POLL_MS = 200;
  * on once, as it does SIGTERM and SIGHUP (kill, systemd, a closed SSH session).
  */
 const FORWARDED: NodeJS.Signals[] = ['SIGINT', 'SIGTERM', 'SIGHUP', 'SIGQUIT', 'SIGWINCH'];
-const STOPPING: NodeJS.Signals[] = ['SIGINT', 'SIGTERM', 'SIGHUP'];
 /**
  * The command waits at this gate (a read on fd 3) until its record is written beside the lock's:
  * a tool killed before that closes the pipe, and the command never starts unrecorded.

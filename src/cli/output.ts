@@ -13,6 +13,9 @@ export const USAGE_CODE = 'EUSAGE';
  * and the tool exits 128 + the signal's number, as a shell reports a process killed by it
  * (130 for SIGINT, 143 for SIGTERM, 129 for SIGHUP).
  */
+/** The signals that stop a command: it ends with 128 + the signal, as a shell would show. */
+export const STOPPING: readonly NodeJS.Signals[] = ['SIGINT', 'SIGTERM', 'SIGHUP'];
+
 export class Interrupted extends Error {
   constructor(
     readonly error: unknown,

@@ -5,12 +5,11 @@
 import { isStagingError } from '../core/errors';
 import { stage } from '../core/stage/stage';
 import type { StageOptions, StageResult } from '../core/stage/types';
-import { Interrupted } from './output';
+import { Interrupted, STOPPING } from './output';
 import { StageProgressView, type ProgressOutput } from './progress';
 import { formatBytes, formatRate } from './units';
 
 /** Stop the staging: Ctrl-C, kill, a closed SSH session. */
-const STOPPING: NodeJS.Signals[] = ['SIGINT', 'SIGTERM', 'SIGHUP'];
 
 export type StageCommandOptions = Omit<StageOptions, 'signal' | 'onProgress'>;
 

@@ -1,8 +1,7 @@
 import * as vscode from 'vscode';
-import type { Timing } from '../core';
+import type { LockStates, Timing } from '../core';
 import type { Log } from '../log';
 import type { Prompts } from '../prompts';
-import type { LockStates } from '../model/lockStates';
 import type { Mine } from '../model/mine';
 import type { Node } from '../tree/provider';
 import type { WindowLocks } from '../windowLocks';

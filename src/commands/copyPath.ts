@@ -1,6 +1,6 @@
 import * as vscode from 'vscode';
 import type { Log } from '../log';
-import type { LockStates } from '../model/lockStates';
+import type { LockStates } from '../core';
 import { dirOf, type Node } from '../tree/provider';
 import { registerCommand } from './command';
 import { oneDir } from './targets';

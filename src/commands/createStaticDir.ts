@@ -1,7 +1,7 @@
 import * as fs from 'fs';
 import * as vscode from 'vscode';
 import type { Log } from '../log';
-import type { LockStates } from '../model/lockStates';
+import type { LockStates } from '../core';
 import type { StagingTreeProvider, Node } from '../tree/provider';
 import type { StaticDirArgs } from './chooseStaticDir';
 import { registerCommand } from './command';

@@ -1,8 +1,7 @@
 import * as vscode from 'vscode';
-import { formatDuration, forceRelease, inspect, type ListEntry, type LockInfo, type Timing } from '../core';
+import { forceRelease, formatDuration, inspect, type ListEntry, type LockInfo, type LockStates, type Timing } from '../core';
 import type { Log } from '../log';
 import type { Prompts } from '../prompts';
-import type { LockStates } from '../model/lockStates';
 import type { Node } from '../tree/provider';
 import type { WindowLocks } from '../windowLocks';
 import { registerCommand } from './command';

@@ -1,6 +1,6 @@
 import * as vscode from 'vscode';
 import type { Log } from '../log';
-import type { LockStates } from '../model/lockStates';
+import type { LockStates } from '../core';
 import type { Mine } from '../model/mine';
 import type { Reveal } from '../reveal';
 import { registerCommand } from './command';

@@ -1,6 +1,6 @@
 import type * as vscode from 'vscode';
 import type { Log } from '../log';
-import type { LockStates } from '../model/lockStates';
+import type { LockStates } from '../core';
 import type { StagingTreeProvider } from '../tree/provider';
 import { registerCommand } from './command';
 

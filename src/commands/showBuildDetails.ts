@@ -1,7 +1,7 @@
 import * as vscode from 'vscode';
 import { detailsUri } from '../details/buildDetails';
 import type { Log } from '../log';
-import type { LockStates } from '../model/lockStates';
+import type { LockStates } from '../core';
 import type { Node } from '../tree/provider';
 import { registerCommand } from './command';
 import { targets } from './targets';

@@ -5,8 +5,7 @@
  */
 import * as path from 'path';
 import * as vscode from 'vscode';
-import { formatDuration, isInside, type ListEntry, type LockInfo, type LockState } from '../core';
-import type { LockStates } from '../model/lockStates';
+import { formatDuration, isInside, type ListEntry, type LockInfo, type LockState, type LockStates } from '../core';
 import { dirOf, type Node } from '../tree/provider';
 
 /** Every known build below a folder (tag '' for the whole static directory). */

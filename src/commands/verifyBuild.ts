@@ -1,7 +1,6 @@
 import * as vscode from 'vscode';
-import { formatBytes, verify, type Timing, type VerifyProblem, type VerifyResult } from '../core';
+import { formatBytes, verify, type LockStates, type Timing, type VerifyProblem, type VerifyResult } from '../core';
 import type { Log } from '../log';
-import type { LockStates } from '../model/lockStates';
 import type { Node } from '../tree/provider';
 import { registerCommand } from './command';
 import { targets } from './targets';

@@ -113,3 +113,16 @@ export async function ioFor(p: string, dev: number): Promise<Io> {
   byDevice.set(dev, io);
   return io;
 }
+
+/**
+ * Whether a directory is on a filesystem known to be local (its changes reach inotify). Others
+ * (NFS, sshfs and FUSE, SMB, anything unrecognised) see no events for what other machines do, so
+ * whoever follows a static directory there must poll.
+ */
+export async function isLocalFilesystem(p: string): Promise<boolean> {
+  const type = await fs.promises.statfs(p).then(
+    (s) => s.type,
+    () => undefined,
+  );
+  return type !== undefined && LOCAL_TYPES.has(type);
+}

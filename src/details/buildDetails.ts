@@ -4,9 +4,8 @@
  * now, and whether a verification found it damaged. A virtual document: nothing is written.
  */
 import * as vscode from 'vscode';
-import { formatBytes, isStagingError, readBuildManifest, type ManifestEntry } from '../core';
+import { formatBytes, isStagingError, readBuildManifest, type LockStates, type ManifestEntry } from '../core';
 import { errorMessage } from '../errors';
-import type { LockStates } from '../model/lockStates';
 import type { Mine } from '../model/mine';
 import { codeSpan, literal as md } from '../markdown';
 

@@ -2,9 +2,7 @@
  * What belongs to this window: locks it holds (taken for the window, or by a staging it runs,
  * both under its client id) and the stagings it is running, with their progress.
  */
-import type { LockInfo } from '../core';
-import { Emitter, type Disposable } from './emitter';
-import { keyOf, type AreaRef } from './records';
+import { Emitter, keyOf, type AreaRef, type Disposable, type LockInfo } from '../core';
 
 export interface Staging {
   /** 0..1 where the total is known (a folder, a download with Content-Length). */

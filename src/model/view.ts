@@ -2,8 +2,7 @@
  * How the builds of a folder are shown: which pass the filter and in what order. Plain functions
  * of the records, so that the tree only renders and the unit tests check the rules.
  */
-import { naturalOrder } from '../core';
-import type { AreaRecord } from './records';
+import { naturalOrder, type AreaRecord } from '../core';
 
 /** The states a filter can ask for. `mine`: held or being staged by this window. */
 export const FILTER_STATES = ['held', 'stale', 'legacy', 'mine', 'free', 'damaged'] as const;

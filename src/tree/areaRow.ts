@@ -1,6 +1,5 @@
 /** What a folder's row and a build's row share: the area they stand for, and its record. */
-import { LOCK_NAME, type ListEntry } from '../core';
-import type { AreaRecord } from '../model/records';
+import { LOCK_NAME, type AreaRecord, type ListEntry } from '../core';
 import type { FolderNode } from './folderNode';
 import type { StaticDirNode } from './staticDirNode';
 

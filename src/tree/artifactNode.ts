@@ -1,7 +1,6 @@
 /** A file or folder inside a build: browsable, never a build of its own. */
 import * as vscode from 'vscode';
-import { formatBytes } from '../core';
-import type { Artifact } from '../model/records';
+import { formatBytes, type Artifact } from '../core';
 import type { BuildNode } from './buildNode';
 
 export class ArtifactNode {

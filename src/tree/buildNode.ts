@@ -1,9 +1,8 @@
 /** A build: a directory that was staged or locked, with its lock state and its artifacts below. */
 import * as vscode from 'vscode';
-import { formatBytes, formatDuration as formatAge, type LockInfo, type LockState } from '../core';
+import { formatBytes, formatDuration as formatAge, type AreaRecord, type LockInfo, type LockState } from '../core';
 import { literal } from '../markdown';
 import { AreaRow } from './areaRow';
-import type { AreaRecord } from '../model/records';
 import type { Staging } from '../model/mine';
 
 interface Look {

@@ -1,7 +1,7 @@
 /** A folder: a directory that groups builds (a board). It has no lock of its own. */
 import * as vscode from 'vscode';
 import { AreaRow } from './areaRow';
-import type { Counts } from '../model/records';
+import type { Counts } from '../core';
 
 const number = new Intl.NumberFormat();
 

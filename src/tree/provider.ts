@@ -6,11 +6,9 @@
  */
 import * as fs from 'fs';
 import * as vscode from 'vscode';
-import { isBookkeeping, readBuildDir, readBuildManifest } from '../core';
+import { isBookkeeping, keyOf, parentTag, readBuildDir, readBuildManifest, type AreaRecord, type LockStates, type StateChange } from '../core';
 import { errorMessage } from '../errors';
-import type { LockStates, StateChange } from '../model/lockStates';
 import type { Mine } from '../model/mine';
-import { keyOf, parentTag, type AreaRecord } from '../model/records';
 import { NO_FILTER, isActive, matches, sortBuilds, sortFolders, type BuildFilter, type BuildOrder } from '../model/view';
 import { ArtifactNode } from './artifactNode';
 import { BuildNode, type Ownership } from './buildNode';

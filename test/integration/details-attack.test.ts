@@ -11,7 +11,6 @@ import * as vscode from 'vscode';
 import { stage } from '../../src/core';
 import type { DevserverStagingApi } from '../../src/extension';
 import { BuildNode } from '../../src/tree/buildNode';
-import type { Node } from '../../src/tree/provider';
 import { cleanup, tempDir, waitFor } from '../helpers';
 import { api } from './activate.test';
 
@@ -59,7 +58,8 @@ describe('hostile names in Show Build Details and the tooltips', function () {
   });
 
   it('the details page renders every name as text: no command link, no image, no row or heading of its own', async () => {
-    const node = { kind: 'build', staticDir, tag: TAG } as unknown as Node;
+    const node = ext.tree.nodeFor(staticDir, TAG);
+    assert.ok(node !== undefined, 'the build in the tree');
     const uri = (await vscode.commands.executeCommand('devserverStaging.showBuildDetails', node)) as vscode.Uri | undefined;
     assert.ok(uri !== undefined, 'Show Build Details opened a page');
     const text = (await vscode.workspace.openTextDocument(uri)).getText();

@@ -22,7 +22,7 @@ import { stage } from '../../src/core/stage/stage';
 import { MANIFEST_FILE, TIMESTAMP_FILE } from '../../src/core/stage/types';
 import { verify, type VerifyResult } from '../../src/core/verify';
 import { codeSpan, literal } from '../../src/markdown';
-import { LockStates } from '../../src/model/lockStates';
+import { LockStates } from '../../src/core';
 import { changes, cliTimed, fingerprint, hasTool } from '../attack';
 import { cleanup, isRoot, rejectsWith, report, run, tempDir } from '../helpers';
 

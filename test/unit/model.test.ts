@@ -6,10 +6,8 @@
 import { strict as assert } from 'assert';
 import * as fs from 'fs';
 import * as path from 'path';
-import { acquire, stage } from '../../src/core';
-import { LockStates, type StateChange } from '../../src/model/lockStates';
+import { acquire, LockStates, stage, type AreaRecord, type StateChange } from '../../src/core';
 import { Mine } from '../../src/model/mine';
-import type { AreaRecord } from '../../src/model/records';
 import { matches, sortBuilds, NO_FILTER } from '../../src/model/view';
 import { cleanup, tempDir, waitFor } from '../helpers';
 import { PYTHON, python } from '../fixtures';

@@ -14,6 +14,7 @@ import { performance } from 'perf_hooks';
 import { inspect, list } from '../../src/core/inspect';
 import { acquire, heldLeases } from '../../src/core/lock';
 import { FENCE_FILE, LOCK_NAME, META_DIR, OWNER_FILE } from '../../src/core/protocol';
+import { LockStates, POLL_FAST_MS, POLL_IDLE_MS } from '../../src/core/watch/states';
 import type { LockState } from '../../src/core/types';
 import { type Msg, WORKERS, cleanup, exitOf, expectMessage, isRoot, killAll, readToken, report, run, sleep, snapshot, startWorker, tempDir, track, waitFor } from '../helpers';
 
@@ -264,6 +265,8 @@ describe('a network filesystem shared by two clients (sshfs)', function () {
   let mountB = '';
   let sshdPidFile = '';
   let madeRunSshd = false;
+  /** Mounts the export at `m` as another client, with `extra` sshfs options. */
+  let mount: (m: string, extra?: string) => Promise<void> = async () => undefined;
 
   before(async function () {
     const why = await whyNoSshfs();
@@ -316,10 +319,11 @@ describe('a network filesystem shared by two clients (sshfs)', function () {
     await waitFor(async () => ((await connects(port)) ? true : undefined), 10_000, 'sshd to listen');
     const user = os.userInfo().username;
     const options = `IdentityFile=${path.join(keys, 'client')},StrictHostKeyChecking=no,UserKnownHostsFile=/dev/null,BatchMode=yes`;
-    for (const m of [mountA, mountB]) {
-      const r = await run('/usr/bin/sshfs', ['-p', String(port), '-o', options, `${user}@127.0.0.1:${exportDir}`, m]);
+    mount = async (m, extra) => {
+      const r = await run('/usr/bin/sshfs', ['-p', String(port), '-o', extra === undefined ? options : `${options},${extra}`, `${user}@127.0.0.1:${exportDir}`, m]);
       assert.equal(r.code, 0, `sshfs ${m}: ${r.stderr}\n${fs.readFileSync(path.join(base, 'sshd.log'), 'utf8')}`);
-    }
+    };
+    for (const m of [mountA, mountB]) await mount(m);
     fs.writeFileSync(path.join(exportDir, 'hello'), 'hi');
     assert.equal(fs.readFileSync(path.join(mountA, 'hello'), 'utf8'), 'hi');
     assert.equal(fs.readFileSync(path.join(mountB, 'hello'), 'utf8'), 'hi');
@@ -394,6 +398,57 @@ describe('a network filesystem shared by two clients (sshfs)', function () {
     assert.equal(fs.existsSync(path.join(exportDir, 'critical.marker')), false);
     // No lock, claim, probe or anything set aside is left.
     assert.deepEqual(fs.readdirSync(path.join(exportDir, tag)).filter((n) => n !== FENCE_FILE), []);
+  });
+
+  /** How long after a lock is taken through mount B a LockStates following `seenFrom` shows it held, each round. */
+  async function pollDelays(seenFrom: string, prefix: string, rounds: number): Promise<number[]> {
+    const states = new LockStates({ staleMs: 10_000, refreshMs: 2_500 }, { warn: () => undefined });
+    const took: number[] = [];
+    try {
+      for (let i = 0; i < rounds; i++) {
+        fs.mkdirSync(path.join(mountB, prefix, `R${i}`), { recursive: true });
+        fs.writeFileSync(path.join(mountB, prefix, `R${i}`, 'staged.timestamp'), '');
+      }
+      states.scan([seenFrom]);
+      await states.settled();
+      await waitFor(() => (states.polling.intervalMs > 0 ? true : undefined), 5_000, 'polling to start on sshfs');
+      for (let i = 0; i < rounds; i++) {
+        const tag = `${prefix}/R${i}`;
+        await waitFor(() => (states.record(seenFrom, tag) !== undefined ? true : undefined), 30_000, `${tag} known through ${seenFrom}`);
+        // A third of the rounds after a quiet while, the rest right after the previous change.
+        if (i % 3 === 2) await sleep(POLL_IDLE_MS + 200);
+        const lease = await acquire(mountB, tag, { createOnce: false });
+        const t = performance.now();
+        await waitFor(() => (states.entry(seenFrom, tag)?.state === 'held' ? true : undefined), 30_000, `${tag} held as seen through ${seenFrom}`, 10);
+        took.push(performance.now() - t);
+        await lease.release();
+      }
+    } finally {
+      states.dispose();
+    }
+    return took;
+  }
+
+  it('follows locks taken through the other mount by polling, as the view and watch do there', async () => {
+    const p95 = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.ceil(0.95 * xs.length) - 1]!;
+    // sshfs as mounted by default: its own directory cache and FUSE's one-second name and
+    // attribute caches come on top of the polling interval.
+    const plain = await pollDelays(mountA, 'poll-default', 12);
+    report(`default sshfs mount: a lock taken through mount B seen after ${plain.map((t) => Math.round(t)).join(', ')} ms (p95 ${Math.round(p95(plain))} ms; polling ${POLL_FAST_MS}/${POLL_IDLE_MS} ms)`);
+    // Mounted as the README advises for a static directory: no caches.
+    const tuned = path.join(base, 'clientC');
+    fs.mkdirSync(tuned, { recursive: true });
+    await mount(tuned, 'dir_cache=no,attr_timeout=0,entry_timeout=0');
+    let fast: number[];
+    try {
+      fast = await pollDelays(tuned, 'poll-tuned', 12);
+    } finally {
+      if (!(await works('/usr/bin/fusermount', ['-u', tuned]))) await works('/usr/bin/fusermount', ['-uz', tuned]);
+    }
+    report(`sshfs -o dir_cache=no,attr_timeout=0,entry_timeout=0: seen after ${fast.map((t) => Math.round(t)).join(', ')} ms (p95 ${Math.round(p95(fast))} ms)`);
+    // Bounds for being seen at all within a few polls; the figures above are what counts.
+    assert.ok(p95(fast) < 2 * POLL_IDLE_MS + 1_000, `p95 ${Math.round(p95(fast))} ms`);
+    assert.ok(p95(plain) < 2 * POLL_IDLE_MS + 3_000, `p95 ${Math.round(p95(plain))} ms`);
   });
 
   it('releases cleanly while the owner record is open on the same client (FUSE hides it as .fuse_hidden…)', async () => {

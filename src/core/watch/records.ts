@@ -1,8 +1,8 @@
 /**
- * The extension's picture of a static directory, one record per area: plain data that the tree
- * and the status bar render, and that the unit tests read without VS Code.
+ * The picture of a static directory that `LockStates` keeps, one record per area: plain data that
+ * the extension's tree and status bar render and `devserver-stage watch` prints.
  */
-import type { ListEntry } from '../core';
+import type { ListEntry } from '../types';
 
 /** An area by its static directory and tag; the tag '' is the static directory itself. */
 export interface AreaRef {

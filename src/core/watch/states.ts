@@ -1,12 +1,22 @@
 /**
- * What the extension knows of the static directories: one record per area (root, folder or
- * build), found by scanning every folder, kept current by a directory watcher and two timers,
- * with a change event that names only the areas whose state or contents really changed. The
- * decisions themselves are the core's; this only remembers them. Free of `vscode`.
+ * What is known of the static directories as they change: one record per area (root, folder or
+ * build), found by scanning every folder, kept current by a directory watcher (and by polling
+ * where the filesystem sends no events) and two timers, with a change event that names only the
+ * areas whose state or contents really changed. The extension's tree and `devserver-stage watch`
+ * both follow a static directory through it; the decisions themselves are the judge's.
  */
 import * as fs from 'fs';
 import * as path from 'path';
-import { BUILD_MARKS, LOCK_NAME, inspect, isBookkeeping, isHolderAlive, isOnThisMachine, isProtocolName, list, lockIdOf, naturalOrder, readBuildDir, usage, type ListEntry, type LockInfo, type Timing } from '../core';
+import { readBuildDir } from '../browse';
+import { errnoCode } from '../errors';
+import { naturalOrder } from '../format';
+import { isHolderAlive, isOnThisMachine } from '../holder';
+import { inspect, list } from '../inspect';
+import { isLocalFilesystem } from '../io';
+import { lockIdOf } from '../judge';
+import { BUILD_MARKS, LOCK_NAME, isBookkeeping, isProtocolName } from '../protocol';
+import { usage } from '../stage/usage';
+import type { ListEntry, LockInfo, Timing } from '../types';
 import { Emitter, type Disposable } from './emitter';
 import { isAtOrBelow, keyOf, parentTag, type AreaKind, type AreaRecord, type AreaRef, type Artifact, type Counts } from './records';
 import { DirectoryWatcher, type WatchEvent } from './watcher';
@@ -43,6 +53,15 @@ const SETTLE_MS = 15;
 const SETTLE_LISTING_MS = 200;
 /** How often holders on this machine are checked for having died. */
 const LIVENESS_MS = 1_000;
+/**
+ * Polling a static directory on a network filesystem, which sends no events for what other
+ * machines do: often while something changed lately (a staging, a queue moving), less when idle,
+ * so that a lock taken on another host shows within about two seconds either way.
+ */
+export const POLL_FAST_MS = 750;
+export const POLL_IDLE_MS = 1_500;
+/** How long after the last change polling stays fast. */
+const RECENT_MS = 30_000;
 
 export class LockStates implements Disposable {
   private readonly _onDidChange = new Emitter<StateChange[]>();
@@ -63,6 +82,13 @@ export class LockStates implements Disposable {
   private settleTimer: NodeJS.Timeout | undefined;
   private listingTimer: NodeJS.Timeout | undefined;
   private pollTimer: NodeJS.Timeout | undefined;
+  /** Set by the user (`pollSeconds`): poll every root this often, whatever its filesystem. */
+  private pollOverrideMs = 0;
+  /** Roots on filesystems that send no events for other machines' changes. */
+  private readonly networkRoots = new Set<string>();
+  /** Whether anyone looks: a hidden view needs no polling. */
+  private visible = true;
+  private lastChangeAt = 0;
   private staleTimer: NodeJS.Timeout | undefined;
   private livenessTimer: NodeJS.Timeout | undefined;
   private disposed = false;
@@ -89,9 +115,22 @@ export class LockStates implements Disposable {
   scan(staticDirs: readonly string[]): void {
     this.roots = staticDirs;
     for (const d of staticDirs) {
+      void isLocalFilesystem(d).then((local) => {
+        if (this.disposed || !this.roots.includes(d)) return;
+        if (local) this.networkRoots.delete(d);
+        else this.networkRoots.add(d);
+        this.schedulePoll();
+      });
+    }
+    for (const d of staticDirs) {
       if (!this.records.has(keyOf(d, ''))) this.records.set(keyOf(d, ''), { staticDir: d, tag: '', kind: 'root', lock: undefined, judgedAt: Date.now() });
       void this.children(d, '').catch(() => undefined);
     }
+  }
+
+  /** Resolves once every listing begun so far (the scan of every folder included) has ended. */
+  async settled(): Promise<void> {
+    while (this.queues.size > 0) await Promise.all([...this.queues.values()]);
   }
 
   /** The areas directly inside a root or folder, listed once and then kept current. */
@@ -231,20 +270,42 @@ export class LockStates implements Disposable {
   }
 
   /**
-   * Lists every listed directory again every `ms` (0: never). Network filesystems deliver no
-   * file events; only what changed is reported, as for events.
+   * Lists every listed directory again every `ms`, whatever the filesystem (0: only where it
+   * sends no events, on its own schedule). Only what changed is reported, as for events.
    */
   setPolling(ms: number): void {
-    clearInterval(this.pollTimer);
+    this.pollOverrideMs = ms;
+    this.schedulePoll();
+  }
+
+  /** Whether anyone looks at what is known: polling stops while nobody does. */
+  setVisible(visible: boolean): void {
+    if (this.visible === visible) return;
+    this.visible = visible;
+    this.schedulePoll();
+  }
+
+  /** How polling goes now: which roots, how often (0: not at all). */
+  get polling(): { roots: string[]; intervalMs: number } {
+    if (this.pollOverrideMs > 0) return { roots: [...this.roots], intervalMs: this.pollOverrideMs };
+    const roots = this.roots.filter((d) => this.networkRoots.has(d));
+    if (!this.visible || roots.length === 0) return { roots: [], intervalMs: 0 };
+    return { roots, intervalMs: Date.now() - this.lastChangeAt < RECENT_MS ? POLL_FAST_MS : POLL_IDLE_MS };
+  }
+
+  private schedulePoll(): void {
+    clearTimeout(this.pollTimer);
     this.pollTimer = undefined;
-    if (ms > 0) {
-      this.pollTimer = setInterval(() => {
-        for (const k of this.listed) {
-          const r = this.records.get(k);
-          if (r !== undefined) this.mark(r, { children: true });
-        }
-      }, ms);
-    }
+    if (this.disposed) return;
+    const { roots, intervalMs } = this.polling;
+    if (intervalMs === 0) return;
+    this.pollTimer = setTimeout(() => {
+      for (const k of this.listed) {
+        const r = this.records.get(k);
+        if (r !== undefined && roots.includes(r.staticDir)) this.mark(r, { children: true });
+      }
+      this.schedulePoll();
+    }, intervalMs);
   }
 
   /** Forgets everything and scans again, as after a change of settings or an explicit refresh. */
@@ -264,6 +325,12 @@ export class LockStates implements Disposable {
   private changed(changes: StateChange[]): void {
     if (changes.length === 0) return;
     this.version++;
+    // Something moves: poll fast for a while (the next poll picks the shorter interval).
+    if (Date.now() - this.lastChangeAt >= RECENT_MS && this.pollTimer !== undefined) {
+      this.lastChangeAt = Date.now();
+      this.schedulePoll();
+    }
+    this.lastChangeAt = Date.now();
     this._onDidChange.fire(changes);
   }
 
@@ -478,7 +545,12 @@ export class LockStates implements Disposable {
           else await this.relist(p.staticDir, p.tag, true);
         }
         if (p.lock || (p.probe && !(await this.sameLock(p)))) await this.recheck(p.staticDir, p.tag);
-      }).catch((err: unknown) => this.warnings.warn(`Could not update ${p.tag || p.staticDir}: ${String(err)}`));
+      }).catch((err: unknown) => {
+        // Removed while we looked: its parent's listing, which the same removal triggers, tells.
+        const code = errnoCode(err);
+        if (code === 'ENOENT' || code === 'ENOTDIR') return;
+        this.warnings.warn(`Could not update ${p.tag || p.staticDir}: ${String(err)}`);
+      });
     }
   }
 
@@ -562,7 +634,7 @@ export class LockStates implements Disposable {
     this.disposed = true;
     clearTimeout(this.settleTimer);
     clearTimeout(this.listingTimer);
-    clearInterval(this.pollTimer);
+    clearTimeout(this.pollTimer);
     clearTimeout(this.staleTimer);
     clearInterval(this.livenessTimer);
     this.watcher.dispose();
