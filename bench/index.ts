@@ -19,6 +19,7 @@ import { openArea, resolveArea } from '../src/core/tags';
 import { formatTable, interleave, median, p95, ratioOf, type Candidate, type Row } from './stats';
 import { benchStage } from './stage';
 import { benchVerify } from './verify';
+import { benchPolling } from './watch';
 
 const argv = new Set(process.argv.slice(2));
 const QUICK = argv.has('--quick');
@@ -338,6 +339,7 @@ async function main(): Promise<void> {
     await benchRace(root, rows);
     if (STAGE) await benchStage(root, rows, QUICK, line);
     if (VERIFY) await benchVerify(root, rows, QUICK, line);
+    await benchPolling(root, rows, QUICK, line);
   } finally {
     fs.rmSync(root, { recursive: true, force: true });
   }

@@ -300,12 +300,23 @@ export class LockStates implements Disposable {
     const { roots, intervalMs } = this.polling;
     if (intervalMs === 0) return;
     this.pollTimer = setTimeout(() => {
-      for (const k of this.listed) {
-        const r = this.records.get(k);
-        if (r !== undefined && roots.includes(r.staticDir)) this.mark(r, { children: true });
-      }
+      this.pollOnce(roots);
       this.schedulePoll();
     }, intervalMs);
+  }
+
+  /**
+   * One round of polling: every directory listed so far is listed again, its children's locks
+   * judged, and only what changed reported. Not a cheaper look at each directory's mtime first:
+   * network clients cache attributes (sshfs for 20 s, NFS for 3 to 60 s by default), so a stamp
+   * can stay as it was long after a lock came or went, while the lookups of a listing are
+   * answered fresh far sooner.
+   */
+  private pollOnce(roots: readonly string[]): void {
+    for (const k of this.listed) {
+      const r = this.records.get(k);
+      if (r !== undefined && roots.includes(r.staticDir)) this.mark(r, { children: true });
+    }
   }
 
   /** Forgets everything and scans again, as after a change of settings or an explicit refresh. */
