@@ -11,9 +11,9 @@ import * as vscode from 'vscode';
 import { stage } from '../../src/core';
 import type { DevserverStagingApi } from '../../src/extension';
 import { BuildNode } from '../../src/tree/buildNode';
-import type { Node } from '../../src/tree/provider';
 import { cleanup, tempDir, waitFor } from '../helpers';
 import { api } from './activate.test';
+import { nodeOf } from './walk';
 
 const COMMAND = 'command:workbench.action.terminal.sendSequence?%5B%7B%22text%22%3A%22id%5Cn%22%7D%5D';
 /** A tag whose every level carries markup (no '/' inside a level). */
@@ -59,7 +59,9 @@ describe('hostile names in Show Build Details and the tooltips', function () {
   });
 
   it('the details page renders every name as text: no command link, no image, no row or heading of its own', async () => {
-    const node = { kind: 'build', staticDir, tag: TAG } as unknown as Node;
+    // The build's row as the tree gives it: a row without its listing entry would make the
+    // command ask which build, in a quick pick that nobody answers.
+    const node = await waitFor(() => nodeOf(ext, staticDir, TAG).catch(() => undefined), 10_000, 'the hostile build in the tree');
     const uri = (await vscode.commands.executeCommand('devserverStaging.showBuildDetails', node)) as vscode.Uri | undefined;
     assert.ok(uri !== undefined, 'Show Build Details opened a page');
     const text = (await vscode.workspace.openTextDocument(uri)).getText();
