@@ -10,6 +10,7 @@ import { naturalOrder } from '../format';
 import { StagingError, asStagingError, errnoCode, isStagingError } from '../errors';
 import { inspect } from '../inspect';
 import { asyncIo, ioFor, type Io } from '../io';
+import type { HistoryOptions } from '../history';
 import { judgeLock } from '../judge';
 import { describeHolder } from '../lock';
 import { BUILD_MARKS, FENCE_FILE, LOCK_NAME, clampTiming, isBookkeeping, isProtocolName } from '../protocol';
@@ -364,7 +365,7 @@ async function readManifestCount(at: string, file: string): Promise<{ count?: nu
 /** Which rule selected an area for removal. */
 export type PruneRule = 'keep' | 'older-than';
 
-export interface PruneOptions extends Partial<Timing> {
+export interface PruneOptions extends Partial<Timing>, HistoryOptions {
   /** Keep this many most recently used areas; the rest are selected. */
   keep?: number;
   /** Select areas last used longer ago than this many milliseconds. */
@@ -501,7 +502,12 @@ export async function prune(staticDir: string, options: PruneOptions = {}): Prom
         skip(candidate, 'it was staged to again while pruning');
         continue;
       }
-      await destroy(root, candidate.tag, { ...timing, onlyStaged: true, ...(options.clientId !== undefined ? { clientId: options.clientId } : {}) });
+      await destroy(root, candidate.tag, {
+        ...timing,
+        onlyStaged: true,
+        ...(options.clientId !== undefined ? { clientId: options.clientId } : {}),
+        ...(options.warn !== undefined ? { warn: options.warn } : {}),
+      });
       result.removed.push(candidate);
       result.bytes += candidate.bytes;
     } catch (err) {
