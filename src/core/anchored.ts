@@ -185,6 +185,7 @@ export async function openOrMakeBelow(parent: Dir, name: string, options: MakeOp
       dir.close();
       throw err;
     }
+    return { ...dir, mode: (dir.mode & ~0o7777) | options.mode };
   }
   return dir;
 }
@@ -472,6 +473,7 @@ async function openForAppend(calls: FdCalls, p: string, shown: string, mode: num
       if (code === 'ELOOP') throw notARecord(shown, 'a symbolic link');
       // O_NONBLOCK on a FIFO without a reader.
       if (code === 'ENXIO') throw notARecord(shown, 'a FIFO');
+      if (code === 'EISDIR') throw notARecord(shown, 'a directory');
       // Missing, then made by another writer in between (or the other way round): look again, a few times.
       const retry = create === 'exact' && ((tries % 2 === 0 && code === 'ENOENT') || (tries % 2 === 1 && code === 'EEXIST'));
       if (!retry || tries >= 5) throw err;

@@ -5,7 +5,8 @@
  */
 import * as fs from 'fs';
 import * as path from 'path';
-import { type Dir, appendRecord, openDir, openOrMakeBelow } from './anchored';
+import { type Dir, appendRecord, openDir } from './anchored';
+import { openMeta } from './meta';
 import { StagingError, errnoCode } from './errors';
 import { thisProcess } from './holder';
 import { AUDIT_LOG, META_DIR } from './protocol';
@@ -98,7 +99,7 @@ async function append(staticDir: string, entry: Omit<AuditEntry, 'time' | 'by'>,
   }
   let meta: Dir;
   try {
-    meta = await openOrMakeBelow(top, META_DIR);
+    meta = await openMeta(top);
   } catch (err) {
     const code = errnoCode(err);
     const reason =

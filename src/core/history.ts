@@ -17,6 +17,7 @@
 import * as fs from 'fs';
 import { type Dir, appendRecord, notARecord, openBelow, openDir, openDirWhere, openOrMakeBelow, readRecordTail, settle } from './anchored';
 import { fsClockSkew } from './clock';
+import { openMeta } from './meta';
 import { StagingError, errnoCode } from './errors';
 import { thisProcess } from './holder';
 import {
@@ -202,10 +203,28 @@ export async function flushHistory(): Promise<void> {
   } while (settled !== queue);
 }
 
+/** A system error as words naming `shown` (not the descriptor path it was reached by); our own errors as they are. */
+function inWords(err: unknown, shown: string): unknown {
+  // Node's own errors carry the syscall; the others (a link refused on the way) already say what and where.
+  if (err instanceof StagingError || typeof (err as { syscall?: unknown }).syscall !== 'string') return err;
+  const code = errnoCode(err);
+  const words =
+    code === 'EACCES' || code === 'EPERM'
+      ? 'permission denied (it, or the directory it is in, is not writable by this user)'
+      : code === 'ENOSPC' || code === 'EDQUOT'
+        ? 'the filesystem is full'
+        : code === 'EROFS'
+          ? 'the filesystem is read-only'
+          : code === 'ENOTDIR'
+            ? 'something that is not a directory stands where a directory of the history goes'
+            : String(code);
+  return new StagingError('EIO', `${shown}: ${words}`, { path: shown, cause: err });
+}
+
 function reportWrite(warn: Warn, staticDir: string, event: NewHistoryEvent, err: unknown): void {
   const why = err instanceof Error ? err.message : String(err);
   const shown = `${staticDir}/${META_DIR}/${HISTORY_DIR}`;
-  tell(warn, new StagingError('EIO', `Could not record the history of ${event.tag} in ${shown} (the operation itself went through): ${why}`, { path: shown, cause: err }));
+  tell(warn, new StagingError('EIO', `Could not record the history of ${event.tag} (the operation itself went through): ${why}`, { path: shown, cause: err }));
 }
 
 function tell(warn: Warn, warning: StagingError): void {
@@ -231,7 +250,9 @@ const generations = new Map<string, number>();
 async function writeEvent(staticDir: string, realStaticDir: string, sync: boolean, event: NewHistoryEvent, atMs: number): Promise<string | undefined> {
   const skewMs = await fsClockSkew(realStaticDir);
   const line = `${JSON.stringify({ ...event, time: new Date(atMs + skewMs).toISOString() })}\n`;
-  const dir = await openTagDir(staticDir, realStaticDir, event.tag, sync);
+  const dir = await openTagDir(staticDir, realStaticDir, event.tag, sync).catch((err: unknown) => {
+    throw inWords(err, [staticDir, META_DIR, HISTORY_DIR, ...tagDirOf(event.tag)].join('/'));
+  });
   try {
     return await appendToSegments(dir, line, fileModeFor(dir), sync);
   } finally {
@@ -251,10 +272,8 @@ async function openTagDir(staticDir: string, realStaticDir: string, tag: string,
   const top = await openDir(staticDir, true, sync);
   const opened: Dir[] = [top];
   try {
-    for (const name of names) {
-      // `.devserver-staging` as the clock probe and the audit log make it; below it, exact modes.
-      opened.push(await openOrMakeBelow(opened.at(-1)!, name, name === META_DIR ? { sync } : { sync, mode: dirModeFor(top) }));
-    }
+    opened.push(await openMeta(top, sync));
+    for (const name of names.slice(1)) opened.push(await openOrMakeBelow(opened.at(-1)!, name, { sync, mode: dirModeFor(top) }));
     return opened.pop()!;
   } finally {
     for (const d of opened) d.close();
@@ -314,7 +333,7 @@ async function appendToSegments(dir: Dir, line: string, mode: number, sync: bool
     try {
       outcome = await appendRecord(dir.at(name), `${dir.shown}/${name}`, line, { mode, create: mayCreate ? 'exact' : false, fullAt: HISTORY_SEGMENT_BYTES, sync });
     } catch (err) {
-      if (errnoCode(err) !== 'ENOENT' || mayCreate) throw err;
+      if (errnoCode(err) !== 'ENOENT' || mayCreate) throw inWords(err, `${dir.shown}/${name}`);
       // Dropped by a writer two generations on since this process last wrote: look again.
       generation = Math.max(0, await newestGeneration(dir, host, sync));
       mayCreate = true;
