@@ -425,6 +425,8 @@ export interface AppendOptions {
   fullAt?: number;
   /** Synchronous calls (a local filesystem, see io.ts). */
   sync?: boolean;
+  /** After a write, hand the descriptor to `keep` instead of closing it: the caller appends to it again, and closes it. */
+  keep?: (fd: number) => void;
 }
 
 /** What an append did: `full` when `fullAt` was reached and nothing was written. */
@@ -490,6 +492,7 @@ export async function appendRecord(p: string, shown: string, line: string, optio
   const calls = options.sync === true ? syncFd : asyncFd;
   const mode = options.mode ?? 0o644;
   const { fd, created } = await openForAppend(calls, p, shown, mode, options.create ?? 'umask');
+  let kept = false;
   try {
     const st = await calls.fstat(fd);
     if (!st.isFile()) throw notARecord(shown, describeType(st));
@@ -497,9 +500,13 @@ export async function appendRecord(p: string, shown: string, line: string, optio
     if (created) await calls.fchmod(fd, mode);
     if (options.fullAt !== undefined && st.size >= options.fullAt) return 'full';
     await calls.write(fd, Buffer.from(line));
+    if (options.keep !== undefined) {
+      options.keep(fd);
+      kept = true;
+    }
     return created ? 'created' : 'written';
   } finally {
-    calls.close(fd);
+    if (!kept) calls.close(fd);
   }
 }
 

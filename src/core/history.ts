@@ -160,6 +160,49 @@ type Warn = NonNullable<HistoryOptions['warn']>;
 
 const defaultWarn: Warn = (warning) => process.emitWarning(warning.message, { type: 'DevserverStagingWarning', code: 'DEVSERVER_STAGING_HISTORY' });
 
+/**
+ * One holder's segment, kept open from its lease's first record to its last on a local filesystem:
+ * the records after the first then cost an `fstat` and a `write` instead of a dozen calls. What it
+ * appends to is the regular file it opened through the checked directory, as a lease acts on the
+ * area it opened; once that file is full, or gone, the next record takes the usual way.
+ */
+export class HistorySegment {
+  private fd: number | undefined;
+
+  /** @internal */
+  keep(fd: number): void {
+    this.close();
+    this.fd = fd;
+  }
+
+  /** @internal Appends `line` to the kept segment if it is still a file in place and not full; false when it is not. */
+  append(line: string): boolean {
+    if (this.fd === undefined) return false;
+    let st: fs.Stats | undefined;
+    try {
+      st = fs.fstatSync(this.fd);
+    } catch {
+      st = undefined;
+    }
+    if (st === undefined || !st.isFile() || st.nlink === 0 || st.size >= HISTORY_SEGMENT_BYTES) {
+      this.close();
+      return false;
+    }
+    fs.writeSync(this.fd, line);
+    return true;
+  }
+
+  close(): void {
+    if (this.fd === undefined) return;
+    try {
+      fs.closeSync(this.fd);
+    } catch {
+      /* already closed */
+    }
+    this.fd = undefined;
+  }
+}
+
 /** Records on network filesystems, in the order they were made: not waited for by the operations. */
 let queue: Promise<void> = Promise.resolve();
 const inflight = new Set<Promise<void>>();
@@ -170,10 +213,10 @@ const inflight = new Set<Promise<void>>();
  * waiting on others); on a network filesystem it is queued, so that no lock operation waits on a
  * server's round trips, and `flushHistory` waits for it.
  */
-export function recordHistory(staticDir: string, event: NewHistoryEvent, warn: Warn = defaultWarn): Promise<void> {
+export function recordHistory(staticDir: string, event: NewHistoryEvent, warn: Warn = defaultWarn, segment?: HistorySegment): Promise<void> {
   const atMs = Date.now();
   const write = (sd: { staticDir: string; realStaticDir: string; io: { sync: boolean } }): Promise<void> =>
-    writeEvent(sd.staticDir, sd.realStaticDir, sd.io.sync, event, atMs).then(
+    writeEvent(sd.staticDir, sd.realStaticDir, sd.io.sync, event, atMs, sd.io.sync ? segment : undefined).then(
       (note) => {
         if (note !== undefined) tell(warn, new StagingError('EIO', `Recorded the history of ${event.tag}, but ${note}.`));
       },
@@ -247,14 +290,22 @@ const fileModeFor = (dir: Dir): number => 0o644 | (dir.mode & 0o022);
 /** The generation each tag directory is at, as this process last found it: spares a directory read per record. */
 const generations = new Map<string, number>();
 
-async function writeEvent(staticDir: string, realStaticDir: string, sync: boolean, event: NewHistoryEvent, atMs: number): Promise<string | undefined> {
+async function writeEvent(
+  staticDir: string,
+  realStaticDir: string,
+  sync: boolean,
+  event: NewHistoryEvent,
+  atMs: number,
+  segment: HistorySegment | undefined,
+): Promise<string | undefined> {
   const skewMs = await fsClockSkew(realStaticDir);
   const line = `${JSON.stringify({ ...event, time: new Date(atMs + skewMs).toISOString() })}\n`;
+  if (segment?.append(line) === true) return undefined;
   const dir = await openTagDir(staticDir, realStaticDir, event.tag, sync).catch((err: unknown) => {
     throw inWords(err, [staticDir, META_DIR, HISTORY_DIR, ...tagDirOf(event.tag)].join('/'));
   });
   try {
-    return await appendToSegments(dir, line, fileModeFor(dir), sync);
+    return await appendToSegments(dir, line, fileModeFor(dir), sync, segment);
   } finally {
     dir.close();
   }
@@ -317,7 +368,7 @@ async function newestGeneration(dir: Dir, host: string, sync: boolean): Promise<
 }
 
 /** Appends `line` to this host's current segment; resolves to a note when it was written but something else went wrong. */
-async function appendToSegments(dir: Dir, line: string, mode: number, sync: boolean): Promise<string | undefined> {
+async function appendToSegments(dir: Dir, line: string, mode: number, sync: boolean, segment: HistorySegment | undefined): Promise<string | undefined> {
   const host = hostOfSegments();
   const key = `${dir.dev}:${dir.ino}:${host}`;
   let generation = generations.get(key);
@@ -331,7 +382,13 @@ async function appendToSegments(dir: Dir, line: string, mode: number, sync: bool
     const name = historySegmentName(host, generation);
     let outcome;
     try {
-      outcome = await appendRecord(dir.at(name), `${dir.shown}/${name}`, line, { mode, create: mayCreate ? 'exact' : false, fullAt: HISTORY_SEGMENT_BYTES, sync });
+      outcome = await appendRecord(dir.at(name), `${dir.shown}/${name}`, line, {
+        mode,
+        create: mayCreate ? 'exact' : false,
+        fullAt: HISTORY_SEGMENT_BYTES,
+        sync,
+        ...(segment !== undefined ? { keep: (fd: number) => segment.keep(fd) } : {}),
+      });
     } catch (err) {
       if (errnoCode(err) !== 'ENOENT' || mayCreate) throw inWords(err, `${dir.shown}/${name}`);
       // Dropped by a writer two generations on since this process last wrote: look again.

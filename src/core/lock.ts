@@ -12,7 +12,7 @@ import { fsClockSkew } from './clock';
 import { StagingError, asStagingError, errnoCode } from './errors';
 import { readFence, writeFence } from './fence';
 import { makeHolder } from './holder';
-import { actorOf, recordHistory, removalEvent, type HistoryOptions, type NewHistoryEvent } from './history';
+import { HistorySegment, actorOf, recordHistory, removalEvent, type HistoryOptions, type NewHistoryEvent } from './history';
 import { ioFor, type Io } from './io';
 import { judgeLock, lockPathOf } from './judge';
 import { clearLitter } from './litter';
@@ -103,6 +103,7 @@ export class Lease extends EventEmitter<LeaseEvents> {
   /** When it was handed over (this process's clock): how long it is held. */
   private adoptedAtMs = 0;
   private warn: HistoryOptions['warn'];
+  private readonly segment = new HistorySegment();
 
   /**
    * @internal `acquire` hands the lease over: from now on it closes the descriptors when it ends,
@@ -119,7 +120,7 @@ export class Lease extends EventEmitter<LeaseEvents> {
   record(kind: 'acquired' | 'released' | 'lost' | 'destroyed' | 'staged', extra: Partial<NewHistoryEvent> = {}): Promise<void> {
     if (!this.adopted) return Promise.resolve();
     const held = kind === 'acquired' || kind === 'staged' ? {} : { heldMs: Date.now() - this.adoptedAtMs };
-    return recordHistory(this.staticDir, { tag: this.tag, kind, holder: actorOf(this.holder), fence: this.fence, ...held, ...extra }, this.warn);
+    return recordHistory(this.staticDir, { tag: this.tag, kind, holder: actorOf(this.holder), fence: this.fence, ...held, ...extra }, this.warn, this.segment);
   }
 
   /** @internal Lets go of the descriptors once the lease is over (before adoption, `acquire` does). */
@@ -127,6 +128,7 @@ export class Lease extends EventEmitter<LeaseEvents> {
     if (!this.adopted) return;
     this.closeParents();
     this.area.close();
+    this.segment.close();
   }
 
   get signal(): AbortSignal {
@@ -233,8 +235,8 @@ export class Lease extends EventEmitter<LeaseEvents> {
       // A new nested area (board/branch/build) leaves no empty board/branch behind either.
       await removeCreated(this.createdDirs.slice(0, -1));
     }
-    this.closeDirs();
     await this.record(options.destroy === true && refused === undefined ? 'destroyed' : 'released');
+    this.closeDirs();
     try {
       this.emit('released');
     } catch {
