@@ -95,6 +95,8 @@ Exit codes: 0 success; 2 usage error or bad tag; 3 held by another (holder on st
 stopped by one while waiting or staging: 130 for Ctrl-C, 143 for SIGTERM, 129 for SIGHUP.
 With --json every error, usage errors included, is one line of JSON on stderr:
 {"error":{"code":"EUSAGE","message":"..."}} (code EUSAGE for usage errors, else the error's code).
+Every change to an area is recorded in its history ('history'); a record that cannot be written
+is a warning on stderr ({"warning":{...}} with --json) and does not change the exit code.
 Output to a reader that has gone away (devserver-stage list | head -1) is dropped quietly;
 the exit code stays that of the command.
 
@@ -103,6 +105,7 @@ Examples:
   devserver-stage -d /srv/static stage eve-release/R120-15662.0.0 ./out/chromiumos_test_image.bin ./out/autotest.tar.gz
   devserver-stage -d /srv/static lock --create-once eve-release/R120-15662.0.0 -- ./stage.sh
   devserver-stage -d /srv/static verify eve-release/R120-15662.0.0
+  devserver-stage -d /srv/static history eve-release/R120-15662.0.0 --since 2d
   devserver-stage -d /srv/static du eve-release
   devserver-stage -d /srv/static prune --keep 50 --older-than 30d --dry-run
   DEVSERVER_STATIC_DIR=/srv/static devserver-stage --json status eve-release/R120-15662.0.0`,
