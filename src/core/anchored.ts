@@ -213,17 +213,21 @@ export function whereIs(dir: Dir): string {
  * the caller then descends level by level with `openBelow`, which says what is wrong.
  */
 export async function openDirWhere(realPath: string, sync = false): Promise<Dir | undefined> {
-  let dir: Dir;
+  const dir = await openDirIfThere(realPath, sync);
+  if (dir === undefined || whereIs(dir) === realPath) return dir;
+  dir.close();
+  return undefined;
+}
+
+/** `openDir` without following a link at the last step; undefined where no directory is to open there (missing, a file, a link). */
+export async function openDirIfThere(p: string, sync = false): Promise<Dir | undefined> {
   try {
-    dir = await openDir(realPath, false, sync);
+    return await openDir(p, false, sync);
   } catch (err) {
     const code = errnoCode(err);
     if (code === 'ENOENT' || code === 'ENOTDIR' || code === 'ELOOP') return undefined;
     throw err;
   }
-  if (whereIs(dir) === realPath) return dir;
-  dir.close();
-  return undefined;
 }
 
 /** True when `child` is `parent` or lies inside it; compares path segments, never string prefixes. */

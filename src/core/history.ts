@@ -18,7 +18,7 @@ import * as fs from 'fs';
 import { type Dir, appendRecord, notARecord, openBelow, openDir, openDirWhere, openOrMakeBelow, readRecordTail, settle } from './anchored';
 import { fsClockSkew } from './clock';
 import { openMeta } from './meta';
-import { StagingError, errnoCode } from './errors';
+import { StagingError, errnoCode, errnoHint } from './errors';
 import { thisProcess } from './holder';
 import {
   HISTORY_DIR,
@@ -251,17 +251,8 @@ function inWords(err: unknown, shown: string): unknown {
   // Node's own errors carry the syscall; the others (a link refused on the way) already say what and where.
   if (err instanceof StagingError || typeof (err as { syscall?: unknown }).syscall !== 'string') return err;
   const code = errnoCode(err);
-  const words =
-    code === 'EACCES' || code === 'EPERM'
-      ? 'permission denied (it, or the directory it is in, is not writable by this user)'
-      : code === 'ENOSPC' || code === 'EDQUOT'
-        ? 'the filesystem is full'
-        : code === 'EROFS'
-          ? 'the filesystem is read-only'
-          : code === 'ENOTDIR'
-            ? 'something that is not a directory stands where a directory of the history goes'
-            : String(code);
-  return new StagingError('EIO', `${shown}: ${words}`, { path: shown, cause: err });
+  const what = code === 'ENOTDIR' ? 'ENOTDIR (something that is not a directory stands where one of the history goes)' : String(code);
+  return new StagingError('EIO', `${shown}: ${what}.${errnoHint(code)}`, { path: shown, cause: err });
 }
 
 function reportWrite(warn: Warn, staticDir: string, event: NewHistoryEvent, err: unknown): void {

@@ -4,7 +4,7 @@
  */
 import * as fs from 'fs';
 import * as path from 'path';
-import { openDir, openPath, readRecord, type Dir } from '../anchored';
+import { openDir, openDirIfThere, openPath, readRecord, type Dir } from '../anchored';
 import { fsClockSkew } from '../clock';
 import { naturalOrder } from '../format';
 import { StagingError, asStagingError, errnoCode, isStagingError } from '../errors';
@@ -139,15 +139,8 @@ function measureOps(io: Io, limit: Limit): MeasureOps {
  * however wide the tree, only the directories being read at once are open.
  */
 async function openSeen(p: string, seen: Seen, sync: boolean): Promise<Dir | undefined> {
-  let dir: Dir;
-  try {
-    dir = await openDir(p, false, sync);
-  } catch (err) {
-    const code = errnoCode(err);
-    if (code === 'ENOENT' || code === 'ENOTDIR' || code === 'ELOOP') return undefined;
-    throw err;
-  }
-  if (dir.dev === seen.dev && dir.ino === seen.ino) return dir;
+  const dir = await openDirIfThere(p, sync);
+  if (dir === undefined || (dir.dev === seen.dev && dir.ino === seen.ino)) return dir;
   dir.close();
   return undefined;
 }
