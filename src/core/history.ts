@@ -520,9 +520,12 @@ async function collect(staticDir: string, query: HistoryQuery, kinds?: ReadonlyS
   return limit === Infinity ? ordered : ordered.slice(-limit);
 }
 
-/** The names in an opened directory; none when it cannot be read. */
+/** The names in an opened directory; none when it cannot be read (reported, unless it has gone). */
 function listNames(dir: Dir, want: Want): Promise<string[]> {
-  return readNames(dir, want.sync).catch(() => []);
+  return readNames(dir, want.sync).catch((err: unknown) => {
+    if (errnoCode(err) !== 'ENOENT') warnRead(want, inWords(err, dir.shown));
+    return [];
+  });
 }
 
 /** Opens each name below the last opened directory; undefined when one is missing or not a directory (reported). */
@@ -542,14 +545,15 @@ async function openQuietly(parent: Dir, name: string, want: Want): Promise<Dir |
   } catch (err) {
     const code = errnoCode(err);
     if (code === 'ENOENT') return undefined;
-    const why = code === 'ELOOP' ? 'a symbolic link' : code === 'ENOTDIR' ? 'not a directory' : err instanceof Error ? err.message : String(err);
-    warnRead(want, notARecord(`${parent.shown}/${name}`, why));
+    const shown = `${parent.shown}/${name}`;
+    warnRead(want, code === 'ELOOP' ? notARecord(shown, 'a symbolic link') : code === 'ENOTDIR' ? notARecord(shown, 'not a directory') : inWords(err, shown));
     return undefined;
   }
 }
 
-function warnRead(want: Want, warning: StagingError): void {
-  tell(want.warn, new StagingError('EIO', `Skipped part of the history: ${warning.message}`, warning.path !== undefined ? { path: warning.path } : {}));
+function warnRead(want: Want, err: unknown): void {
+  const why = err instanceof Error ? err.message : String(err);
+  tell(want.warn, new StagingError('EIO', `Skipped part of the history: ${why}`, err instanceof StagingError && err.path !== undefined ? { path: err.path } : {}));
 }
 
 /** The events of one tag directory that `want` asks for: per host, newest generation first, as many as needed. */
@@ -584,7 +588,7 @@ async function readSegment(dir: Dir, name: string, want: Want, needed: number): 
     try {
       tail = await readRecordTail(dir.at(name), shown, maxBytes, want.sync);
     } catch (err) {
-      if (errnoCode(err) !== 'ENOENT') warnRead(want, err instanceof StagingError ? err : notARecord(shown, err instanceof Error ? err.message : String(err)));
+      if (errnoCode(err) !== 'ENOENT') warnRead(want, inWords(err, shown));
       return { events: [], oldestMs: Infinity };
     }
     const lines = tail.data.toString('utf8').split('\n');

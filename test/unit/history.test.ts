@@ -230,6 +230,26 @@ describe('history of every build', function () {
     assert.deepEqual([mode(tagDir(staticDir, 'private/R1')), mode(segment(staticDir, 'private/R1'))], ['755', '644']);
   });
 
+  it('two users on one host append to the same segment, whichever made it and whatever its umask', async function () {
+    if (!isRoot) this.skip();
+    fs.chmodSync(root, 0o755);
+    fs.chmodSync(staticDir, 0o1777);
+    const tag = 'shared/R2';
+    // The area itself open to both (its mode is the lock's business); the history's modes are what is tested.
+    fs.mkdirSync(path.join(staticDir, tag), { recursive: true });
+    for (const d of ['shared', tag]) fs.chmodSync(path.join(staticDir, d), 0o777);
+    for (const [user, umask] of [['daemon', '077'], ['nobody', '077'], ['daemon', '022']] as const) {
+      const r = await cliTimed(staticDir, ['lock', tag, '--', 'true'], { timeoutMs: 20_000, user, umask });
+      assert.deepEqual([r.code, r.stderr], [0, ''], `${user}: ${r.stderr}`);
+    }
+    const events = await history(staticDir, { tag });
+    assert.deepEqual(
+      events.map((e) => `${e.kind} ${e.holder.user}`),
+      ['acquired daemon', 'released daemon', 'acquired nobody', 'released nobody', 'acquired daemon', 'released daemon'],
+    );
+    assert.equal(fs.readdirSync(tagDir(staticDir, tag)).length, 1, 'one segment for the host');
+  });
+
   describe('links, FIFOs and devices in the history\'s place: never followed, never waited on, the operation goes through', () => {
     const tag = 'eve-release/R7';
     let outside: string;
