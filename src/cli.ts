@@ -298,7 +298,7 @@ Examples:
     .description(
       'show the history of TAG, or of every area without it, oldest first: each time it was acquired (and how long the holder waited), ' +
         'released or lost (and how long it was held), taken over from a stale holder, force-released, destroyed, staged (artifacts, bytes) or verified, ' +
-        'with who did it, when (UTC) and the fencing token. Every client records it (this tool, the extension, the core library), on the static directory itself. ' +
+        'with who did it, when (UTC) and the fencing token. Every client records it (devserver-stage, the extension, the core library), on the static directory itself. ' +
         'With --json, one JSON object per line (JSON lines), as the history is stored.',
     )
     .argument('[tag]', 'the area, relative to the static directory (it need not exist any more)')
@@ -359,7 +359,7 @@ export async function main(argv: readonly string[]): Promise<number> {
     process.stderr.write(formatError(err, json()));
     return exitCodeOf(err);
   } finally {
-    // Records queued for a network filesystem are written before the tool exits.
+    // Records queued for a network filesystem are written before the process exits.
     await flushHistory();
   }
 }
