@@ -251,7 +251,12 @@ function inWords(err: unknown, shown: string): unknown {
   // Node's own errors carry the syscall; the others (a link refused on the way) already say what and where.
   if (err instanceof StagingError || typeof (err as { syscall?: unknown }).syscall !== 'string') return err;
   const code = errnoCode(err);
-  const what = code === 'ENOTDIR' ? 'ENOTDIR (something that is not a directory stands where one of the history goes)' : String(code);
+  const what =
+    code === 'ENOTDIR'
+      ? 'ENOTDIR (something that is not a directory stands where one of the history goes)'
+      : code === 'ENOENT'
+        ? 'ENOENT (a directory on the way is gone, the static directory itself perhaps)'
+        : String(code);
   return new StagingError('EIO', `${shown}: ${what}.${errnoHint(code)}`, { path: shown, cause: err });
 }
 
