@@ -2,7 +2,7 @@
  * Benchmarks of the lock core against bare baselines measured in the same process and run.
  * Prints figures; never asserts timings. See bench/README.md.
  *
- *   node out/bench/index.js [--no-race] [--no-stage] [--no-verify] [--quick]
+ *   node out/bench/index.js [--no-race] [--no-stage] [--no-verify] [--no-history] [--quick]
  */
 import { spawn, type ChildProcess } from 'child_process';
 import * as fs from 'fs';
@@ -20,12 +20,14 @@ import { formatTable, interleave, median, p95, ratioOf, type Candidate, type Row
 import { benchStage } from './stage';
 import { benchVerify } from './verify';
 import { benchPolling } from './watch';
+import { benchHistory } from './history';
 
 const argv = new Set(process.argv.slice(2));
 const QUICK = argv.has('--quick');
 const RACE = !argv.has('--no-race');
 const STAGE = !argv.has('--no-stage');
 const VERIFY = !argv.has('--no-verify');
+const HISTORY = !argv.has('--no-history');
 
 const us = (ms: number): string => `${(ms * 1000).toFixed(0)} µs`;
 const msf = (ms: number): string => `${ms.toFixed(1)} ms`;
@@ -340,6 +342,7 @@ async function main(): Promise<void> {
     if (STAGE) await benchStage(root, rows, QUICK, line);
     if (VERIFY) await benchVerify(root, rows, QUICK, line);
     await benchPolling(root, rows, QUICK, line);
+    if (HISTORY) await benchHistory(root, rows, QUICK, line);
   } finally {
     fs.rmSync(root, { recursive: true, force: true });
   }

@@ -1,5 +1,5 @@
 /**
- * f) What following a static directory costs while nothing happens: 1,000 builds in 10 folders,
+ * g) What following a static directory costs while nothing happens: 1,000 builds in 10 folders,
  * listed again on the idle polling schedule of a network filesystem, as the extension's view and
  * `devserver-stage watch` do there. Measured here on a local directory with polling forced on, so
  * the figure is the process's own CPU (a network filesystem adds round trips, not CPU).
@@ -14,7 +14,7 @@ const FOLDERS = 10;
 const PER_FOLDER = 100;
 
 export async function benchPolling(root: string, rows: Row[], quick: boolean, line: (s?: string) => void): Promise<void> {
-  line(`f) idle polling of ${FOLDERS * PER_FOLDER} builds in ${FOLDERS} folders every ${POLL_IDLE_MS} ms (the idle schedule on a network filesystem)`);
+  line(`g) idle polling of ${FOLDERS * PER_FOLDER} builds in ${FOLDERS} folders every ${POLL_IDLE_MS} ms (the idle schedule on a network filesystem)`);
   const staticDir = path.join(root, 'polling');
   for (let f = 0; f < FOLDERS; f++) {
     for (let b = 0; b < PER_FOLDER; b++) {

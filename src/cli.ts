@@ -11,10 +11,12 @@ import { formatList, formatStatus } from './cli/format';
 import { runStage } from './cli/stageCommand';
 import { runVerify } from './cli/verifyCommand';
 import { runWatch } from './cli/watchCommand';
+import { runHistory } from './cli/historyCommand';
 import { parseDuration, parseSize } from './cli/units';
-import { Interrupted, formatError, guardOutput, jsonRequested, outputFailed, usageError } from './cli/output';
+import { Interrupted, formatError, guardOutput, jsonRequested, outputFailed, usageError, warner } from './cli/output';
 import { formatPrune, formatUsage } from './cli/usageFormat';
 import { StagingError, isStagingError } from './core/errors';
+import { flushHistory } from './core/history';
 import { inspect, list } from './core/inspect';
 import { describeHolder } from './core/lock';
 import { DEFAULT_TIMING } from './core/protocol';
@@ -94,6 +96,8 @@ Exit codes: 0 success; 2 usage error or bad tag; 3 held by another (holder on st
 stopped by one while waiting or staging: 130 for Ctrl-C, 143 for SIGTERM, 129 for SIGHUP.
 With --json every error, usage errors included, is one line of JSON on stderr:
 {"error":{"code":"EUSAGE","message":"..."}} (code EUSAGE for usage errors, else the error's code).
+Every change to an area is recorded in its history ('history'); a record that cannot be written
+is a warning on stderr ({"warning":{...}} with --json) and does not change the exit code.
 Output to a reader that has gone away (devserver-stage list | head -1) is dropped quietly;
 the exit code stays that of the command.
 
@@ -102,6 +106,7 @@ Examples:
   devserver-stage -d /srv/static stage eve-release/R120-15662.0.0 ./out/chromiumos_test_image.bin ./out/autotest.tar.gz
   devserver-stage -d /srv/static lock --create-once eve-release/R120-15662.0.0 -- ./stage.sh
   devserver-stage -d /srv/static verify eve-release/R120-15662.0.0
+  devserver-stage -d /srv/static history eve-release/R120-15662.0.0 --since 2d
   devserver-stage -d /srv/static du eve-release
   devserver-stage -d /srv/static --json watch eve-release
   devserver-stage -d /srv/static prune --keep 50 --older-than 30d --dry-run
@@ -115,9 +120,17 @@ Examples:
     }
     return { ...g, staticDir: g.staticDir };
   };
-  const timing = (g: GlobalOptions): Partial<Timing> => ({
+  // A history record that could not be written does not fail the command: one line on stderr says so.
+  let warnOnce: ((w: StagingError) => void) | undefined;
+  const warn = (w: StagingError): void => {
+    warnOnce ??= warner((line) => process.stderr.write(line), json());
+    warnOnce(w);
+  };
+  /** What every core call takes from the global options: timing, and where warnings go. */
+  const coreOptions = (g: GlobalOptions): Partial<Timing> & { warn: (w: StagingError) => void } => ({
     ...(g.stale !== undefined ? { staleMs: g.stale * 1000 } : {}),
     ...(g.refresh !== undefined ? { refreshMs: g.refresh * 1000 } : {}),
+    warn,
   });
   const print = (g: GlobalOptions, json: unknown, text: string): void => {
     process.stdout.write(g.json === true ? `${JSON.stringify(json, null, 2)}\n` : text);
@@ -129,7 +142,7 @@ Examples:
     .argument('[subpath]', 'a directory inside the static directory, such as a board', '')
     .action(async (subpath: string) => {
       const g = globals();
-      const entries = await list(g.staticDir, subpath, timing(g));
+      const entries = await list(g.staticDir, subpath, coreOptions(g));
       print(g, entries, formatList(entries));
     });
 
@@ -139,7 +152,7 @@ Examples:
     .argument('<tag>', 'the staging area, relative to the static directory')
     .action(async (tag: string) => {
       const g = globals();
-      const info = await inspect(g.staticDir, tag, timing(g));
+      const info = await inspect(g.staticDir, tag, coreOptions(g));
       print(g, info, formatStatus(info));
     });
 
@@ -167,7 +180,7 @@ Examples:
         tag,
         command,
         {
-          ...timing(g),
+          ...coreOptions(g),
           createOnce: o.createOnce === true,
           waitMs: o.wait * 1000,
           ...(o.purpose !== undefined ? { purpose: o.purpose } : { purpose: command.join(' ').slice(0, 200) }),
@@ -208,7 +221,7 @@ Examples:
         tag,
         sources,
         {
-          ...timing(g),
+          ...coreOptions(g),
           add: o.add === true,
           overwrite: o.overwrite === true,
           ...(o.maxSize !== undefined ? { maxBytes: o.maxSize } : {}),
@@ -232,7 +245,7 @@ Examples:
     .argument('<tag>', 'the build, relative to the static directory')
     .action(async (tag: string) => {
       const g = globals();
-      process.exitCode = await runVerify(g.staticDir, tag, timing(g), { stdout: process.stdout, stderr: process.stderr, json: g.json === true });
+      process.exitCode = await runVerify(g.staticDir, tag, coreOptions(g), { stdout: process.stdout, stderr: process.stderr, json: g.json === true });
     });
 
   program
@@ -248,7 +261,7 @@ Examples:
     .option('--poll <seconds>', 'poll every this many seconds whatever the filesystem (default: only on network filesystems)', seconds)
     .action(async (subpath: string, o: { poll?: number }) => {
       const g = globals();
-      process.exitCode = await runWatch(g.staticDir, subpath, timing(g), { stdout: process.stdout, stderr: process.stderr, json: g.json === true, pollMs: (o.poll ?? 0) * 1000 });
+      process.exitCode = await runWatch(g.staticDir, subpath, coreOptions(g), { stdout: process.stdout, stderr: process.stderr, json: g.json === true, pollMs: (o.poll ?? 0) * 1000 });
     });
 
   program
@@ -262,7 +275,7 @@ Examples:
     .argument('[subpath]', 'a directory inside the static directory, such as a board', '')
     .action(async (subpath: string) => {
       const g = globals();
-      const areas = await usage(g.staticDir, { ...timing(g), subpath });
+      const areas = await usage(g.staticDir, { ...coreOptions(g), subpath });
       print(g, areas, formatUsage(areas));
     });
 
@@ -287,7 +300,7 @@ Examples:
       }
       const g = globals();
       const result = await prune(g.staticDir, {
-        ...timing(g),
+        ...coreOptions(g),
         subpath,
         dryRun: o.dryRun === true,
         ...(o.keep !== undefined ? { keep: o.keep } : {}),
@@ -295,6 +308,29 @@ Examples:
       });
       print(g, result, formatPrune(result));
       if (result.failed.length > 0) process.exitCode = EXIT.error;
+    });
+
+  program
+    .command('history')
+    .summary('show what happened to a build (or to all): taken, staged, verified, released, lost, removed, by whom, when')
+    .description(
+      'show the history of TAG, or of every area without it, oldest first: each time it was acquired (and how long the holder waited), ' +
+        'released or lost (and how long it was held), taken over from a stale holder, force-released, destroyed, staged (artifacts, bytes) or verified, ' +
+        'with who did it, when (UTC) and the fencing token. Every client records it (devserver-stage, the extension, the core library), on the static directory itself. ' +
+        'With --json, one JSON object per line (JSON lines), as the history is stored.',
+    )
+    .argument('[tag]', 'the area, relative to the static directory (it need not exist any more)')
+    .option('--since <duration>', 'only events of the last DURATION: 30m, 12h, 2d, 1d12h', duration)
+    .option('--limit <n>', 'only the newest N events', count)
+    .action(async (tag: string | undefined, o: { since?: number; limit?: number }) => {
+      const g = globals();
+      const query = {
+        warn,
+        ...(tag !== undefined ? { tag } : {}),
+        ...(o.since !== undefined ? { sinceMs: Date.now() - o.since } : {}),
+        ...(o.limit !== undefined ? { limit: o.limit } : {}),
+      };
+      process.exitCode = await runHistory(g.staticDir, query, { stdout: process.stdout, json: g.json === true });
     });
 
   program
@@ -306,7 +342,7 @@ Examples:
     .argument('<tag>', 'the staging area, relative to the static directory')
     .action(async (tag: string) => {
       const g = globals();
-      const previous = await forceRelease(g.staticDir, tag, timing(g));
+      const previous = await forceRelease(g.staticDir, tag, coreOptions(g));
       print(g, { released: true, previous }, `Released ${previous.lockPath}, held by ${describeHolder(previous)} (was ${previous.state}).\n`);
     });
 
@@ -317,7 +353,7 @@ Examples:
     .option('-f, --force', "force-release another holder's lock first (recorded in the audit log)")
     .action(async (tag: string, o: { force?: boolean }) => {
       const g = globals();
-      await destroy(g.staticDir, tag, { ...timing(g), force: o.force === true });
+      await destroy(g.staticDir, tag, { ...coreOptions(g), force: o.force === true });
       print(g, { destroyed: true, tag }, `Destroyed ${tag}.\n`);
     });
 
@@ -340,6 +376,9 @@ export async function main(argv: readonly string[]): Promise<number> {
     }
     process.stderr.write(formatError(err, json()));
     return exitCodeOf(err);
+  } finally {
+    // Records queued for a network filesystem are written before the process exits.
+    await flushHistory();
   }
 }
 

@@ -41,6 +41,20 @@ export function formatError(err: unknown, json: boolean): string {
   return `${JSON.stringify({ error: body })}\n`;
 }
 
+/**
+ * What a command says about something that did not stop it (a history record that could not be
+ * written): each distinct warning once, as one line on stderr, `devserver-stage: warning: MESSAGE`
+ * or `{"warning":{"code","message","path"}}` with --json.
+ */
+export function warner(write: (line: string) => void, json: boolean): (warning: StagingError) => void {
+  const said = new Set<string>();
+  return (w) => {
+    if (said.has(w.message)) return;
+    said.add(w.message);
+    write(json ? `${JSON.stringify({ warning: { code: w.code, message: w.message, ...(w.path !== undefined ? { path: w.path } : {}) } })}\n` : `devserver-stage: warning: ${w.message}\n`);
+  };
+}
+
 /** A usage error as `formatError` takes it; `text` is commander's message ("error: unknown option '--x'"). */
 export function usageError(text: string): { code: string; message: string } {
   return { code: USAGE_CODE, message: text.replace(/^error:\s*/, '').trim() };

@@ -42,7 +42,13 @@ export async function runStage(staticDir: string, tag: string, sources: readonly
   const started = Date.now();
   let result: StageResult;
   try {
-    result = await stage(staticDir, tag, sources, { ...options, signal: controller.signal, onProgress: (p) => view.update(p) });
+    result = await stage(staticDir, tag, sources, {
+      ...options,
+      signal: controller.signal,
+      onProgress: (p) => view.update(p),
+      // A warning goes on a line of its own, not into the progress line.
+      warn: (w) => (options.warn !== undefined ? (view.clear(), options.warn(w)) : say(`warning: ${w.message}`)),
+    });
   } catch (err) {
     view.clear();
     // Reported by the caller like any error (JSON with --json); the exit code is 128 + the signal.

@@ -3,7 +3,8 @@ import type { AreaUsage, PruneResult } from '../core/stage/usage';
 import { formatDuration } from './format';
 import { formatBytes } from './units';
 
-function table(header: readonly string[], rows: readonly string[][], rightAligned: ReadonlySet<number>): string {
+/** Rows in aligned columns under a header; the last column is not padded. */
+export function table(header: readonly string[], rows: readonly string[][], rightAligned: ReadonlySet<number> = new Set()): string {
   const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? '').length)));
   const line = (cells: readonly string[]): string =>
     cells

@@ -3,6 +3,7 @@
  * summary on stdout (the result as JSON with --json), progress on stderr when it is a terminal.
  * Exit 0 when the build is intact, 1 when it is damaged.
  */
+import type { HistoryOptions } from '../core/history';
 import type { Timing } from '../core/types';
 import { describeEntryType, verify, type VerifyProblem, type VerifyResult } from '../core/verify';
 import { VerifyProgressView, type ProgressOutput } from './progress';
@@ -19,11 +20,15 @@ export interface VerifyCommandIo {
  * caller to report. Signals keep their default: verifying writes nothing, so a Ctrl-C that ends
  * the process at once leaves nothing behind.
  */
-export async function runVerify(staticDir: string, tag: string, options: Partial<Timing>, io: VerifyCommandIo): Promise<number> {
+export async function runVerify(staticDir: string, tag: string, options: Partial<Timing> & HistoryOptions, io: VerifyCommandIo): Promise<number> {
   const view = new VerifyProgressView(io.stderr);
   let result: VerifyResult;
   try {
-    result = await verify(staticDir, tag, { ...options, onProgress: (p) => view.update(p) });
+    result = await verify(staticDir, tag, {
+      ...options,
+      onProgress: (p) => view.update(p),
+      ...(options.warn !== undefined ? { warn: (w) => (view.clear(), options.warn!(w)) } : {}),
+    });
   } finally {
     view.clear();
   }

@@ -37,7 +37,7 @@ export interface Dir {
 }
 
 /** A synchronous call as a settled promise: local filesystems take the synchronous path (io.ts). */
-function settle<T>(fn: () => T): Promise<T> {
+export function settle<T>(fn: () => T): Promise<T> {
   try {
     return Promise.resolve(fn());
   } catch (err) {
@@ -150,21 +150,44 @@ export function openBelowSync(parent: Dir, name: string): Dir {
   }
 }
 
+export interface MakeOptions {
+  /** Synchronous calls (a local filesystem, see io.ts). */
+  sync?: boolean;
+  /** Give a directory this call creates exactly this mode, whatever the umask (default: the umask decides). */
+  mode?: number;
+}
+
 /**
  * Opens the directory `name` inside `parent`, creating it through `parent`'s descriptor when it is
  * missing (a concurrent creator is fine). A symlink (ELOOP) or a non-directory (ENOTDIR) in its
  * place is refused as by `openBelow`, and nothing is created then.
  */
-export async function openOrMakeBelow(parent: Dir, name: string): Promise<Dir> {
+export async function openOrMakeBelow(parent: Dir, name: string, options: MakeOptions = {}): Promise<Dir> {
+  const sync = options.sync === true;
   try {
-    return await openBelow(parent, name);
+    return await openBelow(parent, name, sync);
   } catch (err) {
     if (errnoCode(err) !== 'ENOENT') throw err;
   }
-  await fs.promises.mkdir(parent.at(name)).catch((err: unknown) => {
-    if (errnoCode(err) !== 'EEXIST') throw err;
-  });
-  return openBelow(parent, name);
+  const made = await (sync ? settle(() => fs.mkdirSync(parent.at(name))) : fs.promises.mkdir(parent.at(name))).then(
+    () => true,
+    (err: unknown) => {
+      if (errnoCode(err) !== 'EEXIST') throw err;
+      return false;
+    },
+  );
+  const dir = await openBelow(parent, name, sync);
+  if (made && options.mode !== undefined) {
+    try {
+      // Through the descriptor: the directory this call made, wherever it is by now.
+      await (sync ? syncFd : asyncFd).fchmod(dir.fd, options.mode);
+    } catch (err) {
+      dir.close();
+      throw err;
+    }
+    return { ...dir, mode: (dir.mode & ~0o7777) | options.mode };
+  }
+  return dir;
 }
 
 const HAS_PROC_FD = fs.existsSync('/proc/self/fd');
@@ -180,6 +203,31 @@ export function fdPath(fd: number): string | undefined {
 /** Where the kernel says an open directory is now (its path at this instant). */
 export function whereIs(dir: Dir): string {
   return fs.readlinkSync(`/proc/self/fd/${dir.fd}`);
+}
+
+/**
+ * Opens the directory at `realPath` (absolute, without links, as `fs.realpath` gives it) in one
+ * call, and keeps it only if the kernel places what it opened exactly there: one lookup instead
+ * of one open per level, for a directory deep inside the static directory that is opened often.
+ * Undefined when it is missing, not a directory, or elsewhere (a link on the way led there);
+ * the caller then descends level by level with `openBelow`, which says what is wrong.
+ */
+export async function openDirWhere(realPath: string, sync = false): Promise<Dir | undefined> {
+  const dir = await openDirIfThere(realPath, sync);
+  if (dir === undefined || whereIs(dir) === realPath) return dir;
+  dir.close();
+  return undefined;
+}
+
+/** `openDir` without following a link at the last step; undefined where no directory is to open there (missing, a file, a link). */
+export async function openDirIfThere(p: string, sync = false): Promise<Dir | undefined> {
+  try {
+    return await openDir(p, false, sync);
+  } catch (err) {
+    const code = errnoCode(err);
+    if (code === 'ENOENT' || code === 'ENOTDIR' || code === 'ELOOP') return undefined;
+    throw err;
+  }
 }
 
 /** True when `child` is `parent` or lies inside it; compares path segments, never string prefixes. */
@@ -369,27 +417,137 @@ export async function createRecord(p: string, data: string | Buffer, mode = 0o64
   await fh.close();
 }
 
+export interface AppendOptions {
+  /** The mode of a file this call creates (default 0o644, less the umask unless `exact`). */
+  mode?: number;
+  /**
+   * Create the file only with `O_EXCL` and give it exactly `mode`, whatever the umask; open an
+   * existing one without `O_CREAT`. `false`: never create it (ENOENT when it is missing).
+   */
+  create?: 'umask' | 'exact' | false;
+  /** Write nothing when the file already holds this many bytes or more: the answer is then `full`. */
+  fullAt?: number;
+  /** Synchronous calls (a local filesystem, see io.ts). */
+  sync?: boolean;
+  /** After a write, hand the descriptor to `keep` instead of closing it: the caller appends to it again, and closes it. */
+  keep?: (fd: number) => void;
+}
+
+/** What an append did: `full` when `fullAt` was reached and nothing was written. */
+export type AppendOutcome = 'written' | 'created' | 'full';
+
+/** The descriptor calls of an append, synchronous or through the thread pool. */
+interface FdCalls {
+  open(p: string, flags: number, mode: number): Promise<number>;
+  fstat(fd: number): Promise<fs.Stats>;
+  write(fd: number, data: Buffer): Promise<number>;
+  fchmod(fd: number, mode: number): Promise<void>;
+  read(fd: number, buf: Buffer, offset: number, length: number, position: number): Promise<number>;
+  close(fd: number): void;
+}
+
+const syncFd: FdCalls = {
+  open: (p, flags, mode) => settle(() => fs.openSync(p, flags, mode)),
+  fstat: (fd) => settle(() => fs.fstatSync(fd)),
+  write: (fd, data) => settle(() => fs.writeSync(fd, data)),
+  fchmod: (fd, mode) => settle(() => fs.fchmodSync(fd, mode)),
+  read: (fd, buf, offset, length, position) => settle(() => fs.readSync(fd, buf, offset, length, position)),
+  close: (fd) => fs.closeSync(fd),
+};
+
+const asyncFd: FdCalls = {
+  open: (p, flags, mode) => new Promise((resolve, reject) => fs.open(p, flags, mode, (err, fd) => (err === null ? resolve(fd) : reject(err)))),
+  fstat: (fd) => fstat(fd),
+  write: (fd, data) => new Promise((resolve, reject) => fs.write(fd, data, (err, n) => (err === null ? resolve(n) : reject(err)))),
+  fchmod: (fd, mode) => new Promise((resolve, reject) => fs.fchmod(fd, mode, (err) => (err === null ? resolve() : reject(err)))),
+  read: (fd, buf, offset, length, position) =>
+    new Promise((resolve, reject) => fs.read(fd, buf, offset, length, position, (err, n) => (err === null ? resolve(n) : reject(err)))),
+  close: (fd) => fs.close(fd, () => undefined),
+};
+
+const O_APPEND_RECORD = C.O_WRONLY | C.O_APPEND | C.O_NOFOLLOW | C.O_NONBLOCK;
+
+/** Opens a log for appending, creating it as `create` says: the descriptor and whether this call made it. */
+async function openForAppend(calls: FdCalls, p: string, shown: string, mode: number, create: AppendOptions['create']): Promise<{ fd: number; created: boolean }> {
+  for (let tries = 0; ; tries++) {
+    try {
+      if (create === 'umask') return { fd: await calls.open(p, O_APPEND_RECORD | C.O_CREAT, mode), created: false };
+      if (create !== 'exact' || tries % 2 === 0) return { fd: await calls.open(p, O_APPEND_RECORD, 0), created: false };
+      return { fd: await calls.open(p, O_APPEND_RECORD | C.O_CREAT | C.O_EXCL, mode), created: true };
+    } catch (err) {
+      const code = errnoCode(err);
+      if (code === 'ELOOP') throw notARecord(shown, 'a symbolic link');
+      // O_NONBLOCK on a FIFO without a reader.
+      if (code === 'ENXIO') throw notARecord(shown, 'a FIFO');
+      if (code === 'EISDIR') throw notARecord(shown, 'a directory');
+      // Missing, then made by another writer in between (or the other way round): look again, a few times.
+      const retry = create === 'exact' && ((tries % 2 === 0 && code === 'ENOENT') || (tries % 2 === 1 && code === 'EEXIST'));
+      if (!retry || tries >= 5) throw err;
+    }
+  }
+}
+
 /**
- * Appends one line to one of the tool's logs, creating it if needed, never through a link and never
- * into a FIFO or device: the open does not block and the descriptor must be a regular file.
+ * Appends one line to one of the tool's logs, never through a link and never into a FIFO or
+ * device: the open does not block and the descriptor must be a regular file. The line goes out
+ * in one `write` on an `O_APPEND` descriptor, so concurrent writers' lines stay whole.
  */
-export async function appendRecord(p: string, shown: string, line: string, mode = 0o644): Promise<void> {
-  let fh: fs.promises.FileHandle;
+export async function appendRecord(p: string, shown: string, line: string, options: AppendOptions = {}): Promise<AppendOutcome> {
+  const calls = options.sync === true ? syncFd : asyncFd;
+  const mode = options.mode ?? 0o644;
+  const { fd, created } = await openForAppend(calls, p, shown, mode, options.create ?? 'umask');
+  let kept = false;
   try {
-    fh = await fs.promises.open(p, C.O_WRONLY | C.O_APPEND | C.O_CREAT | C.O_NOFOLLOW | C.O_NONBLOCK, mode);
+    const st = await calls.fstat(fd);
+    if (!st.isFile()) throw notARecord(shown, describeType(st));
+    // Exactly `mode`: the umask of whoever happened to create it must not decide who may append.
+    if (created) await calls.fchmod(fd, mode);
+    if (options.fullAt !== undefined && st.size >= options.fullAt) return 'full';
+    await calls.write(fd, Buffer.from(line));
+    if (options.keep !== undefined) {
+      options.keep(fd);
+      kept = true;
+    }
+    return created ? 'created' : 'written';
+  } finally {
+    if (!kept) calls.close(fd);
+  }
+}
+
+/** The end of a log: at most its last `maxBytes` bytes, from `from` (0: the whole file), of its `size`. */
+export interface RecordTail {
+  data: Buffer;
+  from: number;
+  size: number;
+}
+
+/**
+ * Reads the last `maxBytes` bytes of one of the tool's logs, as `readRecord` reads a record: never
+ * through a link, never from a FIFO or device (EIO naming it), ENOENT when it is absent.
+ */
+export async function readRecordTail(p: string, shown: string, maxBytes: number, sync = false): Promise<RecordTail> {
+  const calls = sync ? syncFd : asyncFd;
+  let fd: number;
+  try {
+    fd = await calls.open(p, C.O_RDONLY | C.O_NOFOLLOW | C.O_NONBLOCK, 0);
   } catch (err) {
     if (errnoCode(err) === 'ELOOP') throw notARecord(shown, 'a symbolic link');
-    // O_NONBLOCK on a FIFO without a reader.
-    if (errnoCode(err) === 'ENXIO') throw notARecord(shown, 'a FIFO');
     throw err;
   }
   try {
-    const st = await fh.stat();
+    const st = await calls.fstat(fd);
     if (!st.isFile()) throw notARecord(shown, describeType(st));
-    // O_APPEND keeps concurrent writers' lines whole.
-    await fh.write(line);
+    const from = Math.max(0, st.size - maxBytes);
+    const data = Buffer.allocUnsafe(st.size - from);
+    let n = 0;
+    while (n < data.length) {
+      const got = await calls.read(fd, data, n, data.length - n, from + n);
+      if (got === 0) break;
+      n += got;
+    }
+    return { data: data.subarray(0, n), from, size: st.size };
   } finally {
-    await fh.close().catch(() => undefined);
+    calls.close(fd);
   }
 }
 

@@ -5,9 +5,10 @@
  */
 import * as fs from 'fs';
 import * as path from 'path';
-import { type Dir, appendRecord, openDir, openOrMakeBelow } from './anchored';
+import { type Dir, appendRecord, openDir } from './anchored';
+import { openMeta } from './meta';
 import { StagingError, errnoCode } from './errors';
-import { makeHolder } from './holder';
+import { thisProcess } from './holder';
 import { AUDIT_LOG, META_DIR } from './protocol';
 import type { LockInfo } from './types';
 
@@ -80,12 +81,11 @@ export async function recordFailure(staticDir: string, entry: Omit<AuditEntry, '
 }
 
 async function append(staticDir: string, entry: Omit<AuditEntry, 'time' | 'by'>, clientId: string | undefined, refuse: Refusal): Promise<void> {
-  const me = makeHolder({ staleMs: 0, refreshMs: 0, acquiredAtMs: Date.now(), ...(clientId !== undefined ? { clientId } : {}) });
   const line: AuditEntry = {
     time: new Date().toISOString(),
     action: entry.action,
     tag: entry.tag,
-    by: { user: me.user, hostname: me.hostname, pid: me.pid, clientId: me.clientId },
+    by: thisProcess(clientId),
     ...(entry.previous !== undefined ? { previous: entry.previous } : {}),
     ...(entry.failed !== undefined ? { failed: entry.failed } : {}),
   };
@@ -99,7 +99,7 @@ async function append(staticDir: string, entry: Omit<AuditEntry, 'time' | 'by'>,
   }
   let meta: Dir;
   try {
-    meta = await openOrMakeBelow(top, META_DIR);
+    meta = await openMeta(top);
   } catch (err) {
     const code = errnoCode(err);
     const reason =
@@ -110,7 +110,7 @@ async function append(staticDir: string, entry: Omit<AuditEntry, 'time' | 'by'>,
   }
   try {
     // 0o666 less the umask, as any file the user creates: the umask says who else may append.
-    await appendRecord(meta.at(AUDIT_LOG), shown, `${JSON.stringify(line)}\n`, 0o666);
+    await appendRecord(meta.at(AUDIT_LOG), shown, `${JSON.stringify(line)}\n`, { mode: 0o666 });
   } catch (err) {
     throw refuse(shown, await reasonOf(err, meta.at(AUDIT_LOG)), err);
   } finally {

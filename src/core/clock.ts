@@ -7,9 +7,10 @@
  */
 import * as crypto from 'crypto';
 import * as fs from 'fs';
-import { type Dir, openDir, openOrMakeBelow, readRecord } from './anchored';
+import { type Dir, openDir, readRecord } from './anchored';
+import { openMeta } from './meta';
 import { isHolderAlive, isOnThisMachine, isPidAlive, parseHolder, processStartOf, thisMachine } from './holder';
-import { CLOCK_PROBE, META_DIR } from './protocol';
+import { CLOCK_PROBE } from './protocol';
 
 const C = fs.constants;
 
@@ -70,7 +71,7 @@ async function measure(realStaticDir: string): Promise<number> {
   const top = await openDir(realStaticDir);
   let meta: Dir;
   try {
-    meta = await openOrMakeBelow(top, META_DIR);
+    meta = await openMeta(top);
   } finally {
     top.close();
   }

@@ -55,15 +55,17 @@ export function errnoCode(err: unknown): string | undefined {
  */
 export function asStagingError(err: unknown, doing: string, path: string): StagingError {
   if (err instanceof StagingError) return err;
-  const errno = errnoCode(err);
   const detail = err instanceof Error ? err.message : String(err);
-  const hint =
-    errno === 'EACCES' || errno === 'EPERM'
-      ? ' Check the permissions of that path for this user.'
-      : errno === 'ENOSPC' || errno === 'EDQUOT'
-        ? ' The filesystem is full; free some space.'
-        : errno === 'EROFS'
-          ? ' The filesystem is read-only.'
-          : '';
-  return new StagingError('EIO', `Could not ${doing} ${path}: ${detail}.${hint}`, { path, cause: err });
+  return new StagingError('EIO', `Could not ${doing} ${path}: ${detail}.${errnoHint(errnoCode(err))}`, { path, cause: err });
+}
+
+/** What the user can do about a filesystem error of code `errno`, as a sentence after a space; '' when there is nothing to say. */
+export function errnoHint(errno: string | undefined): string {
+  return errno === 'EACCES' || errno === 'EPERM'
+    ? ' Check the permissions of that path for this user.'
+    : errno === 'ENOSPC' || errno === 'EDQUOT'
+      ? ' The filesystem is full; free some space.'
+      : errno === 'EROFS'
+        ? ' The filesystem is read-only.'
+        : '';
 }

@@ -107,14 +107,21 @@ export interface HolderOptions {
   acquiredAtMs: number;
 }
 
+/** This process as the author of a record (a lock's owner record, the audit log, the history). */
+export function thisProcess(clientId?: string): Pick<Holder, 'user' | 'hostname' | 'pid' | 'clientId'> {
+  const hostname = thisMachine().hostname;
+  return { user: currentUser(), hostname, pid: process.pid, clientId: clientId ?? process.env.DEVSERVER_STAGING_CLIENT_ID ?? `${hostname}:${process.pid}` };
+}
+
 /** The owner record this process writes when it takes a lock. */
 export function makeHolder(o: HolderOptions): Holder {
   const m = thisMachine();
+  const me = thisProcess(o.clientId);
   const holder: Holder = {
-    pid: process.pid,
-    hostname: m.hostname,
-    user: currentUser(),
-    clientId: o.clientId ?? process.env.DEVSERVER_STAGING_CLIENT_ID ?? `${m.hostname}:${process.pid}`,
+    pid: me.pid,
+    hostname: me.hostname,
+    user: me.user,
+    clientId: me.clientId,
     acquiredAt: new Date(o.acquiredAtMs).toISOString(),
     token: crypto.randomBytes(12).toString('hex'),
     ...(o.fence !== undefined ? { fence: o.fence } : {}),

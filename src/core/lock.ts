@@ -12,6 +12,7 @@ import { fsClockSkew } from './clock';
 import { StagingError, asStagingError, errnoCode } from './errors';
 import { readFence, writeFence } from './fence';
 import { makeHolder } from './holder';
+import { HistorySegment, actorOf, recordHistory, removalEvent, type HistoryOptions, type NewHistoryEvent } from './history';
 import { ioFor, type Io } from './io';
 import { judgeLock, lockPathOf } from './judge';
 import { clearLitter } from './litter';
@@ -23,7 +24,7 @@ import { openArea, removeCreated, resolveArea, type Area, type CreatedDir } from
 import { destroyArea } from './trash';
 import type { Holder, LockInfo, Timing } from './types';
 
-export interface AcquireOptions extends Partial<Timing> {
+export interface AcquireOptions extends Partial<Timing>, HistoryOptions {
   /** The area must not exist yet; it is created by this call (the devserver's default). Default true. */
   createOnce?: boolean;
   /** How long to keep trying while someone else holds the lock, in ms. Default 0: fail at once. */
@@ -99,10 +100,27 @@ export class Lease extends EventEmitter<LeaseEvents> {
 
   /** Whether `acquire` handed the lease (and the descriptors with it) to its caller. */
   private adopted = false;
+  /** When it was handed over (this process's clock): how long it is held. */
+  private adoptedAtMs = 0;
+  private warn: HistoryOptions['warn'];
+  private readonly segment = new HistorySegment();
 
-  /** @internal `acquire` hands the lease over: from now on it closes the descriptors when it ends. */
-  adopt(): void {
+  /**
+   * @internal `acquire` hands the lease over: from now on it closes the descriptors when it ends,
+   * and its transitions go into the history (a lock taken and let go again inside `acquire`, to
+   * retry, is no transition of the area).
+   */
+  adopt(warn: HistoryOptions['warn']): void {
     this.adopted = true;
+    this.adoptedAtMs = Date.now();
+    this.warn = warn;
+  }
+
+  /** @internal Records a transition of this lease in the area's history; never rejects. */
+  record(kind: 'acquired' | 'released' | 'lost' | 'destroyed' | 'staged', extra: Partial<NewHistoryEvent> = {}): Promise<void> {
+    if (!this.adopted) return Promise.resolve();
+    const held = kind === 'acquired' || kind === 'staged' ? {} : { heldMs: Date.now() - this.adoptedAtMs };
+    return recordHistory(this.staticDir, { tag: this.tag, kind, holder: actorOf(this.holder), fence: this.fence, ...held, ...extra }, this.warn, this.segment);
   }
 
   /** @internal Lets go of the descriptors once the lease is over (before adoption, `acquire` does). */
@@ -110,6 +128,7 @@ export class Lease extends EventEmitter<LeaseEvents> {
     if (!this.adopted) return;
     this.closeParents();
     this.area.close();
+    this.segment.close();
   }
 
   get signal(): AbortSignal {
@@ -153,6 +172,7 @@ export class Lease extends EventEmitter<LeaseEvents> {
     } catch {
       /* same */
     }
+    void this.record('lost', { reason: detail });
   }
 
   /** @internal Lets go of a lock just taken that turned out unusable; never throws. */
@@ -215,6 +235,7 @@ export class Lease extends EventEmitter<LeaseEvents> {
       // A new nested area (board/branch/build) leaves no empty board/branch behind either.
       await removeCreated(this.createdDirs.slice(0, -1));
     }
+    await this.record(options.destroy === true && refused === undefined ? 'destroyed' : 'released');
     this.closeDirs();
     try {
       this.emit('released');
@@ -269,6 +290,7 @@ function sleep(ms: number, signal?: AbortSignal): Promise<void> {
  * again, and an area that existed before is left exactly as it was.
  */
 export async function acquire(staticDir: string, tag: string, options: AcquireOptions = {}): Promise<Lease> {
+  const startedMs = Date.now();
   const timing = clampTiming(options);
   const createOnce = options.createOnce ?? true;
   const waitMs = Math.max(0, options.waitMs ?? 0);
@@ -289,7 +311,8 @@ export async function acquire(staticDir: string, tag: string, options: AcquireOp
       const outcome = await tryAcquire(area, opened, timing, options);
       if (outcome instanceof Lease) {
         handedOver = true;
-        outcome.adopt();
+        outcome.adopt(options.warn);
+        await outcome.record('acquired', { waitedMs: Date.now() - startedMs });
         return outcome;
       }
       if (outcome === 'retry') {
@@ -426,7 +449,7 @@ async function tryAcquire(area: Area, opened: OpenedLockArea, timing: Timing, op
     // create-once attempt next door cleaning up after itself).
     if (errnoCode(err) === 'ENOENT') return 'vanished';
     if (errnoCode(err) !== 'EEXIST') throw asStagingError(err, 'take the lock', lockPath);
-    return judgeInTheWay(area, opened, timing, skewMs);
+    return judgeInTheWay(area, opened, timing, skewMs, options);
   }
   // The token was proposed before the lock was ours: if another holder came and went since, it
   // may have used it. Then let go and propose again.
@@ -447,7 +470,7 @@ async function tryAcquire(area: Area, opened: OpenedLockArea, timing: Timing, op
 }
 
 /** The lock exists: judge it, and take it over if it is stale (exactly one contender does). */
-async function judgeInTheWay(area: Area, opened: OpenedLockArea, timing: Timing, skewMs: number): Promise<'retry' | LockInfo> {
+async function judgeInTheWay(area: Area, opened: OpenedLockArea, timing: Timing, skewMs: number, options: AcquireOptions): Promise<'retry' | LockInfo> {
   const nowFs = Date.now() + skewMs;
   const { info, identity } = await judgeLock({ ...area, opened: opened.dir }, timing, nowFs);
   if (info.state === 'free') return 'retry';
@@ -457,7 +480,9 @@ async function judgeInTheWay(area: Area, opened: OpenedLockArea, timing: Timing,
   try {
     // A heartbeat since we judged it means its holder lives: then the lock is not ours to take.
     const requireSameMtime = info.holderAlive !== false;
-    return (await removeInstance(opened.dir, area.dir, identity, requireSameMtime, info.holder?.fence)) ? 'retry' : info;
+    if (!(await removeInstance(opened.dir, area.dir, identity, requireSameMtime, info.holder?.fence))) return info;
+    await recordHistory(area.staticDir, removalEvent(area.tag, 'taken-over', info, options), options.warn);
+    return 'retry';
   } catch (err) {
     if (err instanceof StagingError) return { ...info, staleReason: `${info.staleReason ?? 'stale'}; ${err.message}` };
     throw err;

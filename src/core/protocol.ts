@@ -2,6 +2,7 @@
  * The on-disk protocol: names every party sharing a static directory must agree on.
  * The README's "On-disk protocol" section describes the same thing for other tools.
  */
+import * as crypto from 'crypto';
 import type { Timing } from './types';
 
 /** The lock target inside each staging area, as the Chromium OS devserver named it. */
@@ -50,6 +51,38 @@ export const META_DIR = '.devserver-staging';
 export const AUDIT_LOG = 'audit.log';
 export const TRASH_DIR = 'trash';
 export const CLOCK_PROBE = 'clock';
+
+/**
+ * The history of every build: `.devserver-staging/history/<h[0..2]>/<h>/`, h = hex SHA-256 of the
+ * tag, holding one JSON-lines segment per host and generation, `<hostname>.<n>.jsonl`. A host only
+ * ever appends to its own segments, so no two machines write one file (O_APPEND is atomic between
+ * the processes of one NFS client, not between clients).
+ */
+export const HISTORY_DIR = 'history';
+/** A segment that has reached this size is full: its host's writers go on in generation n+1 and drop n-1. */
+export const HISTORY_SEGMENT_BYTES = 1024 * 1024;
+
+/** The two directory levels under `history/` that hold the segments of `tag` (a normalised tag). */
+export function historyDirOf(tag: string): [fan: string, dir: string] {
+  const hash = crypto.createHash('sha256').update(tag).digest('hex');
+  return [hash.slice(0, 2), hash];
+}
+
+/** A host's name as it can stand in a file name: anything but letters, digits, `.`, `_` and `-` becomes `_`. */
+export function historyHostName(hostname: string): string {
+  const safe = hostname.replace(/[^A-Za-z0-9._-]/g, '_').slice(0, 200);
+  return safe === '' || safe.startsWith('.') ? `_${safe}` : safe;
+}
+
+export function historySegmentName(host: string, generation: number): string {
+  return `${host}.${generation}.jsonl`;
+}
+
+/** Parses a segment's name (the host may contain dots: the generation is the last number). */
+export function parseHistorySegmentName(name: string): { host: string; generation: number } | undefined {
+  const m = /^(.+)\.(\d{1,15})\.jsonl$/.exec(name);
+  return m === null ? undefined : { host: m[1]!, generation: Number(m[2]) };
+}
 
 export const DEFAULT_TIMING: Timing = Object.freeze({ staleMs: 10_000, refreshMs: 2_500 });
 

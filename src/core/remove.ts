@@ -11,6 +11,7 @@ import type { LockInfo, Timing } from './types';
 import { openDir, openPath, type Dir } from './anchored';
 import { type AuditEntry, recordFailure, recordIntent } from './audit';
 import { fsClockSkew } from './clock';
+import { recordHistory, removalEvent, type HistoryOptions } from './history';
 import { StagingError, asStagingError } from './errors';
 import { judgeLock, lockPathOf } from './judge';
 import { acquire } from './lock';
@@ -26,7 +27,7 @@ function previousOf(info: LockInfo): NonNullable<AuditEntry['previous']> {
   return p;
 }
 
-export interface ForceReleaseOptions extends Partial<Timing> {
+export interface ForceReleaseOptions extends Partial<Timing>, HistoryOptions {
   clientId?: string;
 }
 
@@ -101,6 +102,7 @@ async function forceReleaseIn(area: Area, dir: Dir, timing: Timing, options: For
       await recordFailure(area.staticDir, entry, 'the lock changed before it was removed; looking again', options.clientId);
       continue;
     }
+    await recordHistory(area.staticDir, removalEvent(area.tag, 'force-released', info, options), options.warn);
     return info;
   }
   throw new StagingError('ELOCKED', `Could not force-release ${lockPathOf(area.dir)}: it kept changing. Try again.`, { path: lockPathOf(area.dir) });
@@ -114,7 +116,7 @@ async function isStaged(dir: Dir): Promise<boolean> {
   return false;
 }
 
-export interface DestroyOptions extends Partial<Timing> {
+export interface DestroyOptions extends Partial<Timing>, HistoryOptions {
   /** Force-release a lock held by someone else first (recorded in the audit log). */
   force?: boolean;
   clientId?: string;
@@ -148,7 +150,13 @@ export async function destroy(staticDir: string, tag: string, options: DestroyOp
     if (nested === undefined) break;
     await forceRelease(staticDir, path.relative(area.staticDir, nested.dir), options).catch(() => undefined);
   }
-  const lease = await acquire(staticDir, tag, { ...timing, createOnce: false, purpose: 'destroy', ...(options.clientId !== undefined ? { clientId: options.clientId } : {}) });
+  const lease = await acquire(staticDir, tag, {
+    ...timing,
+    createOnce: false,
+    purpose: 'destroy',
+    ...(options.clientId !== undefined ? { clientId: options.clientId } : {}),
+    ...(options.warn !== undefined ? { warn: options.warn } : {}),
+  });
   if (options.onlyStaged === true && !(await isStaged(lease.area))) {
     await lease.release().catch(() => undefined);
     throw new StagingError('ENOENT', `Did not destroy ${area.dir}: it holds no manifest or ${TIMESTAMP_FILE}, so it is not a staged build.`, { path: area.dir });

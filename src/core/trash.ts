@@ -10,6 +10,7 @@ import * as crypto from 'crypto';
 import * as fs from 'fs';
 import * as path from 'path';
 import { isWithin, openDir, openOrMakeBelow, removeTree, whereIs, type Dir } from './anchored';
+import { openMeta } from './meta';
 import { StagingError, asStagingError, errnoCode } from './errors';
 import { META_DIR, TRASH_DIR } from './protocol';
 import { resolveStaticDir } from './tags';
@@ -51,7 +52,7 @@ export async function destroyArea(staticDir: string, area: Dir, tag: string, isO
     const id = `${Date.now().toString(36)}-${crypto.randomBytes(4).toString('hex')}`;
     let trash: Dir;
     try {
-      trash = track(await openOrMakeBelow(track(await openOrMakeBelow(root, META_DIR)), TRASH_DIR));
+      trash = track(await openOrMakeBelow(track(await openMeta(root)), TRASH_DIR));
     } catch (err) {
       throw new StagingError('EIO', `Did not destroy ${shown}: ${err instanceof Error ? err.message : String(err)}`, { path: shown, cause: err });
     }

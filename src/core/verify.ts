@@ -20,6 +20,7 @@ import { openBelow, type Dir } from './anchored';
 import { openBuild, readEntries, readOpenedManifest } from './browse';
 import { fsClockSkew } from './clock';
 import { StagingError, asStagingError, errnoCode, isStagingError } from './errors';
+import { recordHistory, thisActor, type HistoryOptions } from './history';
 import { judgeLock } from './judge';
 import { clampTiming, isBookkeeping } from './protocol';
 import { FileHasher, type FileDigest } from './stage/hasher';
@@ -74,7 +75,9 @@ export interface VerifyProgress {
   current?: string;
 }
 
-export interface VerifyOptions extends Partial<Timing> {
+export interface VerifyOptions extends Partial<Timing>, HistoryOptions {
+  /** Identifies this process or editor window in the history. */
+  clientId?: string;
   /** Stops verifying; the call rejects with ECANCELED. */
   signal?: AbortSignal;
   /** Called at most every 100 ms, and once at the end. */
@@ -191,7 +194,7 @@ export async function verify(staticDir: string, tag: string, options: VerifyOpti
     const manifest = await readOpenedManifest(area, build);
     const problems = await verifier.run(manifest.artifacts, area.io.sync);
     const after = await lockState();
-    return {
+    const result: VerifyResult = {
       staticDir: area.staticDir,
       tag: area.tag,
       dir: area.dir,
@@ -201,6 +204,9 @@ export async function verify(staticDir: string, tag: string, options: VerifyOpti
       checkedBytes: verifier.hashedBytes,
       problems,
     };
+    const event = { tag: area.tag, kind: 'verified', holder: thisActor(options.clientId), ok: result.ok, problems: problems.length, files: result.checkedFiles, bytes: result.checkedBytes } as const;
+    await recordHistory(area.staticDir, event, options.warn);
+    return result;
   } catch (err) {
     if (aborted()) throw cancelled();
     throw isStagingError(err) ? err : asStagingError(err, 'verify', area.dir);

@@ -13,7 +13,8 @@ import * as path from 'path';
 import { performance } from 'perf_hooks';
 import { inspect, list } from '../../src/core/inspect';
 import { acquire, heldLeases } from '../../src/core/lock';
-import { FENCE_FILE, LOCK_NAME, META_DIR, OWNER_FILE } from '../../src/core/protocol';
+import { history } from '../../src/core/history';
+import { FENCE_FILE, HISTORY_DIR, LOCK_NAME, META_DIR, OWNER_FILE, historyDirOf, historyHostName, historySegmentName } from '../../src/core/protocol';
 import { LockStates, POLL_FAST_MS, POLL_IDLE_MS } from '../../src/core/watch/states';
 import type { LockState } from '../../src/core/types';
 import { type Msg, WORKERS, cleanup, exitOf, expectMessage, isRoot, killAll, readToken, report, run, sleep, snapshot, startWorker, tempDir, track, waitFor } from '../helpers';
@@ -467,6 +468,36 @@ describe('a network filesystem shared by two clients (sshfs)', function () {
     await again.release();
   });
 
+  it('history through the two clients: 2 processes on each (mount B as another host) × 300 records of one tag, no line lost or torn', async () => {
+    const COUNT = 300;
+    const tag = 'board/history';
+    const actors = [mountA, mountA, mountB, mountB].map((m, i) => startNode('history-actor', { staticDir: m }, { otherHost: i >= 2 }));
+    await Promise.all(actors.map((w) => expectMessage(w, (m) => m.type === 'ready', 30_000, 'ready')));
+    const done = actors.map((w) => expectMessage<Msg & { ok: boolean; message?: string }>(w, (m) => m.type === 'done', 120_000, 'done'));
+    for (const w of actors) w.send({ id: 1, op: 'append', tag, count: COUNT, pad: 100, gated: true });
+    const t0 = performance.now();
+    for (const w of actors) w.send({ op: 'go' });
+    for (const r of await Promise.all(done)) assert.ok(r.ok, r.message);
+    const elapsed = performance.now() - t0;
+    // Read on the server: one segment per host, every line whole, each process's records all there and in order.
+    const dir = path.join(exportDir, META_DIR, HISTORY_DIR, ...historyDirOf(tag));
+    const segments = fs.readdirSync(dir).sort();
+    assert.deepEqual(segments, [historySegmentName('otherhost', 0), historySegmentName(historyHostName(os.hostname()), 0)].sort());
+    const seqs = new Map<string, number[]>();
+    for (const name of segments) {
+      const text = fs.readFileSync(path.join(dir, name), 'utf8');
+      assert.ok(text.endsWith('\n'), `${name} ends inside a line`);
+      for (const l of text.slice(0, -1).split('\n')) {
+        const e = JSON.parse(l) as { fence: number; holder: { clientId: string } };
+        seqs.set(e.holder.clientId, [...(seqs.get(e.holder.clientId) ?? []), e.fence]);
+      }
+    }
+    assert.equal(seqs.size, actors.length);
+    for (const [who, s] of seqs) assert.deepEqual(s, Array.from({ length: COUNT }, (_, i) => i), `${who}: records lost or out of order`);
+    assert.equal((await history(mountB, { tag })).length, actors.length * COUNT);
+    report(`${actors.length * COUNT} records through two sshfs clients in ${Math.round(elapsed)} ms, in ${segments.join(' and ')}: every line whole`);
+  });
+
   it('a holder through mount A is seen as held through mount B for 3× the stale threshold', async () => {
     const tag = 'board/held';
     const holder = startNode('holder', { staticDir: mountA, tag, ...timing, createOnce: false }, { otherHost: true });
@@ -590,7 +621,8 @@ describe('a full disk (tmpfs)', function () {
     const all = snapshot(staticDir);
     const meta = path.join(staticDir, META_DIR);
     for (const p of [...all.keys()]) if (p === meta || p.startsWith(`${meta}/`)) all.delete(p);
-    if (fs.existsSync(meta)) assert.deepEqual(fs.readdirSync(meta), [], 'a clock probe or other file left in the bookkeeping directory');
+    // The history of what was tried stays (it is bounded); nothing else may.
+    if (fs.existsSync(meta)) assert.deepEqual(fs.readdirSync(meta).filter((n) => n !== HISTORY_DIR), [], 'a clock probe or other file left in the bookkeeping directory');
     return all;
   }
 

@@ -53,6 +53,7 @@ export async function stage(staticDir: string, tag: string, sources: readonly st
     ...(options.staleMs !== undefined ? { staleMs: options.staleMs } : {}),
     ...(options.refreshMs !== undefined ? { refreshMs: options.refreshMs } : {}),
     ...(options.signal !== undefined ? { signal: options.signal } : {}),
+    ...(options.warn !== undefined ? { warn: options.warn } : {}),
   });
   // One signal for the work: the caller's cancel, or the lock being lost.
   const work = new AbortController();
@@ -80,8 +81,11 @@ export async function stage(staticDir: string, tag: string, sources: readonly st
     lease.signal.removeEventListener('abort', onLost);
     await tx.close();
   }
+  const result = tx.result();
+  const written = [...result.added, ...result.replaced];
+  await lease.record('staged', { artifacts: written.length, skipped: result.skipped.length, bytes: written.reduce((sum, e) => sum + e.size, 0) });
   await lease.release();
-  return tx.result();
+  return result;
 }
 
 /** ENESTED when the area lies inside an existing build: a new build goes beside it, never inside it. */

@@ -5,6 +5,7 @@
  */
 import type { Readable } from 'stream';
 import type { StagingError } from '../errors';
+import type { HistoryOptions } from '../history';
 import type { Timing } from '../types';
 
 /**
@@ -112,7 +113,7 @@ export interface StageProgress {
   downloadTotal?: number;
 }
 
-export interface StageOptions extends Partial<Timing> {
+export interface StageOptions extends Partial<Timing>, HistoryOptions {
   /** Add to an existing build (lock without create-once). Default false: a new build, create-once. */
   add?: boolean;
   /** Replace an artifact of the same name whose content differs. Default false: that is an error. */

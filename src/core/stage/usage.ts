@@ -4,12 +4,13 @@
  */
 import * as fs from 'fs';
 import * as path from 'path';
-import { openDir, openPath, readRecord, type Dir } from '../anchored';
+import { openDir, openDirIfThere, openPath, readRecord, type Dir } from '../anchored';
 import { fsClockSkew } from '../clock';
 import { naturalOrder } from '../format';
 import { StagingError, asStagingError, errnoCode, isStagingError } from '../errors';
 import { inspect } from '../inspect';
 import { asyncIo, ioFor, type Io } from '../io';
+import type { HistoryOptions } from '../history';
 import { judgeLock } from '../judge';
 import { describeHolder } from '../lock';
 import { BUILD_MARKS, FENCE_FILE, LOCK_NAME, clampTiming, isBookkeeping, isProtocolName } from '../protocol';
@@ -138,15 +139,8 @@ function measureOps(io: Io, limit: Limit): MeasureOps {
  * however wide the tree, only the directories being read at once are open.
  */
 async function openSeen(p: string, seen: Seen, sync: boolean): Promise<Dir | undefined> {
-  let dir: Dir;
-  try {
-    dir = await openDir(p, false, sync);
-  } catch (err) {
-    const code = errnoCode(err);
-    if (code === 'ENOENT' || code === 'ENOTDIR' || code === 'ELOOP') return undefined;
-    throw err;
-  }
-  if (dir.dev === seen.dev && dir.ino === seen.ino) return dir;
+  const dir = await openDirIfThere(p, sync);
+  if (dir === undefined || (dir.dev === seen.dev && dir.ino === seen.ino)) return dir;
   dir.close();
   return undefined;
 }
@@ -364,7 +358,7 @@ async function readManifestCount(at: string, file: string): Promise<{ count?: nu
 /** Which rule selected an area for removal. */
 export type PruneRule = 'keep' | 'older-than';
 
-export interface PruneOptions extends Partial<Timing> {
+export interface PruneOptions extends Partial<Timing>, HistoryOptions {
   /** Keep this many most recently used areas; the rest are selected. */
   keep?: number;
   /** Select areas last used longer ago than this many milliseconds. */
@@ -501,7 +495,12 @@ export async function prune(staticDir: string, options: PruneOptions = {}): Prom
         skip(candidate, 'it was staged to again while pruning');
         continue;
       }
-      await destroy(root, candidate.tag, { ...timing, onlyStaged: true, ...(options.clientId !== undefined ? { clientId: options.clientId } : {}) });
+      await destroy(root, candidate.tag, {
+        ...timing,
+        onlyStaged: true,
+        ...(options.clientId !== undefined ? { clientId: options.clientId } : {}),
+        ...(options.warn !== undefined ? { warn: options.warn } : {}),
+      });
       result.removed.push(candidate);
       result.bytes += candidate.bytes;
     } catch (err) {

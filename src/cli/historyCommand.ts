@@ -1,0 +1,56 @@
+/**
+ * `devserver-stage history [TAG]`: what happened to a build, oldest first: one line per event on
+ * stdout, or with --json one JSON object per line (JSON lines, as the history is stored), so that
+ * `tail -n 1` and `jq -c` work on it as on the files.
+ */
+import { history, type HistoryActor, type HistoryEvent, type HistoryPrevious, type HistoryQuery } from '../core/history';
+import { formatBytes, formatDuration } from '../core/format';
+import { table } from './usageFormat';
+import { printable } from './verifyCommand';
+
+export interface HistoryCommandIo {
+  stdout: { write(text: string): unknown };
+  json: boolean;
+}
+
+export async function runHistory(staticDir: string, query: HistoryQuery, io: HistoryCommandIo): Promise<number> {
+  const events = await history(staticDir, query);
+  if (io.json) io.stdout.write(events.map((e) => `${JSON.stringify(e)}\n`).join(''));
+  else io.stdout.write(formatHistory(events, query.tag));
+  return 0;
+}
+
+/** Short waits matter ("waited 15 ms"); longer ones as `formatDuration` says them. */
+function span(ms: number): string {
+  return ms < 1_000 ? `${ms} ms` : formatDuration(ms);
+}
+
+function who(h: HistoryActor | HistoryPrevious): string {
+  if (h.hostname === undefined) return 'unknown';
+  const user = h.user ?? ('legacy' in h && h.legacy === true ? 'python' : '?');
+  return printable(`${user}@${h.hostname}${h.pid !== undefined ? `:${h.pid}` : ''}`);
+}
+
+/** What else the event says, in words: token, durations, the lock removed, what was staged or found. */
+function details(e: HistoryEvent): string {
+  const parts: string[] = [];
+  if (e.fence !== undefined) parts.push(`fence ${e.fence}`);
+  if (e.waitedMs !== undefined) parts.push(`waited ${span(e.waitedMs)}`);
+  if (e.heldMs !== undefined) parts.push(`held ${span(e.heldMs)}`);
+  if (e.previous !== undefined) parts.push(`from ${who(e.previous)}${e.previous.purpose !== undefined ? ` (${printable(e.previous.purpose)})` : ''}`);
+  if (e.kind === 'staged') parts.push(`${e.artifacts ?? 0} artifact${e.artifacts === 1 ? '' : 's'} written${e.skipped ? `, ${e.skipped} identical` : ''}, ${formatBytes(e.bytes ?? 0)}`);
+  if (e.kind === 'verified') {
+    const n = e.problems ?? 0;
+    parts.push(`${e.ok === true ? 'OK' : `DAMAGED: ${n} problem${n === 1 ? '' : 's'}`}, ${e.files ?? 0} file${e.files === 1 ? '' : 's'}, ${formatBytes(e.bytes ?? 0)}`);
+  }
+  if (e.kind === 'acquired' && e.holder.purpose !== undefined) parts.push(`for ${printable(e.holder.purpose)}`);
+  if (e.reason !== undefined) parts.push(printable(e.reason));
+  return parts.join(', ');
+}
+
+/** One line per event, oldest first: time (UTC, to the second), event, tag, who, and the rest. */
+export function formatHistory(events: readonly HistoryEvent[], tag?: string): string {
+  if (events.length === 0) return tag === undefined ? '(no history)\n' : `(no history for ${printable(tag)})\n`;
+  const rows = events.map((e) => [e.time.replace(/\.\d+Z$/, 'Z'), e.kind, printable(e.tag), who(e.holder), details(e)]);
+  return table(['TIME', 'EVENT', 'TAG', 'BY', 'DETAILS'], rows);
+}
