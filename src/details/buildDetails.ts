@@ -4,7 +4,7 @@
  * now, and whether a verification found it damaged. A virtual document: nothing is written.
  */
 import * as vscode from 'vscode';
-import { formatBytes, isStagingError, readBuildManifest, type LockStates, type ManifestEntry } from '../core';
+import { formatBytes, formatDuration, history, isStagingError, readBuildManifest, type HistoryEvent, type LockStates, type ManifestEntry } from '../core';
 import { errorMessage } from '../errors';
 import type { Mine } from '../model/mine';
 import { codeSpan, literal as md } from '../markdown';
@@ -78,6 +78,7 @@ export class BuildDetails implements vscode.TextDocumentContentProvider, vscode.
     rows.push([vscode.l10n.t('Artifacts'), vscode.l10n.t('{0} ({1})', entries.length, formatBytes(bytes))]);
     lines.push(`| | |`, `|---|---|`, ...rows.map(([k, v]) => `| ${md(k)} | ${md(v)} |`), '');
     if (problem !== undefined) lines.push(`> ${md(problem)}`, '');
+    lines.push(...(await historySection(staticDir, tag)));
     if (entries.length === 0 && problem === undefined) {
       lines.push(vscode.l10n.t('No manifest: this build was not staged by Devserver Staging, so there are no recorded sizes or hashes.'), '');
       return lines.join('\n');
@@ -106,6 +107,31 @@ export class BuildDetails implements vscode.TextDocumentContentProvider, vscode.
     this.subscription.dispose();
     this._onDidChange.dispose();
   }
+}
+
+/** Rows of history shown: the newest. */
+const HISTORY_ROWS = 50;
+
+/** Who held the build and what happened to it, newest first, from the core's history. */
+async function historySection(staticDir: string, tag: string): Promise<string[]> {
+  const events = await history(staticDir, { tag, limit: HISTORY_ROWS, warn: () => undefined }).catch(() => [] as HistoryEvent[]);
+  if (events.length === 0) return [];
+  const out = [`## ${vscode.l10n.t('History')}`, '', `| ${vscode.l10n.t('When')} | ${vscode.l10n.t('What')} | ${vscode.l10n.t('Who')} | ${vscode.l10n.t('Details')} | ${vscode.l10n.t('Token')} |`, '|---|---|---|---|--:|'];
+  for (const e of [...events].reverse()) {
+    const who = `${e.holder.user}@${e.holder.hostname}, pid ${e.holder.pid}`;
+    const details: string[] = [];
+    if (e.heldMs !== undefined) details.push(vscode.l10n.t('held {0}', formatDuration(e.heldMs)));
+    if (e.waitedMs !== undefined && e.waitedMs > 0) details.push(vscode.l10n.t('waited {0}', formatDuration(e.waitedMs)));
+    if (e.previous !== undefined) details.push(vscode.l10n.t('from {0}', `${e.previous.user ?? '?'}@${e.previous.hostname ?? '?'}`));
+    if (e.artifacts !== undefined) details.push(vscode.l10n.t('{0} artifacts, {1}', e.artifacts, formatBytes(e.bytes ?? 0)));
+    if (e.ok !== undefined) details.push(e.ok ? vscode.l10n.t('whole') : vscode.l10n.t('{0} problems', e.problems ?? 0));
+    if (e.reason !== undefined) details.push(e.reason);
+    if (e.holder.purpose !== undefined) details.push(e.holder.purpose);
+    out.push(`| ${new Date(e.time).toLocaleString()} | ${e.kind} | ${md(who)} | ${md(details.join('; '))} | ${e.fence ?? '—'} |`);
+  }
+  if (events.length === HISTORY_ROWS) out.push('', vscode.l10n.t('The newest {0} events.', HISTORY_ROWS));
+  out.push('');
+  return out;
 }
 
 const latest = (list: readonly ManifestEntry[]): string => list.reduce((m, e) => (e.stagedAt > m ? e.stagedAt : m), '');

@@ -1,6 +1,6 @@
 /** A build: a directory that was staged or locked, with its lock state and its artifacts below. */
 import * as vscode from 'vscode';
-import { formatBytes, formatDuration as formatAge, type AreaRecord, type LockInfo, type LockState } from '../core';
+import { formatBytes, formatDuration as formatAge, type AreaRecord, type LastHeld, type LockInfo, type LockState } from '../core';
 import { literal } from '../markdown';
 import { AreaRow } from './areaRow';
 import type { Staging } from '../model/mine';
@@ -78,7 +78,7 @@ export class BuildNode extends AreaRow {
   }
 
   /** The tooltip, from `entry` (a judgement fresher than the listing's, on hover) where given. */
-  static tooltip(r: AreaRecord, own: Ownership, contents: { artifacts: number; bytes: number } | undefined, entry: LockInfo | undefined, now = Date.now()): vscode.MarkdownString {
+  static tooltip(r: AreaRecord, own: Ownership, contents: { artifacts: number; bytes: number } | undefined, entry: LockInfo | undefined, last?: LastHeld, now = Date.now()): vscode.MarkdownString {
     const e = entry ?? r.lock;
     const state = e?.state ?? 'free';
     const look = own.mine ? MINE : LOOKS[state];
@@ -104,6 +104,12 @@ export class BuildNode extends AreaRow {
     if (e?.staleReason !== undefined) rows.push([vscode.l10n.t('Why stale'), e.staleReason]);
     if (contents !== undefined) rows.push([vscode.l10n.t('Contents'), vscode.l10n.t('{0} artifacts, {1}', contents.artifacts, formatBytes(contents.bytes))]);
     if (r.usage !== undefined) rows.push([vscode.l10n.t('Last used'), new Date(r.usage.lastUsedMs).toLocaleString()]);
+    if (last !== undefined && state === 'free') {
+      const who = `${last.holder.user ?? '?'}@${last.holder.hostname ?? '?'}`;
+      const ended = Date.parse(last.endedAt);
+      const ago = Number.isNaN(ended) ? '' : vscode.l10n.t(', {0} ago', formatAge(Math.max(0, now - ended)));
+      rows.push([vscode.l10n.t('Last held'), last.heldMs !== undefined ? vscode.l10n.t('by {0} for {1} ({2}{3})', who, formatAge(last.heldMs), last.kind, ago) : vscode.l10n.t('by {0} ({1}{2})', who, last.kind, ago)]);
+    }
     for (const [k, v] of rows) md.appendMarkdown(`${literal(k)}: ${literal(v)}  \n`);
     md.appendMarkdown('\n');
     md.appendCodeblock(e?.dir ?? `${r.staticDir}/${r.tag}`, 'text');

@@ -6,7 +6,7 @@
  */
 import * as fs from 'fs';
 import * as vscode from 'vscode';
-import { isBookkeeping, keyOf, parentTag, readBuildDir, readBuildManifest, type AreaRecord, type LockStates, type StateChange } from '../core';
+import { isBookkeeping, keyOf, lastHeld, parentTag, readBuildDir, readBuildManifest, type AreaRecord, type LockStates, type StateChange } from '../core';
 import { errorMessage } from '../errors';
 import type { Mine } from '../model/mine';
 import { NO_FILTER, isActive, matches, sortBuilds, sortFolders, type BuildFilter, type BuildOrder } from '../model/view';
@@ -104,9 +104,13 @@ export class StagingTreeProvider implements vscode.TreeDataProvider<Node>, vscod
   async resolveTreeItem(item: vscode.TreeItem, node: Node): Promise<vscode.TreeItem> {
     if (node instanceof BuildNode) {
       // Judged again on hover: the listing's heartbeat age is as old as the listing.
-      const [info, contents] = await Promise.all([this.states.judge(node.staticDir, node.tag).catch(() => undefined), contentsOf(node.staticDir, node.tag)]);
+      const [info, contents, last] = await Promise.all([
+        this.states.judge(node.staticDir, node.tag).catch(() => undefined),
+        contentsOf(node.staticDir, node.tag),
+        lastHeld(node.staticDir, node.tag, { warn: () => undefined }).catch(() => undefined),
+      ]);
       const r = this.states.record(node.staticDir, node.tag) ?? node.record;
-      item.tooltip = BuildNode.tooltip(r, this.ownership(node.staticDir, node.tag), contents, info);
+      item.tooltip = BuildNode.tooltip(r, this.ownership(node.staticDir, node.tag), contents, info, last);
     }
     return item;
   }

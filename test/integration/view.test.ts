@@ -12,7 +12,7 @@ import { tagProblem } from '../../src/commands/stageBuild';
 import { stage } from '../../src/core';
 import type { DevserverStagingApi } from '../../src/extension';
 import type { Node, RowNode } from '../../src/tree/provider';
-import { cleanup, killAll, tempDir, waitFor } from '../helpers';
+import { cleanup, cli, killAll, tempDir, waitFor } from '../helpers';
 import { api } from './activate.test';
 import { holdWithCli, makeBuild } from './fixture';
 import { nodeOf as walk } from './walk';
@@ -164,5 +164,19 @@ describe('the view of builds', function () {
   it('Stage Build refuses a tag inside an existing build, as the core does', async () => {
     assert.match((await tagProblem(staticDir, 'eve/R120-1.0.0/extra')) ?? '', /inside the build eve\/R120-1\.0\.0/);
     assert.equal(await tagProblem(staticDir, 'eve/R121-1.0.0'), undefined);
+  });
+
+  it('shows who held a build last in its tooltip, and its history on its page', async () => {
+    const tag = 'kevin/R100-1.0.0';
+    assert.equal((await cli(staticDir, ['lock', '--purpose', 'history test', tag, '--', process.execPath, '-e', 'setTimeout(() => {}, 300)'])).code, 0);
+    await waitFor(() => (ext.states.entry(staticDir, tag)?.state === 'free' ? true : undefined), 5_000, `${tag} free again`);
+    const node = await nodeOf(tag);
+    const tip = ((await ext.tree.resolveTreeItem(itemOf(node), node)).tooltip as vscode.MarkdownString).value;
+    assert.match(tip, /Last held: by \S+@\S+ for \d+ (ms|s) \(released, /);
+    const uri = (await vscode.commands.executeCommand('devserverStaging.showBuildDetails', node)) as vscode.Uri;
+    const text = (await vscode.workspace.openTextDocument(uri)).getText();
+    assert.match(text, /## History/);
+    assert.match(text, /\| released \| \S+@\S+, pid \d+ \| held [^|]*; history test \|/);
+    assert.match(text, /\| acquired \|/);
   });
 });
