@@ -37,7 +37,7 @@ export interface Dir {
 }
 
 /** A synchronous call as a settled promise: local filesystems take the synchronous path (io.ts). */
-function settle<T>(fn: () => T): Promise<T> {
+export function settle<T>(fn: () => T): Promise<T> {
   try {
     return Promise.resolve(fn());
   } catch (err) {

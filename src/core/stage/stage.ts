@@ -53,6 +53,7 @@ export async function stage(staticDir: string, tag: string, sources: readonly st
     ...(options.staleMs !== undefined ? { staleMs: options.staleMs } : {}),
     ...(options.refreshMs !== undefined ? { refreshMs: options.refreshMs } : {}),
     ...(options.signal !== undefined ? { signal: options.signal } : {}),
+    ...(options.onQueue !== undefined ? { onQueue: options.onQueue } : {}),
   });
   // One signal for the work: the caller's cancel, or the lock being lost.
   const work = new AbortController();
