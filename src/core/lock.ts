@@ -310,7 +310,7 @@ export async function acquire(staticDir: string, tag: string, options: AcquireOp
     if (above !== undefined) throw nestingError(area, { info: above, relation: 'above' });
   }
   let opened: OpenedLockArea = await openLockArea(area, createOnce);
-  const line = await Line.of(area, opened.dir, timing, { ...options, waits: waitMs > 0 });
+  const line = new Line(area, opened.dir, timing, { ...options, waits: waitMs > 0 });
   let handedOver = false;
   try {
     const deadline = Date.now() + waitMs;

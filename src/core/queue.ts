@@ -68,15 +68,24 @@ export function queueKey(areaPath: string): string {
  * The area's path inside the static directory as the kernel places it, so that a tag reached
  * through a link queues with the tag it leads to; the tag itself when the area is not there (yet).
  */
-async function areaPathOf(area: Area, opened?: Dir): Promise<string> {
+async function areaPathOf(area: Area): Promise<string> {
+  return areaPathAt(area, await fs.promises.realpath(area.dir).catch(() => undefined));
+}
+
+function areaPathAt(area: Area, real: string | undefined): string {
+  if (real === undefined || real === area.realStaticDir || !isWithin(area.realStaticDir, real)) return area.tag;
+  return path.relative(area.realStaticDir, real).split(path.sep).join('/');
+}
+
+/** The same for an area the caller opened: where the kernel places that very directory. */
+function openedAreaPath(area: Area, opened: Dir): string {
   let real: string | undefined;
   try {
-    real = opened !== undefined ? whereIs(opened) : await fs.promises.realpath(area.dir);
+    real = whereIs(opened);
   } catch {
     real = undefined;
   }
-  if (real === undefined || real === area.realStaticDir || !isWithin(area.realStaticDir, real)) return area.tag;
-  return path.relative(area.realStaticDir, real).split(path.sep).join('/');
+  return areaPathAt(area, real);
 }
 
 /** Where an area's queue is, for messages (and for the cheap look whether anyone waits). */
@@ -375,31 +384,45 @@ export class Line {
   private aheadNames = new Set<string>();
   /** A look put off after a release, for a caller further back (see `onLockChange`). */
   private putOff: NodeJS.Timeout | undefined;
-  private areaLocal: boolean;
-  /** Where the queue is, for messages. */
-  readonly shown: string;
+  private areaLocal: boolean | undefined;
+  /** Made once needed: nothing of it is computed on the way to a lock nobody waits for. */
+  private keyMemo: string | undefined;
 
-  private constructor(
+  constructor(
     private readonly area: Area,
     private areaDir: Dir,
-    private readonly key: string,
     private readonly timing: Timing,
     private readonly options: LineOptions,
-  ) {
-    this.shown = queuePath(area.staticDir, key);
-    this.areaLocal = isLocalDevice(areaDir.dev);
+  ) {}
+
+  /** The queue's key (see `queueKey`), from where the opened area is. */
+  private get key(): string {
+    this.keyMemo ??= queueKey(openedAreaPath(this.area, this.areaDir));
+    return this.keyMemo;
   }
 
-  static async of(area: Area, areaDir: Dir, timing: Timing, options: LineOptions): Promise<Line> {
-    await ioFor(areaDir.at('.'), areaDir.dev);
-    return new Line(area, areaDir, queueKey(await areaPathOf(area, areaDir)), timing, options);
+  /** Where the queue is, for messages. */
+  get shown(): string {
+    return queuePath(this.area.staticDir, this.key);
   }
 
   /** The area was opened anew (it was removed and made again while this caller waited). */
   moveTo(areaDir: Dir): void {
     this.areaDir = areaDir;
-    this.areaLocal = isLocalDevice(areaDir.dev);
+    this.areaLocal = undefined;
     this.alarm.unwatch('area');
+  }
+
+  /**
+   * Whether anyone may wait for this area: one lstat while nobody waits for any area. A
+   * directory's link count is 2 plus its subdirectories (on most filesystems; where it is not,
+   * the area's own queue is looked for), and each area's queue is removed by its last waiter.
+   */
+  private async anyoneWaits(): Promise<boolean> {
+    const { io, realStaticDir } = this.area;
+    const queues = await io.lstatOrNull(path.join(realStaticDir, META_DIR, QUEUE_DIR)).catch(() => null);
+    if (queues === null || (queues.isDirectory() && queues.nlink === 2)) return false;
+    return (await io.lstatOrNull(queuePath(realStaticDir, this.key)).catch(() => null)) !== null;
   }
 
   /**
@@ -408,7 +431,7 @@ export class Line {
    */
   async ahead(): Promise<QueueEntry[]> {
     if (this.ticket === undefined) {
-      if ((await this.area.io.lstatOrNull(queuePath(this.area.realStaticDir, this.key)).catch(() => null)) === null) return [];
+      if (!(await this.anyoneWaits())) return [];
       // Others wait: one who means to wait too takes its place now, as it arrives, and looks from there.
       if (this.options.waits === true) await this.join();
     }
@@ -603,7 +626,7 @@ export class Line {
    * lock taken, or its heartbeat, is not. One lstat on a local filesystem; elsewhere, wake.
    */
   private lockGone(): boolean {
-    if (!this.areaLocal) return true;
+    if (this.areaLocal !== true) return true;
     try {
       return fs.lstatSync(this.areaDir.at(LOCK_NAME), { throwIfNoEntry: false }) === undefined;
     } catch {
@@ -644,6 +667,7 @@ export class Line {
    * `atFront`: nobody live is ahead, so it is the lock that stands in the way.
    */
   async wait(deadline: number, signal: AbortSignal | undefined, atFront: boolean): Promise<void> {
+    this.areaLocal ??= await ioFor(this.areaDir.at('.'), this.areaDir.dev).then(() => isLocalDevice(this.areaDir.dev));
     this.watch();
     const local = this.areaLocal && (this.dirs?.local ?? true);
     let ms = !local ? REMOTE_POLL_MS : atFront || this.ticket === undefined ? FRONT_POLL_MS : SAFETY_POLL_MS;
