@@ -207,7 +207,7 @@ describe('fair queue (multi-process)', function () {
     report(`release → first entry, plain rounds: median ${ms(median(handoff.plain))}, max ${ms(max(handoff.plain))}`);
     report(
       `release → first live entry with the first in line (and one more) SIGKILLed: median ${ms(median(handoff.kill))}, max ${ms(max(handoff.kill))} ` +
-        `(${deadAtRelease} of ${killed} killed waiters' tickets were still there at the release; the others had been removed already)`,
+        `(${deadAtRelease} of ${killed} killed waiters' tickets were still in line at the release)`,
     );
     report(`release → first entry after a waiter timed out: median ${ms(median(handoff.timeout))}, max ${ms(max(handoff.timeout))}`);
     // A waiter killed on this machine is judged by its pid, not by the 10 s stale threshold: the
