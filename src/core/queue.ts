@@ -34,7 +34,7 @@ const ticketName = (n: number): string => String(n).padStart(TICKET_DIGITS, '0')
 
 /** Waiting on a network filesystem, where another host's release makes no event here. */
 const REMOTE_POLL_MS = 250;
-/** At the front of the line while the lock is held: a holder that dies makes no event either. */
+/** At the front of the line (and second in it): a holder or a first in line that dies makes no event. */
 const FRONT_POLL_MS = 250;
 /** Behind others on a local filesystem: every change makes an event; in case one is missed. */
 const SAFETY_POLL_MS = 2_000;
@@ -670,7 +670,8 @@ export class Line {
     this.areaLocal ??= await ioFor(this.areaDir.at('.'), this.areaDir.dev).then(() => isLocalDevice(this.areaDir.dev));
     this.watch();
     const local = this.areaLocal && (this.dirs?.local ?? true);
-    let ms = !local ? REMOTE_POLL_MS : atFront || this.ticket === undefined ? FRONT_POLL_MS : SAFETY_POLL_MS;
+    // The second in line looks as often as the first: if the first dies, no event says so.
+    let ms = !local ? REMOTE_POLL_MS : atFront || this.ticket === undefined || this.aheadNames.size <= 1 ? FRONT_POLL_MS : SAFETY_POLL_MS;
     if (this.ticket !== undefined) ms = Math.min(ms, this.refreshAt - Date.now());
     await this.alarm.sleep(Math.min(ms, deadline - Date.now()), signal);
     if (this.ticket !== undefined && Date.now() >= this.refreshAt) await this.refresh();
