@@ -2,7 +2,7 @@
  * Benchmarks of the lock core against bare baselines measured in the same process and run.
  * Prints figures; never asserts timings. See bench/README.md.
  *
- *   node out/bench/index.js [--no-race] [--no-stage] [--no-verify] [--no-history] [--quick]
+ *   node out/bench/index.js [--no-race] [--no-stage] [--no-verify] [--no-history] [--no-handoff] [--quick]
  */
 import { spawn, type ChildProcess } from 'child_process';
 import * as fs from 'fs';
@@ -17,6 +17,7 @@ import { acquire } from '../src/core/lock';
 import { makeLockFs, rememberPrecision, type LockFsState } from '../src/core/lockfs';
 import { openArea, resolveArea } from '../src/core/tags';
 import { formatTable, interleave, median, p95, ratioOf, type Candidate, type Row } from './stats';
+import { benchHandoff } from './handoff';
 import { benchStage } from './stage';
 import { benchVerify } from './verify';
 import { benchPolling } from './watch';
@@ -28,6 +29,7 @@ const RACE = !argv.has('--no-race');
 const STAGE = !argv.has('--no-stage');
 const VERIFY = !argv.has('--no-verify');
 const HISTORY = !argv.has('--no-history');
+const HANDOFF = !argv.has('--no-handoff');
 
 const us = (ms: number): string => `${(ms * 1000).toFixed(0)} µs`;
 const msf = (ms: number): string => `${ms.toFixed(1)} ms`;
@@ -341,6 +343,7 @@ async function main(): Promise<void> {
     await benchRace(root, rows);
     if (STAGE) await benchStage(root, rows, QUICK, line);
     if (VERIFY) await benchVerify(root, rows, QUICK, line);
+    if (HANDOFF) await benchHandoff(root, rows, QUICK, line, path.resolve(__dirname, '..', '..', 'dist', 'cli.js'));
     await benchPolling(root, rows, QUICK, line);
     if (HISTORY) await benchHistory(root, rows, QUICK, line);
   } finally {

@@ -7,7 +7,7 @@
  */
 import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
 import { runLocked } from './cli/lockCommand';
-import { formatList, formatStatus } from './cli/format';
+import { formatList, formatStatus, queueNotice } from './cli/format';
 import { runStage } from './cli/stageCommand';
 import { runVerify } from './cli/verifyCommand';
 import { runWatch } from './cli/watchCommand';
@@ -19,6 +19,7 @@ import { StagingError, isStagingError } from './core/errors';
 import { flushHistory } from './core/history';
 import { inspect, list } from './core/inspect';
 import { describeHolder } from './core/lock';
+import { queueOf, type OnQueue } from './core/queue';
 import { DEFAULT_TIMING } from './core/protocol';
 import { destroy, forceRelease } from './core/remove';
 import { MARGIN_RULE } from './core/stage/space';
@@ -132,6 +133,10 @@ Examples:
     ...(g.refresh !== undefined ? { refreshMs: g.refresh * 1000 } : {}),
     warn,
   });
+  const withNotice = (tag: string): { onQueue?: OnQueue } => {
+    const onQueue = queueNotice(tag, process.stderr);
+    return onQueue !== undefined ? { onQueue } : {};
+  };
   const print = (g: GlobalOptions, json: unknown, text: string): void => {
     process.stdout.write(g.json === true ? `${JSON.stringify(json, null, 2)}\n` : text);
   };
@@ -148,12 +153,12 @@ Examples:
 
   program
     .command('status')
-    .description('show the lock state of one staging area: free, held, stale or legacy, with its holder')
+    .description('show the lock state of one staging area: free, held, stale or legacy, with its holder, and who waits for it in line')
     .argument('<tag>', 'the staging area, relative to the static directory')
     .action(async (tag: string) => {
       const g = globals();
-      const info = await inspect(g.staticDir, tag, coreOptions(g));
-      print(g, info, formatStatus(info));
+      const [info, queue] = await Promise.all([inspect(g.staticDir, tag, coreOptions(g)), queueOf(g.staticDir, tag, coreOptions(g))]);
+      print(g, { ...info, queue }, formatStatus(info, queue));
     });
 
   program
@@ -169,7 +174,7 @@ Examples:
     .argument('<tag>', 'the staging area, relative to the static directory; created if missing')
     .argument('<command...>', 'the command to run, after --')
     .option('--create-once', 'the area must not exist yet (a new build); fail if it does')
-    .option('--wait <seconds>', 'wait up to this long for a lock held by another', seconds, 0)
+    .option('--wait <seconds>', 'wait up to this long for the lock, in line behind those already waiting (first come, first served)', seconds, 0)
     .option('--purpose <text>', 'what the lock is for, shown to others')
     .option('--destroy-on-failure', 'if COMMAND fails and this run created the area, remove it so a later run can retry')
     .usage('[options] <tag> -- <command> [args...]')
@@ -185,6 +190,7 @@ Examples:
           waitMs: o.wait * 1000,
           ...(o.purpose !== undefined ? { purpose: o.purpose } : { purpose: command.join(' ').slice(0, 200) }),
           destroyOnFailure: o.destroyOnFailure === true,
+          ...withNotice(tag),
         },
         (m) => process.stderr.write(`devserver-stage: ${m}\n`),
       );
@@ -212,7 +218,7 @@ Examples:
         'counted from the free space when it starts',
       size,
     )
-    .option('--wait <seconds>', 'wait up to this long for a lock held by another', seconds, 0)
+    .option('--wait <seconds>', 'wait up to this long for the lock, in line behind those already waiting (first come, first served)', seconds, 0)
     .option('--purpose <text>', 'what the lock is for, shown to others (default: the sources)')
     .action(async (tag: string, sources: string[], o: { add?: boolean; overwrite?: boolean; maxSize?: number; wait: number; purpose?: string }) => {
       const g = globals();
@@ -227,6 +233,7 @@ Examples:
           ...(o.maxSize !== undefined ? { maxBytes: o.maxSize } : {}),
           waitMs: o.wait * 1000,
           ...(o.purpose !== undefined ? { purpose: o.purpose } : {}),
+          ...withNotice(tag),
         },
         { stdout: process.stdout, stderr: process.stderr, json: g.json === true },
       );

@@ -1,7 +1,8 @@
 /** Human-readable output of the command-line tool. `--json` bypasses all of this. */
 import { describeHolder } from '../core/lock';
 import { formatDuration } from '../core/format';
-import type { ListEntry, LockInfo } from '../core/types';
+import { describeWaiter, type OnQueue } from '../core/queue';
+import type { ListEntry, LockInfo, QueueEntry } from '../core/types';
 
 export { formatDuration };
 
@@ -30,7 +31,7 @@ export function formatList(entries: readonly ListEntry[]): string {
   return `${[line(header), ...rows.map(line)].join('\n')}\n`;
 }
 
-export function formatStatus(info: LockInfo): string {
+export function formatStatus(info: LockInfo, queue: readonly QueueEntry[] = []): string {
   const lines: string[] = [`${info.tag}: ${info.state}${info.exists ? '' : ' (no such staging area)'}`, `  directory:  ${info.dir}`];
   if (info.holder !== undefined) {
     const h = info.holder;
@@ -52,5 +53,34 @@ export function formatStatus(info: LockInfo): string {
   if (info.holderAlive !== undefined) lines.push(`  process:    ${info.holderAlive ? 'running' : 'gone'}`);
   if (info.command !== undefined) lines.push(`  command:    pid ${info.command.pid}, ${info.commandAlive === true ? 'still running: the lock lasts until it ends' : 'ended'}`);
   if (info.staleReason !== undefined) lines.push(`  stale:      ${info.staleReason}`);
+  if (queue.length > 0) {
+    const waiting = queue.filter((e) => e.position !== undefined).length;
+    lines.push(`  queue:      ${waiting} waiting${waiting < queue.length ? `, ${queue.length - waiting} stale (skipped, removed by the next to look)` : ''}`);
+    for (const e of queue) {
+      const since = e.ageMs !== undefined ? `, waiting ${formatDuration(e.ageMs)}` : '';
+      const place = e.position !== undefined ? `${e.position}.`.padEnd(4) : '-'.padEnd(4);
+      const state = e.state === 'stale' ? `, stale: ${e.staleReason ?? 'no heartbeat'}` : `, heartbeat ${formatDuration(e.heartbeatAgeMs)} ago`;
+      lines.push(`    ${place}${describeWaiter(e)}${since}${state}`);
+    }
+  }
   return `${lines.join('\n')}\n`;
+}
+
+function ordinal(n: number): string {
+  const tens = n % 100;
+  const suffix = tens >= 11 && tens <= 13 ? 'th' : (['th', 'st', 'nd', 'rd'][n % 10] ?? 'th');
+  return `${n}${suffix}`;
+}
+
+/**
+ * For `lock --wait` and `stage --wait` on a terminal: a line on stderr each time the place in line
+ * changes. Nothing when stderr is not a terminal: scripts read only what they asked for.
+ */
+export function queueNotice(tag: string, stderr: { isTTY?: boolean; write(text: string): unknown }): OnQueue | undefined {
+  if (stderr.isTTY !== true) return undefined;
+  return (position, waiting) => {
+    const others = waiting - 1;
+    const behind = position === 1 ? 'next in line' : `${ordinal(position)} in line`;
+    stderr.write(`devserver-stage: waiting for the lock on ${tag}: ${behind}${others > 0 ? ` (${waiting} waiting)` : ''}\n`);
+  };
 }

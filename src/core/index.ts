@@ -5,6 +5,8 @@
 export { acquire, withLock, release, heldLeases, describeHolder, Lease } from './lock';
 export type { AcquireOptions, ReleaseOptions, LeaseEvents } from './lock';
 export { inspect, list } from './inspect';
+export { queueOf, queueDirOf, describeWaiter } from './queue';
+export type { OnQueue } from './queue';
 export { lockIdOf } from './judge';
 export { forceRelease, destroy } from './remove';
 export type { ForceReleaseOptions, DestroyOptions } from './remove';
@@ -28,7 +30,7 @@ export { StagingError, isStagingError } from './errors';
 export type { ErrorCode } from './errors';
 export { isOnThisMachine, isHolderAlive } from './holder';
 export { BUILD_MARKS, clampTiming, isProtocolName, isBookkeeping, DEFAULT_TIMING, LOCK_NAME, LOCK_TARGET, OWNER_FILE, META_DIR, AUDIT_LOG, HISTORY_DIR } from './protocol';
-export type { Holder, LegacyHolder, ListEntry, LockInfo, LockState, Timing } from './types';
+export type { Holder, LegacyHolder, ListEntry, LockInfo, LockState, QueueEntry, Timing, Waiter } from './types';
 export { formatBytes, formatDuration, naturalOrder } from './format';
 export { LockStates } from './watch/states';
 export type { StateChange, Warnings } from './watch/states';

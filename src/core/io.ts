@@ -93,7 +93,10 @@ export const syncIo: Io = {
  */
 const LOCAL_TYPES = new Set([0xef53, 0x58465342, 0x9123683e, 0x01021994, 0x794c7630, 0x2fc12fc1, 0xf2f52010, 0x858458f6, 0x3153464a, 0x52654973, 0xca451a4e]);
 
-const byDevice = new Map<number, Io>();
+/** statfs types of filesystems whose clients cache attributes and listings: FUSE (sshfs), NFS, SMB/CIFS. */
+const CACHING_TYPES = new Set([0x65735546, 0x6969, 0x517b, 0xfe534d42, 0xff534d42]);
+
+const byDevice = new Map<number, { io: Io; local: boolean }>();
 
 /**
  * The Io for the filesystem of `p`, whose device is `dev` (from a stat the caller already made):
@@ -101,17 +104,33 @@ const byDevice = new Map<number, Io>();
  */
 export async function ioFor(p: string, dev: number): Promise<Io> {
   const known = byDevice.get(dev);
-  if (known !== undefined) return known;
-  let io: Io = asyncIo;
-  if (process.env.DEVSERVER_STAGING_ASYNC_IO !== '1') {
-    const type = await fs.promises.statfs(p).then(
-      (s) => s.type,
-      () => undefined,
-    );
-    if (type !== undefined && LOCAL_TYPES.has(type)) io = syncIo;
-  }
-  byDevice.set(dev, io);
+  if (known !== undefined) return known.io;
+  const type = await fs.promises.statfs(p).then(
+    (s) => s.type,
+    () => undefined,
+  );
+  const local = type !== undefined && LOCAL_TYPES.has(type);
+  const io = local && process.env.DEVSERVER_STAGING_ASYNC_IO !== '1' ? syncIo : asyncIo;
+  byDevice.set(dev, { io, local });
   return io;
+}
+
+/**
+ * Whether the filesystem of device `dev` is known to be local (once `ioFor` has seen it): there
+ * the kernel reports every change to a watcher (inotify), whoever made it. On a network
+ * filesystem it reports only this client's own, so a waiter must poll for the others'.
+ */
+export function isLocalDevice(dev: number): boolean {
+  return byDevice.get(dev)?.local === true;
+}
+
+/**
+ * Whether `p` is on a filesystem whose clients cache attributes and listings (NFS, FUSE such as
+ * sshfs, SMB): what another client changed may not be seen at once there.
+ */
+export async function cachesAttributes(p: string): Promise<boolean> {
+  const type = await fsTypeOf(p);
+  return type !== undefined && CACHING_TYPES.has(type);
 }
 
 /**
@@ -120,9 +139,14 @@ export async function ioFor(p: string, dev: number): Promise<Io> {
  * whoever follows a static directory there must poll.
  */
 export async function isLocalFilesystem(p: string): Promise<boolean> {
-  const type = await fs.promises.statfs(p).then(
+  const type = await fsTypeOf(p);
+  return type !== undefined && LOCAL_TYPES.has(type);
+}
+
+/** The filesystem's type number (statfs), or undefined where it cannot be asked. */
+function fsTypeOf(p: string): Promise<number | undefined> {
+  return fs.promises.statfs(p).then(
     (s) => s.type,
     () => undefined,
   );
-  return type !== undefined && LOCAL_TYPES.has(type);
 }

@@ -7,6 +7,7 @@ import * as path from 'path';
 import { isWithin, openDir, readRecord, whereIs, type Dir } from './anchored';
 import { asStagingError, errnoCode } from './errors';
 import { isOnThisMachine, parseHolder } from './holder';
+import { cachesAttributes } from './io';
 import { isLockAlive } from './lifetime';
 import { LOCK_NAME, MAX_OWNER_BYTES, OWNER_FILE } from './protocol';
 import type { Area } from './tags';
@@ -156,10 +157,8 @@ async function readOwnerRecord(lockPath: string, shownLock: string): Promise<{ h
   return { holder };
 }
 
-/** statfs types of filesystems whose clients cache attributes: FUSE (sshfs), NFS, SMB/CIFS. */
-const CACHING_FS = new Set([0x65735546, 0x6969, 0x517b, 0xfe534d42, 0xff534d42]);
 /** FUSE keeps attributes for 1 s by default; a little more to be past it. */
-const ATTR_CACHE_MS = 1_100;
+export const ATTR_CACHE_MS = 1_100;
 
 /**
  * The lock's lstat once more, as the server has it, on filesystems whose clients cache attributes:
@@ -171,11 +170,7 @@ const ATTR_CACHE_MS = 1_100;
  * Undefined where there is nothing to refresh or the area cannot be written: the first look stands.
  */
 async function lstatAnew(area: Pick<Area, 'staticDir' | 'dir'>, lockPath: string, since: number): Promise<fs.Stats | null | undefined> {
-  const type = await fs.promises.statfs(area.dir).then(
-    (s) => s.type,
-    () => undefined,
-  );
-  if (type === undefined || !CACHING_FS.has(type)) return undefined;
+  if (!(await cachesAttributes(area.dir))) return undefined;
   // The probe is made in the area as the kernel places it now, and only if that is still inside
   // the static directory: a judge writes nowhere else, whatever was swapped meanwhile.
   let dir: Dir;

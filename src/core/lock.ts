@@ -19,10 +19,11 @@ import { clearLitter } from './litter';
 import { isOurLock, makeLockFs, rememberPrecision, type LockFsState } from './lockfs';
 import { LOCK_NAME, LOCK_TARGET, WORK_PREFIX, clampTiming } from './protocol';
 import { findHeldAbove, findHeldInside, findNestingConflict, type NestingConflict } from './nesting';
+import { Line, describeWaiter, type OnQueue } from './queue';
 import { claimInstance, dropClaim, removeInstance } from './takeover';
 import { openArea, removeCreated, resolveArea, type Area, type CreatedDir } from './tags';
 import { destroyArea } from './trash';
-import type { Holder, LockInfo, Timing } from './types';
+import type { Holder, LockInfo, QueueEntry, Timing } from './types';
 
 export interface AcquireOptions extends Partial<Timing>, HistoryOptions {
   /** The area must not exist yet; it is created by this call (the devserver's default). Default true. */
@@ -35,6 +36,11 @@ export interface AcquireOptions extends Partial<Timing>, HistoryOptions {
   clientId?: string;
   /** Aborts a wait for the lock. */
   signal?: AbortSignal;
+  /**
+   * While waiting: called with this caller's place in line (1: next to enter) and how many wait
+   * in all, when it joins the line and each time either changes.
+   */
+  onQueue?: OnQueue;
 }
 
 export interface ReleaseOptions {
@@ -258,7 +264,7 @@ export function describeHolder(info: Pick<LockInfo, 'state' | 'holder' | 'legacy
   return 'another process (no holder record)';
 }
 
-function lockedError(info: LockInfo): StagingError {
+function lockedError(info: LockInfo, line?: { shown: string; ahead: readonly QueueEntry[] }): StagingError {
   const what = info.state === 'legacy' ? 'a legacy devserver lock' : 'a lock';
   const hint =
     info.state === 'legacy'
@@ -266,7 +272,32 @@ function lockedError(info: LockInfo): StagingError {
       : ' Wait for it to be released (--wait), or force-release it if its holder is gone.';
   // A stale lock stands in the way only when it could not be taken over: say why.
   const stale = info.state === 'stale' && info.staleReason !== undefined ? ` It is stale (${info.staleReason}).` : '';
-  return new StagingError('ELOCKED', `${info.dir} is held: ${what} by ${describeHolder(info)}.${stale}${hint}`, { path: info.lockPath, lock: info });
+  const waiting = line !== undefined && line.ahead.length > 0 ? ` ${capitalized(inLine(line))}.` : '';
+  return new StagingError('ELOCKED', `${info.dir} is held: ${what} by ${describeHolder(info)}.${stale}${waiting}${hint}`, { path: info.lockPath, lock: info });
+}
+
+/** `2 are waiting for it in line (<queue>), the first user@host (pid 42)`. */
+function inLine({ shown, ahead }: { shown: string; ahead: readonly QueueEntry[] }): string {
+  const n = ahead.length;
+  return `${n} ${n === 1 ? 'is' : 'are'} waiting for it in line (${shown}), the first ${describeWaiter(ahead[0]!)}`;
+}
+
+const capitalized = (s: string): string => s.charAt(0).toUpperCase() + s.slice(1);
+
+/**
+ * Why a caller that does not wait may not take a lock that others wait for: a free lock belongs
+ * to the first in line, and one who comes later and does not wait must not take it in the moment
+ * between a release and the next in line's taking it.
+ */
+async function queuedError(area: Area, opened: OpenedLockArea, timing: Timing, line: { shown: string; ahead: readonly QueueEntry[] }, waitedMs: number): Promise<StagingError> {
+  const nowFs = Date.now() + (await fsClockSkew(area.realStaticDir));
+  const { info } = await judgeLock({ ...area, opened: opened.dir }, timing, nowFs);
+  if (info.state !== 'free') return lockedError(info, line);
+  const then =
+    waitedMs > 0
+      ? ` This one waited ${Math.round(waitedMs / 1000)} s and they were still ahead of it.`
+      : ' Those who wait go first: wait for it too (--wait) to take a place in line.';
+  return new StagingError('ELOCKED', `${area.dir} is free, but ${inLine(line)}.${then}`, { path: line.shown, lock: info });
 }
 
 function sleep(ms: number, signal?: AbortSignal): Promise<void> {
@@ -301,15 +332,19 @@ export async function acquire(staticDir: string, tag: string, options: AcquireOp
     if (above !== undefined) throw nestingError(area, { info: above, relation: 'above' });
   }
   let opened: OpenedLockArea = await openLockArea(area, createOnce);
+  const line = new Line(area, opened.dir, timing, { ...options, waits: waitMs > 0 });
   let handedOver = false;
   try {
     const deadline = Date.now() + waitMs;
     let vanished = 0;
     let retries = 0;
-    for (let attempt = 0; ; attempt++) {
+    for (;;) {
       if (options.signal?.aborted === true) throw cancelled(area, options.signal);
-      const outcome = await tryAcquire(area, opened, timing, options);
+      // Those who wait enter in turn: while a live waiter is ahead, this caller does not try (queue.ts).
+      const ahead = await line.ahead();
+      const outcome = ahead.length > 0 ? ahead : await tryAcquire(area, opened, timing, options);
       if (outcome instanceof Lease) {
+        await line.leave();
         handedOver = true;
         outcome.adopt(options.warn);
         await outcome.record('acquired', { waitedMs: Date.now() - startedMs });
@@ -333,16 +368,21 @@ export async function acquire(staticDir: string, tag: string, options: AcquireOp
         const parentsBefore = opened.closeParents;
         opened.dir.close();
         opened = { ...again, closeParents: () => (parentsBefore(), again.closeParents()) };
+        line.moveTo(opened.dir);
         continue;
       }
-      if (Date.now() >= deadline) throw outcome instanceof StagingError ? outcome : lockedError(outcome);
-      // Back off with jitter so waiters do not stampede a released lock together.
-      const delay = Math.min(1_000, 25 * 2 ** Math.min(attempt, 6)) * (0.5 + Math.random());
-      await sleep(Math.min(delay, Math.max(0, deadline - Date.now())), options.signal).catch(() => {
-        throw cancelled(area, options.signal!);
+      if (Date.now() >= deadline) {
+        if (Array.isArray(outcome)) throw await queuedError(area, opened, timing, { shown: line.shown, ahead: outcome }, waitMs);
+        throw outcome instanceof StagingError ? outcome : lockedError(outcome);
+      }
+      // A new place in line, or a watch just begun: look again, since what changed before made no event.
+      if (await line.join()) continue;
+      await line.wait(deadline, options.signal, !Array.isArray(outcome)).catch((err: unknown) => {
+        throw options.signal?.aborted === true ? cancelled(area, options.signal) : err;
       });
     }
   } catch (err) {
+    await line.leave();
     await removeCreated(opened.created);
     throw err;
   } finally {

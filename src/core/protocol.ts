@@ -51,6 +51,18 @@ export const META_DIR = '.devserver-staging';
 export const AUDIT_LOG = 'audit.log';
 export const TRASH_DIR = 'trash';
 export const CLOCK_PROBE = 'clock';
+/**
+ * The queues of those waiting for a lock: `<static>/.devserver-staging/queue/<key>/`, one directory
+ * per area (its key: the SHA-256 of the area's path inside the static directory), holding one
+ * ticket per waiter, named by its number in line (see queue.ts).
+ */
+export const QUEUE_DIR = 'queue';
+/** Digits of a ticket's name: `0000000042`. Other names in a queue are not tickets. */
+export const TICKET_DIGITS = 10;
+/** A ticket being removed by whoever judged it dead: moved aside under this prefix, checked, deleted. */
+export const TICKET_ASIDE_PREFIX = 'gone.';
+/** Made and removed in a queue on a network filesystem, to drop the client's cached listing of it. */
+export const QUEUE_PROBE_PREFIX = 'probe.';
 
 /**
  * The history of every build: `.devserver-staging/history/<h[0..2]>/<h>/`, h = hex SHA-256 of the

@@ -111,3 +111,34 @@ export interface Timing {
   /** How often a holder refreshes its lock's heartbeat. */
   refreshMs: number;
 }
+
+/**
+ * Who waits for a lock: the record in a waiter's ticket (see queue.ts), the holder record's
+ * fields but for `acquiredAt` and `fence`, with the time the waiter joined the queue instead.
+ */
+export interface Waiter extends Omit<Holder, 'acquiredAt' | 'fence'> {
+  /** ISO 8601, in the waiter's clock corrected to the filesystem's. */
+  queuedAt: string;
+}
+
+/** One ticket in an area's queue, as `queueOf` reads and judges it. */
+export interface QueueEntry {
+  /** The ticket's number (its file name): lower numbers go first. */
+  ticket: number;
+  /** Its place in line, 1 for the next to enter; absent for a ticket that no longer counts (stale). */
+  position?: number;
+  /** `waiting`: counts in line; `stale`: its waiter is gone or stopped refreshing, and it is skipped. */
+  state: 'waiting' | 'stale';
+  /** Who waits, where the ticket can be read. */
+  waiter?: Waiter;
+  /** Why a ticket that is there cannot be read: it then counts as waiting until its mtime is stale. */
+  unreadable?: string;
+  /** Milliseconds since the waiter last refreshed the ticket (its mtime), by the filesystem's clock. */
+  heartbeatAgeMs: number;
+  /** Milliseconds since the waiter joined the queue, where known. */
+  ageMs?: number;
+  /** Whether the waiter's process runs: known only for waiters on this machine. */
+  waiterAlive?: boolean;
+  /** Why a ticket is `stale`. */
+  staleReason?: string;
+}

@@ -581,6 +581,41 @@ describe('a network filesystem shared by two clients (sshfs)', function () {
     await lease.release();
     assert.deepEqual(fs.readdirSync(path.join(exportDir, tag)).filter((n) => n !== FENCE_FILE), []);
   });
+
+  it('waiters through the two mounts enter in the order they came, within a poll of each release', async () => {
+    const ROUNDS = 5;
+    const tag = 'board/line';
+    fs.mkdirSync(path.join(exportDir, tag), { recursive: true });
+    // Two waiters on each client, alternating; each starts once the one before it has its ticket.
+    const mounts = [mountA, mountB, mountA, mountB];
+    const waiters = mounts.map((staticDir, id) => startNode('waiter', { staticDir, id, ...timing }));
+    await Promise.all(waiters.map((w) => expectMessage(w, (m) => m.type === 'ready', 30_000, 'ready')));
+    const handoffs: number[] = [];
+    for (let round = 0; round < ROUNDS; round++) {
+      // Numbered by the server's kernel: the order files are made on the exported directory itself.
+      const orderDir = path.join(exportDir, `order-${round}`);
+      fs.mkdirSync(orderDir);
+      const holder = await acquire(round % 2 === 0 ? mountA : mountB, tag, { ...timing, createOnce: false });
+      const entered: Promise<Msg>[] = [];
+      for (const [i, w] of waiters.entries()) {
+        const placed = expectMessage(w, (m) => m.type === 'position' && m.round === round, 30_000, 'a place in line');
+        entered.push(expectMessage(w, (m) => m.type === 'entered' && m.round === round, 60_000, 'its turn'));
+        w.send({ type: 'wait', round, tag, waitMs: 60_000, orderDir, marker: path.join(exportDir, 'inside.marker') });
+        // Each sees the tickets taken through the other client at once (past the client's cached listing).
+        assert.equal((await placed).position, i + 1, `round ${round}: waiter ${i}'s place`);
+      }
+      const releasedAt = performance.timeOrigin + performance.now();
+      await holder.release();
+      const times = (await Promise.all(entered)).map((m) => m.atMs as number);
+      const order = fs.readdirSync(orderDir).map(Number).sort((a, b) => a - b).map((k) => Number(fs.readFileSync(path.join(orderDir, String(k)), 'utf8')));
+      assert.deepEqual(order, [0, 1, 2, 3], `round ${round}: entered ${order.join(' ')}`);
+      for (const [i, t] of [releasedAt, ...times].slice(0, -1).entries()) handoffs.push(times[i]! - t);
+      await Promise.all(waiters.map((w) => expectMessage(w, (m) => m.type === 'released' && m.round === round, 30_000, 'released')));
+    }
+    handoffs.sort((a, b) => a - b);
+    report(`${ROUNDS} rounds of 4 waiters through two sshfs clients, all in order; handoffs median ${Math.round(handoffs[Math.floor(handoffs.length / 2)]!)} ms, max ${Math.round(handoffs.at(-1)!)} ms`);
+    assert.deepEqual(fs.readdirSync(path.join(exportDir, META_DIR, 'queue')), [], 'the last to leave removes the line');
+  });
 });
 
 // ---------------------------------------------------------------------------------------------

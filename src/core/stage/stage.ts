@@ -54,6 +54,7 @@ export async function stage(staticDir: string, tag: string, sources: readonly st
     ...(options.refreshMs !== undefined ? { refreshMs: options.refreshMs } : {}),
     ...(options.signal !== undefined ? { signal: options.signal } : {}),
     ...(options.warn !== undefined ? { warn: options.warn } : {}),
+    ...(options.onQueue !== undefined ? { onQueue: options.onQueue } : {}),
   });
   // One signal for the work: the caller's cancel, or the lock being lost.
   const work = new AbortController();

@@ -126,6 +126,8 @@ export interface StageOptions extends Partial<Timing>, HistoryOptions {
   maxBytes?: number;
   /** How long to wait for the lock, in ms (default 0). */
   waitMs?: number;
+  /** While waiting for the lock: this caller's place in line and how many wait (see `acquire`). */
+  onQueue?: (position: number, waiting: number) => void;
   purpose?: string;
   clientId?: string;
 }
