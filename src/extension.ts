@@ -10,6 +10,7 @@ import { destroyFolderBuildsCommand } from './commands/destroyFolderBuilds';
 import { forceReleaseCommand } from './commands/forceRelease';
 import { forceReleaseAllStaleCommand } from './commands/forceReleaseAllStale';
 import { lockForWindowCommand } from './commands/lockForWindow';
+import { lockWhenFreeCommand } from './commands/lockWhenFree';
 import { openArtifactCommand } from './commands/openArtifact';
 import { openInTerminalCommand } from './commands/openInTerminal';
 import { refreshCommand } from './commands/refresh';
@@ -95,6 +96,7 @@ export function activate(context: vscode.ExtensionContext): DevserverStagingApi 
     removeStaticDirCommand(prompts, log),
     createStaticDirCommand(tree, states, staticDirs, log),
     lockForWindowCommand(states, windowLocks, log),
+    lockWhenFreeCommand(states, windowLocks, prompts, log),
     releaseWindowLockCommand(windowLocks, log),
     forceReleaseCommand(states, windowLocks, prompts, timing, log),
     forceReleaseAllStaleCommand(staticDirs, buildsUnder, windowLocks, prompts, timing, log),

@@ -4,12 +4,17 @@
  */
 import * as os from 'os';
 import * as vscode from 'vscode';
-import { acquire, type Lease, type Timing } from './core';
+import { acquire, type Lease, type OnQueue, type Timing } from './core';
+
+/** "Until it is free": a day, which no wait in an editor outlasts. */
+const WAIT_FOREVER_MS = 24 * 3600_000;
 import { errorMessage } from './errors';
 import type { Log } from './log';
 
 export class WindowLocks implements vscode.Disposable {
   private readonly leases = new Map<string, { lease: Lease; since: number }>();
+  /** Waits in a queue this window is in: the window closing gives each place up. */
+  private readonly waits = new Set<AbortController>();
   private readonly _onDidChange = new vscode.EventEmitter<void>();
   readonly onDidChange = this._onDidChange.event;
   /** How this window names itself to other holders and in the audit log. */
@@ -36,10 +41,33 @@ export class WindowLocks implements vscode.Disposable {
     return [...this.leases.values()].map((v) => v.lease);
   }
 
-  /** Takes the lock of an existing area for this window. Fails at once (ELOCKED) if it is held. */
-  async lock(staticDir: string, tag: string): Promise<Lease> {
+  /**
+   * Takes the lock of an existing area for this window. Fails at once (ELOCKED) if it is held,
+   * unless `wait` is given: then it waits its turn in the area's queue until the lock is this
+   * window's, `wait.signal` aborts, or the window closes (which gives its place up).
+   */
+  async lock(staticDir: string, tag: string, wait?: { signal?: AbortSignal; onQueue?: OnQueue }): Promise<Lease> {
     const started = Date.now();
-    const lease = await acquire(staticDir, tag, { ...this.timing, createOnce: false, clientId: this.clientId, purpose: vscode.l10n.t('held in VS Code') });
+    const waiting = new AbortController();
+    const stop = (): void => waiting.abort(wait?.signal?.reason);
+    if (wait !== undefined) {
+      if (wait.signal?.aborted === true) stop();
+      wait.signal?.addEventListener('abort', stop, { once: true });
+      this.waits.add(waiting);
+    }
+    let lease: Lease;
+    try {
+      lease = await acquire(staticDir, tag, {
+        ...this.timing,
+        createOnce: false,
+        clientId: this.clientId,
+        purpose: vscode.l10n.t('held in VS Code'),
+        ...(wait !== undefined ? { waitMs: WAIT_FOREVER_MS, signal: waiting.signal, ...(wait.onQueue !== undefined ? { onQueue: wait.onQueue } : {}) } : {}),
+      });
+    } finally {
+      this.waits.delete(waiting);
+      wait?.signal?.removeEventListener('abort', stop);
+    }
     const key = WindowLocks.key(staticDir, tag);
     this.leases.set(key, { lease, since: Date.now() });
     lease.once('lost', (reason) => {
@@ -67,6 +95,7 @@ export class WindowLocks implements vscode.Disposable {
 
   /** The window is closing: let every lock go, so that nobody has to wait for it to turn stale. */
   dispose(): void {
+    for (const w of this.waits) w.abort();
     for (const { lease } of this.leases.values()) {
       lease.release().catch((err: unknown) => this.log.warn(`Could not release ${lease.tag}: ${errorMessage(err)}`));
     }

@@ -17,6 +17,7 @@ export const NEEDS_TRUST = new Set([
   'devserverStaging.stageBuild',
   'devserverStaging.addArtifacts',
   'devserverStaging.lockForWindow',
+  'devserverStaging.lockWhenFree',
   'devserverStaging.forceRelease',
   'devserverStaging.forceReleaseAllStale',
   'devserverStaging.destroy',

@@ -9,7 +9,7 @@ import * as fs from 'fs';
 import * as path from 'path';
 import * as vscode from 'vscode';
 import { tagProblem } from '../../src/commands/stageBuild';
-import { stage } from '../../src/core';
+import { queueOf, stage } from '../../src/core';
 import type { DevserverStagingApi } from '../../src/extension';
 import type { Node, RowNode } from '../../src/tree/provider';
 import { cleanup, cli, killAll, tempDir, waitFor } from '../helpers';
@@ -178,5 +178,34 @@ describe('the view of builds', function () {
     assert.match(text, /## History/);
     assert.match(text, /\| released \| \S+@\S+, pid \d+ \| held [^|]*; history test \|/);
     assert.match(text, /\| acquired \|/);
+  });
+
+  it('Lock When Free queues this window, shows its place, and holds the lock as yours once it is released', async () => {
+    const tag = 'kevin/R100-1.0.0';
+    const holder = await holdWithCli(staticDir, tag);
+    await waitFor(() => (ext.states.entry(staticDir, tag)?.state === 'held' ? true : undefined), 5_000, `${tag} held`);
+    const waiting = vscode.commands.executeCommand('devserverStaging.lockWhenFree', await nodeOf(tag));
+    await waitFor(async () => ((await queueOf(staticDir, tag)).length === 1 ? true : undefined), 5_000, 'this window in the queue');
+    holder.kill('SIGTERM');
+    const lease = await waiting;
+    assert.ok(lease !== undefined, 'the lock came');
+    assert.ok(ext.windowLocks.has(staticDir, tag));
+    await waitFor(async () => (itemOf(await nodeOf(tag)).contextValue === 'build.held.mine' ? true : undefined), 5_000, 'shown as yours');
+    assert.deepEqual(await queueOf(staticDir, tag), [], 'its ticket gone');
+    await vscode.commands.executeCommand('devserverStaging.releaseWindowLock', await nodeOf(tag));
+  });
+
+  it('Lock When Free cancelled gives its place in the queue up', async () => {
+    const tag = 'kevin/R100-1.0.0';
+    const holder = await holdWithCli(staticDir, tag);
+    await waitFor(() => (ext.states.entry(staticDir, tag)?.state === 'held' ? true : undefined), 5_000, `${tag} held`);
+    const abort = new AbortController();
+    const waiting = vscode.commands.executeCommand('devserverStaging.lockWhenFree', await nodeOf(tag), undefined, { signal: abort.signal });
+    await waitFor(async () => ((await queueOf(staticDir, tag)).length === 1 ? true : undefined), 5_000, 'this window in the queue');
+    abort.abort();
+    assert.equal(await waiting, undefined, 'cancelled quietly');
+    assert.deepEqual(await queueOf(staticDir, tag), [], 'its ticket gone');
+    assert.ok(!ext.windowLocks.has(staticDir, tag));
+    holder.kill('SIGTERM');
   });
 });
