@@ -177,7 +177,7 @@ function closeQueue(q: QueueDirs): void {
 }
 
 function readdir(io: Io, dir: Dir): Promise<string[]> {
-  return io.sync ? Promise.resolve().then(() => fs.readdirSync(dir.at('.'))) : fs.promises.readdir(dir.at('.'));
+  return call(io.sync, () => fs.readdirSync(dir.at('.')), () => fs.promises.readdir(dir.at('.')));
 }
 
 /**
