@@ -168,11 +168,27 @@ const defaultWarn: Warn = (warning) => process.emitWarning(warning.message, { ty
  */
 export class HistorySegment {
   private fd: number | undefined;
+  /** Set once the lease is over: a record still in flight then (a `lost` while releasing) keeps nothing open. */
+  private ended = false;
 
   /** @internal */
   keep(fd: number): void {
     this.close();
+    if (this.ended) {
+      try {
+        fs.closeSync(fd);
+      } catch {
+        /* already closed */
+      }
+      return;
+    }
     this.fd = fd;
+  }
+
+  /** The lease is over: closes the segment, and any kept after this is closed at once. */
+  end(): void {
+    this.ended = true;
+    this.close();
   }
 
   /** @internal Appends `line` to the kept segment if it is still a file in place and not full; false when it is not. */

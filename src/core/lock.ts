@@ -134,7 +134,7 @@ export class Lease extends EventEmitter<LeaseEvents> {
     if (!this.adopted) return;
     this.closeParents();
     this.area.close();
-    this.segment.close();
+    this.segment.end();
   }
 
   get signal(): AbortSignal {
