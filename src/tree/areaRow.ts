@@ -1,13 +1,12 @@
 /** What a folder's row and a build's row share: the area they stand for, and its record. */
 import { LOCK_NAME, type AreaRecord, type ListEntry } from '../core';
-import type { FolderNode } from './folderNode';
-import type { StaticDirNode } from './staticDirNode';
 
-export abstract class AreaRow {
+/** `P`: what a row can be inside (a static directory or a folder), named by the rows themselves. */
+export abstract class AreaRow<P> {
   abstract readonly kind: 'build' | 'folder';
 
   constructor(
-    readonly parent: StaticDirNode | FolderNode,
+    readonly parent: P,
     readonly staticDir: string,
     readonly tag: string,
     /** The model's record, which the model keeps current in place. */

@@ -3,6 +3,8 @@ import * as vscode from 'vscode';
 import { formatBytes, formatDuration as formatAge, type AreaRecord, type LastHeld, type LockInfo, type LockState } from '../core';
 import { literal } from '../markdown';
 import { AreaRow } from './areaRow';
+import type { FolderNode } from './folderNode';
+import type { StaticDirNode } from './staticDirNode';
 import type { Staging } from '../model/mine';
 
 interface Look {
@@ -28,7 +30,7 @@ export interface Ownership {
   staging: Staging | undefined;
 }
 
-export class BuildNode extends AreaRow {
+export class BuildNode extends AreaRow<StaticDirNode | FolderNode> {
   readonly kind = 'build';
 
   /** The row's words: never anything that changes with the passing of time. */

@@ -1,11 +1,12 @@
 /** A folder: a directory that groups builds (a board). It has no lock of its own. */
 import * as vscode from 'vscode';
 import { AreaRow } from './areaRow';
+import type { StaticDirNode } from './staticDirNode';
 import type { Counts } from '../core';
 
 const number = new Intl.NumberFormat();
 
-export class FolderNode extends AreaRow {
+export class FolderNode extends AreaRow<StaticDirNode | FolderNode> {
   readonly kind = 'folder';
 
   /** "3,000 builds · 47 held · 100 stale"; with a filter, how many of them it lets through. */
