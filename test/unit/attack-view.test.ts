@@ -456,7 +456,7 @@ describe('attack: the readers of a build (verify, the model, the details page)',
       fs.chmodSync(path.join(staticDir, 'private'), 0o700);
       fs.mkdirSync(path.join(area(), 'closed'));
       fs.chmodSync(path.join(area(), 'closed'), 0o700);
-      const model = path.join(__dirname, '..', '..', 'src', 'model', 'lockStates.js');
+      const model = path.join(__dirname, '..', '..', 'src', 'core', 'watch', 'states.js');
       const script = `
         process.on('unhandledRejection', (e) => { console.log(JSON.stringify({ unhandled: String(e) })); process.exit(3); });
         const { LockStates } = require(${JSON.stringify(model)});
