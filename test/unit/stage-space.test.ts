@@ -8,6 +8,7 @@ import { spawn } from 'child_process';
 import * as fs from 'fs';
 import * as path from 'path';
 import { MARGIN_MIN_BYTES, limitOf, safetyMargin, sizeLimit } from '../../src/core/stage/space';
+import { flushHistory } from '../../src/core/history';
 import { stage } from '../../src/core/stage/stage';
 import { HISTORY_DIR, META_DIR } from '../../src/core/protocol';
 import { python } from '../fixtures';
@@ -78,7 +79,13 @@ describe('staging keeps a safety margin of free space', () => {
       return freeBytes();
     };
     after(async () => {
-      if (mounted) await run('umount', [mnt]);
+      // A history record of the last in-process staging may still be on its way to the mount.
+      await flushHistory();
+      for (let i = 0; mounted && i < 10; i++) {
+        if ((await run('umount', [mnt])).code === 0) mounted = false;
+        else await new Promise((r) => setTimeout(r, 200));
+      }
+      if (mounted) await run('umount', ['-l', mnt]);
       if (root !== undefined) cleanup(root);
     });
 
