@@ -7,7 +7,7 @@
  * loop of the process holding locks, which may be an editor's extension host.
  */
 import * as fs from 'fs';
-import { createRecord, createRecordSync, readRecord, readRecordSync } from './anchored';
+import { createRecord, createRecordSync, readRecord, readRecordSync, settle } from './anchored';
 
 export interface Io {
   /** True when calls run synchronously (a local filesystem). */
@@ -27,14 +27,6 @@ export interface Io {
   utimes(p: string, atime: Date, mtime: Date): Promise<void>;
   rename(from: string, to: string): Promise<void>;
   chmod(p: string, mode: number): Promise<void>;
-}
-
-function settle<T>(fn: () => T): Promise<T> {
-  try {
-    return Promise.resolve(fn());
-  } catch (err) {
-    return Promise.reject(err);
-  }
 }
 
 const isMissing = (err: unknown): boolean => {

@@ -4,7 +4,7 @@
  */
 import * as fs from 'fs';
 import * as path from 'path';
-import { openDir, openDirIfThere, openPath, readRecord, type Dir } from '../anchored';
+import { openDir, openDirIfThere, openPath, readRecord, settle, type Dir } from '../anchored';
 import { fsClockSkew } from '../clock';
 import { naturalOrder } from '../format';
 import { StagingError, asStagingError, errnoCode, isStagingError } from '../errors';
@@ -117,14 +117,6 @@ interface MeasureOps {
   sync: boolean;
   /** Runs the reading of one directory in its turn (all at once where calls are synchronous). */
   turn<T>(fn: () => Promise<T>): Promise<T>;
-}
-
-function settle<T>(fn: () => T): Promise<T> {
-  try {
-    return Promise.resolve(fn());
-  } catch (err) {
-    return Promise.reject(err);
-  }
 }
 
 function measureOps(io: Io, limit: Limit): MeasureOps {
