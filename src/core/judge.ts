@@ -9,7 +9,7 @@ import { asStagingError, errnoCode } from './errors';
 import { isOnThisMachine, parseHolder } from './holder';
 import { cachesAttributes } from './io';
 import { isLockAlive } from './lifetime';
-import { LOCK_NAME, MAX_OWNER_BYTES, OWNER_FILE } from './protocol';
+import { LOCK_NAME, LOCK_PROBE_PREFIX, MAX_OWNER_BYTES, OWNER_FILE } from './protocol';
 import type { Area } from './tags';
 import type { Holder, LegacyHolder, LockInfo, Timing } from './types';
 
@@ -182,7 +182,7 @@ async function lstatAnew(area: Pick<Area, 'staticDir' | 'dir'>, lockPath: string
   try {
     const realStatic = await fs.promises.realpath(area.staticDir).catch(() => undefined);
     if (realStatic === undefined || !isWithin(realStatic, whereIs(dir))) return undefined;
-    const probe = `${LOCK_NAME}.probe.${process.pid}.${crypto.randomBytes(4).toString('hex')}`;
+    const probe = `${LOCK_PROBE_PREFIX}${process.pid}.${crypto.randomBytes(4).toString('hex')}`;
     try {
       await fs.promises.mkdir(dir.at(probe));
     } catch {

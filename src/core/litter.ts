@@ -15,10 +15,9 @@ import { openBelow, removeTree, removeTreeSync, type Dir } from './anchored';
 import { readCommit, undoCommit } from './commit';
 import { isPidAlive, parseSideName, thisMachine } from './holder';
 import type { Io } from './io';
-import { LOCK_FENCED_PREFIX, LOCK_NAME, LOCK_NEW_PREFIX, LOCK_TRASH_PREFIX, PART_PREFIX, WORK_PREFIX } from './protocol';
+import { LOCK_FENCED_PREFIX, LOCK_NAME, LOCK_NEW_PREFIX, LOCK_PROBE_PREFIX, LOCK_TRASH_PREFIX, PART_PREFIX, WORK_PREFIX } from './protocol';
 import type { Timing } from './types';
 
-const PROBE_PREFIX = `${LOCK_NAME}.probe.`;
 /** A judge's probe lives for a second or so; one a minute old was left by a process that died. */
 const PROBE_LITTER_MS = 60_000;
 
@@ -47,7 +46,7 @@ export async function clearLitter(io: Io, area: Dir, timing: Timing): Promise<fs
       litter = await isDeadOwners(area, name, LOCK_NEW_PREFIX, timing);
     } else if (name.startsWith(LOCK_TRASH_PREFIX)) {
       litter = await isDeadOwners(area, name, LOCK_TRASH_PREFIX, timing);
-    } else if (name.startsWith(PROBE_PREFIX)) {
+    } else if (name.startsWith(LOCK_PROBE_PREFIX)) {
       const st = await io.lstatOrNull(area.at(name)).catch(() => null);
       litter = st !== null && Date.now() - st.mtimeMs > PROBE_LITTER_MS;
     } else if (name.startsWith(PART_PREFIX)) {

@@ -36,20 +36,29 @@ export const FENCE_FILE = '.devserver-staging.fence';
 export const MANIFEST_FILE = '.devserver-staging.manifest.json';
 /** Replaced at each staging, as the devserver touched it, so an area's last use is known. */
 export const TIMESTAMP_FILE = 'staged.timestamp';
+/** What a staging leaves at the top of its area: the manifest (ours) and the timestamp (the Python devserver's and ours). */
+export const STAGING_MARKS: readonly string[] = [MANIFEST_FILE, TIMESTAMP_FILE];
 /**
- * What makes a directory a build rather than a folder of builds, besides its lock: a manifest
- * (ours), a timestamp (the Python devserver's and ours) or a lock target. Most common first.
+ * What makes a directory a build rather than a folder of builds, besides its lock: a staging's
+ * marks or a lock target. Most common first.
  */
-export const BUILD_MARKS: readonly string[] = [MANIFEST_FILE, TIMESTAMP_FILE, LOCK_TARGET];
+export const BUILD_MARKS: readonly string[] = [...STAGING_MARKS, LOCK_TARGET];
 
 /** Partial files that stagers of earlier versions wrote in the area itself (now: in the work directory). */
 export const PART_PREFIX = '.devserver-staging.part.';
+/** A judge's probe beside the lock, made and removed to drop a network client's cached attributes. */
+export const LOCK_PROBE_PREFIX = `${LOCK_NAME}.probe.`;
 /** Owner records are a few hundred bytes; anything much larger was not written by a holder. */
 export const MAX_OWNER_BYTES = 64 * 1024;
 /** Our bookkeeping directory at the top of the static directory: audit log, clock probe, trash. */
 export const META_DIR = '.devserver-staging';
 export const AUDIT_LOG = 'audit.log';
 export const TRASH_DIR = 'trash';
+/**
+ * An area being destroyed on another filesystem than the static directory's own (a mount inside
+ * it) cannot be moved into the trash: it is moved aside beside itself under this prefix instead.
+ */
+export const META_TRASH_PREFIX = `${META_DIR}.trash.`;
 export const CLOCK_PROBE = 'clock';
 /**
  * The queues of those waiting for a lock: `<static>/.devserver-staging/queue/<key>/`, one directory
@@ -106,9 +115,31 @@ export function clampTiming(t: Partial<Timing> = {}): Timing {
   return { staleMs, refreshMs };
 }
 
-/** Whether a directory entry is one of ours rather than a staging area or artifact. */
+/** The lock and what its protocol puts beside it: claims, trash, probes, locks being built (`devserver.lock*`). */
+export function isLockName(name: string): boolean {
+  return name === LOCK_NAME || name.startsWith(`${LOCK_NAME}.`);
+}
+
+/**
+ * Whether a directory entry is one of ours rather than a staging area or artifact: the lock
+ * target, the lock and its siblings, and everything named `.devserver-staging*`. No tag may have
+ * such a segment.
+ */
 export function isProtocolName(name: string): boolean {
-  return name === LOCK_TARGET || name === LOCK_NAME || name.startsWith(`${LOCK_NAME}.`) || name.startsWith(META_DIR);
+  return name === LOCK_TARGET || isLockName(name) || name.startsWith(META_DIR);
+}
+
+/**
+ * Whether an artifact may not be called `segment` (one segment of its name in the area; `atTop`:
+ * the first): the protocol's names anywhere, and a staging's marks at the top of the area.
+ */
+export function isReservedSegment(segment: string, atTop: boolean): boolean {
+  return isProtocolName(segment) || (atTop && STAGING_MARKS.includes(segment));
+}
+
+/** Whether an entry of a directory's listing makes that directory a staging area: its lock or a build mark. */
+export function isAreaMark(name: string): boolean {
+  return name === LOCK_NAME || BUILD_MARKS.includes(name);
 }
 
 /**

@@ -16,7 +16,7 @@ import { StagingError, asStagingError } from './errors';
 import { judgeLock, lockPathOf } from './judge';
 import { acquire } from './lock';
 import { findHeldInside } from './nesting';
-import { MANIFEST_FILE, TIMESTAMP_FILE, clampTiming } from './protocol';
+import { STAGING_MARKS, TIMESTAMP_FILE, clampTiming } from './protocol';
 
 function previousOf(info: LockInfo): NonNullable<AuditEntry['previous']> {
   const p: NonNullable<AuditEntry['previous']> = { state: info.state };
@@ -110,7 +110,7 @@ async function forceReleaseIn(area: Area, dir: Dir, timing: Timing, options: For
 
 /** Whether the opened directory holds a staging's bookkeeping (manifest or timestamp). */
 async function isStaged(dir: Dir): Promise<boolean> {
-  for (const name of [MANIFEST_FILE, TIMESTAMP_FILE]) {
+  for (const name of STAGING_MARKS) {
     if ((await fs.promises.lstat(dir.at(name)).catch(() => null)) !== null) return true;
   }
   return false;

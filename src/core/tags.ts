@@ -7,7 +7,7 @@ import * as path from 'path';
 import { StagingError, asStagingError, errnoCode } from './errors';
 import { isInside, openDir, openPath, type Dir } from './anchored';
 import { ioFor, type Io } from './io';
-import { LOCK_NAME, LOCK_TARGET, META_DIR } from './protocol';
+import { isProtocolName } from './protocol';
 
 export interface Area {
   /** The static directory as given, made absolute. */
@@ -52,7 +52,7 @@ export function parseTag(tag: unknown): string[] {
     if (seg === '') throw badTag(tag, 'it has an empty path segment ("//")');
     if (seg === '.' || seg === '..') throw badTag(tag, `it has a "${seg}" segment; tags must stay inside the static directory`);
     if (Buffer.byteLength(seg) > MAX_SEGMENT_BYTES) throw badTag(tag, `a segment is longer than ${MAX_SEGMENT_BYTES} bytes`);
-    if (seg === LOCK_TARGET || seg === LOCK_NAME || seg.startsWith(`${LOCK_NAME}.`) || seg.startsWith(META_DIR)) {
+    if (isProtocolName(seg)) {
       throw badTag(tag, `"${seg}" is reserved by the lock protocol`);
     }
   }

@@ -12,7 +12,7 @@ import * as path from 'path';
 import { isWithin, openDir, openOrMakeBelow, removeTree, whereIs, type Dir } from './anchored';
 import { openMeta } from './meta';
 import { StagingError, asStagingError, errnoCode } from './errors';
-import { META_DIR, TRASH_DIR } from './protocol';
+import { META_TRASH_PREFIX, TRASH_DIR } from './protocol';
 import { resolveStaticDir } from './tags';
 
 /**
@@ -64,7 +64,7 @@ export async function destroyArea(staticDir: string, area: Dir, tag: string, isO
       if (errnoCode(err) !== 'EXDEV') throw err;
       // The area is on another filesystem (a mount inside the static directory): a hidden sibling.
       where = parent;
-      moved = `${META_DIR}.trash.${id}`;
+      moved = `${META_TRASH_PREFIX}${id}`;
       await fs.promises.rename(parent.at(name), parent.at(moved));
     }
     const after = await fs.promises.lstat(where.at(moved));

@@ -6,9 +6,9 @@ import * as fs from 'fs';
 import * as path from 'path';
 import { StagingError } from '../errors';
 import { asyncIo } from '../io';
-import { LOCK_NAME, LOCK_TARGET, META_DIR } from '../protocol';
+import { isReservedSegment } from '../protocol';
 import { isInside } from '../tags';
-import { MANIFEST_FILE, TIMESTAMP_FILE, type IncomingEntry } from './types';
+import type { IncomingEntry } from './types';
 
 /** Linux's limit on a path: a longer one cannot be created, so it is refused up front. */
 const PATH_MAX = 4096;
@@ -25,12 +25,6 @@ export function conflict(name: string, e: Pick<IncomingEntry, 'name' | 'source'>
     `${name} is already staged in ${path.dirname(final)} with different content than ${e.source}. Stage it under another tag, or overwrite it explicitly.`,
     { path: final },
   );
-}
-
-/** Names an artifact may not have: the lock protocol's, and the stager's own files. */
-function reservedSegment(seg: string, top: boolean): boolean {
-  if (seg === LOCK_TARGET || seg === LOCK_NAME || seg.startsWith(`${LOCK_NAME}.`) || seg.startsWith(META_DIR)) return true;
-  return top && (seg === TIMESTAMP_FILE || seg === MANIFEST_FILE);
 }
 
 /** The entry's name as a safe relative path inside the area, or EUNSAFE naming the entry. */
@@ -51,7 +45,7 @@ export function checkName(e: Pick<IncomingEntry, 'name' | 'source' | 'type'>): s
     if (seg === '' || seg === '.') throw unsafe(e, 'its name has an empty or "." segment');
     if (seg === '..') throw unsafe(e, 'its name climbs out with ".."');
     if (Buffer.byteLength(seg) > 255) throw unsafe(e, 'a segment of its name is longer than 255 bytes');
-    if (reservedSegment(seg, i === 0)) throw unsafe(e, `"${seg}" is reserved for the lock and the manifest`);
+    if (isReservedSegment(seg, i === 0)) throw unsafe(e, `"${seg}" is reserved for the lock and the manifest`);
   });
   return segments.join('/');
 }

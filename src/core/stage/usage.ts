@@ -13,7 +13,7 @@ import { asyncIo, ioFor, type Io } from '../io';
 import type { HistoryOptions } from '../history';
 import { judgeLock } from '../judge';
 import { describeHolder } from '../lock';
-import { BUILD_MARKS, FENCE_FILE, LOCK_NAME, clampTiming, isBookkeeping, isProtocolName } from '../protocol';
+import { FENCE_FILE, LOCK_NAME, clampTiming, isAreaMark, isBookkeeping, isLockName, isProtocolName } from '../protocol';
 import { destroy } from '../remove';
 import { resolveArea, resolveStaticDir } from '../tags';
 import type { LockInfo, LockState, Timing } from '../types';
@@ -70,14 +70,9 @@ function limiter(n: number): Limit {
   };
 }
 
-/** What makes a directory a staging area rather than one that only groups areas (a board). */
-function isAreaListing(entries: readonly fs.Dirent[]): boolean {
-  return entries.some((e) => e.name === LOCK_NAME || BUILD_MARKS.includes(e.name));
-}
-
-/** Lock artefacts (the lock, claims, trash, probes) are not part of what a build takes. */
+/** Lock artefacts (the lock, claims, trash, probes, the fencing counter) are not part of what a build takes. */
 function isLockArtefact(name: string): boolean {
-  return name === LOCK_NAME || name.startsWith(`${LOCK_NAME}.`) || name === FENCE_FILE;
+  return isLockName(name) || name === FENCE_FILE;
 }
 
 /** Entries that a missing or racing directory explains: the area was removed while we looked. */
@@ -209,7 +204,7 @@ export async function usage(staticDir: string, options: UsageOptions = {}): Prom
         try {
           const read = await readOpened(dir, dir.dev === rootStat.dev && rootOps.sync);
           // The static directory itself is never an area (a tag has at least one segment).
-          if (p !== root && isAreaListing(read.entries.map(({ e }) => e))) {
+          if (p !== root && read.entries.some(({ e }) => isAreaMark(e.name))) {
             // An area may be a mount of its own: how to call it depends on its filesystem.
             const ops = read.stat.dev === rootStat.dev ? rootOps : measureOps(await ioFor(p, read.stat.dev), limit);
             area = await measureArea(root, p, dir, read, ops, timing, nowFs);
