@@ -4,7 +4,7 @@
  */
 import * as os from 'os';
 import * as vscode from 'vscode';
-import { acquire, type Lease, type OnQueue, type Timing } from './core';
+import { acquire, keyOf, type Lease, type OnQueue, type Timing } from './core';
 
 /** "Until it is free": a day, which no wait in an editor outlasts. */
 const WAIT_FOREVER_MS = 24 * 3600_000;
@@ -29,12 +29,8 @@ export class WindowLocks implements vscode.Disposable {
     this.timing = timing;
   }
 
-  private static key(staticDir: string, tag: string): string {
-    return `${staticDir}\0${tag}`;
-  }
-
   has(staticDir: string, tag: string): boolean {
-    return this.leases.has(WindowLocks.key(staticDir, tag));
+    return this.leases.has(keyOf(staticDir, tag));
   }
 
   get all(): Lease[] {
@@ -68,7 +64,7 @@ export class WindowLocks implements vscode.Disposable {
       this.waits.delete(waiting);
       wait?.signal?.removeEventListener('abort', stop);
     }
-    const key = WindowLocks.key(staticDir, tag);
+    const key = keyOf(staticDir, tag);
     this.leases.set(key, { lease, since: Date.now() });
     lease.once('lost', (reason) => {
       this.leases.delete(key);
@@ -84,7 +80,7 @@ export class WindowLocks implements vscode.Disposable {
   }
 
   async release(staticDir: string, tag: string): Promise<void> {
-    const key = WindowLocks.key(staticDir, tag);
+    const key = keyOf(staticDir, tag);
     const held = this.leases.get(key);
     if (held === undefined) return;
     this.leases.delete(key);

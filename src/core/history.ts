@@ -314,7 +314,7 @@ async function writeEvent(
   const line = `${JSON.stringify({ ...event, time: new Date(atMs + skewMs).toISOString() })}\n`;
   if (segment?.append(line) === true) return undefined;
   const dir = await openTagDir(staticDir, realStaticDir, event.tag, sync).catch((err: unknown) => {
-    throw inWords(err, [staticDir, META_DIR, HISTORY_DIR, ...tagDirOf(event.tag)].join('/'));
+    throw inWords(err, [staticDir, META_DIR, HISTORY_DIR, ...historyDirOf(event.tag)].join('/'));
   });
   try {
     return await appendToSegments(dir, line, fileModeFor(dir), sync, segment);
@@ -329,7 +329,7 @@ async function writeEvent(
  * without following a link, so a link or file planted on the way is refused, never followed.
  */
 async function openTagDir(staticDir: string, realStaticDir: string, tag: string, sync: boolean): Promise<Dir> {
-  const names = [META_DIR, HISTORY_DIR, ...tagDirOf(tag)];
+  const names = [META_DIR, HISTORY_DIR, ...historyDirOf(tag)];
   const fast = await openDirWhere(`${realStaticDir}/${names.join('/')}`, sync);
   if (fast !== undefined) return fast;
   const top = await openDir(staticDir, true, sync);
@@ -346,19 +346,6 @@ async function openTagDir(staticDir: string, realStaticDir: string, tag: string,
 /** The names in an opened directory, synchronously on a local filesystem. */
 function readNames(dir: Dir, sync: boolean): Promise<string[]> {
   return sync ? settle(() => fs.readdirSync(dir.at('.'))) : fs.promises.readdir(dir.at('.'));
-}
-
-/** The directories of recently recorded tags: a hash per record is a tenth of its cost. */
-const tagDirs = new Map<string, [string, string]>();
-
-function tagDirOf(tag: string): [string, string] {
-  let dirs = tagDirs.get(tag);
-  if (dirs === undefined) {
-    if (tagDirs.size >= 1_000) tagDirs.clear();
-    dirs = historyDirOf(tag);
-    tagDirs.set(tag, dirs);
-  }
-  return dirs;
 }
 
 let segmentHost: string | undefined;

@@ -83,10 +83,28 @@ export const HISTORY_DIR = 'history';
 /** A segment that has reached this size is full: its host's writers go on in generation n+1 and drop n-1. */
 export const HISTORY_SEGMENT_BYTES = 1024 * 1024;
 
+/**
+ * An area as one name that is safe in any directory, whatever its tag holds: the hex SHA-256 of
+ * its name (the tag for its history, its path inside the static directory for its queue). Every
+ * party hashes the same way, so they meet in the same directory.
+ */
+export function areaKey(name: string): string {
+  return crypto.createHash('sha256').update(name).digest('hex');
+}
+
+/** Recently asked tags: the history is written at every lock event, and a hash is a tenth of a record's cost. */
+const historyDirs = new Map<string, [fan: string, dir: string]>();
+
 /** The two directory levels under `history/` that hold the segments of `tag` (a normalised tag). */
 export function historyDirOf(tag: string): [fan: string, dir: string] {
-  const hash = crypto.createHash('sha256').update(tag).digest('hex');
-  return [hash.slice(0, 2), hash];
+  let dirs = historyDirs.get(tag);
+  if (dirs === undefined) {
+    if (historyDirs.size >= 1_000) historyDirs.clear();
+    const key = areaKey(tag);
+    dirs = [key.slice(0, 2), key];
+    historyDirs.set(tag, dirs);
+  }
+  return dirs;
 }
 
 /** A host's name as it can stand in a file name: anything but letters, digits, `.`, `_` and `-` becomes `_`. */

@@ -14,7 +14,6 @@
  * The lock remains the only mutual exclusion: the line only decides who tries, so a fault here can
  * cost fairness, never exclusion.
  */
-import * as crypto from 'crypto';
 import * as fs from 'fs';
 import * as path from 'path';
 import { fdPath, isWithin, openBelow, openDir, settle, whereIs, type Dir } from './anchored';
@@ -23,7 +22,7 @@ import { errnoCode } from './errors';
 import { isHolderAlive, isOnThisMachine, isPidAlive, makeHolder, parseHolder, parseObject, parseSideName, sideName, thisMachine } from './holder';
 import { asyncIo, cachesAttributes, ioFor, isLocalDevice, type Io } from './io';
 import { ATTR_CACHE_MS } from './judge';
-import { LOCK_NAME, MAX_OWNER_BYTES, META_DIR, QUEUE_DIR, QUEUE_PROBE_PREFIX, TICKET_ASIDE_PREFIX, TICKET_DIGITS, clampTiming } from './protocol';
+import { LOCK_NAME, MAX_OWNER_BYTES, META_DIR, areaKey, QUEUE_DIR, QUEUE_PROBE_PREFIX, TICKET_ASIDE_PREFIX, TICKET_DIGITS, clampTiming } from './protocol';
 import { resolveArea, type Area } from './tags';
 import type { QueueEntry, Timing, Waiter } from './types';
 import { Alarm } from './wake';
@@ -59,11 +58,6 @@ interface Ticket {
 /** What a ticket's record says; tickets are written once, so it is kept per inode and size. */
 type Parsed = { waiter: Waiter } | { unreadable: string };
 
-/** The queue's key for an area: its path inside the static directory, hashed into one safe name. */
-export function queueKey(areaPath: string): string {
-  return crypto.createHash('sha256').update(areaPath).digest('hex');
-}
-
 /**
  * The area's path inside the static directory as the kernel places it, so that a tag reached
  * through a link queues with the tag it leads to; the tag itself when the area is not there (yet).
@@ -96,7 +90,7 @@ function queuePath(staticDir: string, key: string): string {
 /** The directory of the queue of `<staticDir>/<tag>`, whether or not anyone waits (it exists only while someone does). */
 export async function queueDirOf(staticDir: string, tag: string): Promise<string> {
   const area = await resolveArea(staticDir, tag);
-  return queuePath(area.staticDir, queueKey(await areaPathOf(area)));
+  return queuePath(area.staticDir, areaKey(await areaPathOf(area)));
 }
 
 /** Mode of the queue directories: readable by all, writable by whoever may write the static directory. */
@@ -339,7 +333,7 @@ export function describeWaiter(e: Pick<QueueEntry, 'waiter' | 'unreadable'>): st
 export async function queueOf(staticDir: string, tag: string, options: Partial<Timing> = {}): Promise<QueueEntry[]> {
   const timing = clampTiming(options);
   const area = await resolveArea(staticDir, tag);
-  const key = queueKey(await areaPathOf(area));
+  const key = areaKey(await areaPathOf(area));
   if ((await asyncIo.lstatOrNull(queuePath(area.realStaticDir, key)).catch(() => null)) === null) return [];
   let q: QueueDirs;
   try {
@@ -395,9 +389,9 @@ export class Line {
     private readonly options: LineOptions,
   ) {}
 
-  /** The queue's key (see `queueKey`), from where the opened area is. */
+  /** The queue's key (see `areaKey`), from where the opened area is. */
   private get key(): string {
-    this.keyMemo ??= queueKey(openedAreaPath(this.area, this.areaDir));
+    this.keyMemo ??= areaKey(openedAreaPath(this.area, this.areaDir));
     return this.keyMemo;
   }
 

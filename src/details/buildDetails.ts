@@ -4,7 +4,7 @@
  * now, and whether a verification found it damaged. A virtual document: nothing is written.
  */
 import * as vscode from 'vscode';
-import { formatBytes, formatDuration, history, isStagingError, readBuildManifest, type HistoryEvent, type LockStates, type ManifestEntry } from '../core';
+import { formatBytes, formatDuration, history, isStagingError, keyOf, readBuildManifest, type HistoryEvent, type LockStates, type ManifestEntry } from '../core';
 import { errorMessage } from '../errors';
 import type { Mine } from '../model/mine';
 import { codeSpan, literal as md } from '../markdown';
@@ -31,7 +31,7 @@ export class BuildDetails implements vscode.TextDocumentContentProvider, vscode.
     // A page open while its build changes follows it.
     this.subscription = states.onDidChange((changes) => {
       for (const c of changes) {
-        const uri = this.open.get(`${c.staticDir}\0${c.tag}`);
+        const uri = this.open.get(keyOf(c.staticDir, c.tag));
         if (uri !== undefined) this._onDidChange.fire(uri);
       }
     });
@@ -41,7 +41,7 @@ export class BuildDetails implements vscode.TextDocumentContentProvider, vscode.
     const q = new URLSearchParams(uri.query);
     const staticDir = q.get('staticDir') ?? '';
     const tag = q.get('tag') ?? '';
-    this.open.set(`${staticDir}\0${tag}`, uri);
+    this.open.set(keyOf(staticDir, tag), uri);
     return this.render(staticDir, tag);
   }
 

@@ -1,5 +1,5 @@
 /** What a folder's row and a build's row share: the area they stand for, and its record. */
-import { LOCK_NAME, type AreaRecord, type ListEntry } from '../core';
+import { LOCK_NAME, keyOf, type AreaRecord, type ListEntry } from '../core';
 
 /** `P`: what a row can be inside (a static directory or a folder), named by the rows themselves. */
 export abstract class AreaRow<P> {
@@ -14,7 +14,7 @@ export abstract class AreaRow<P> {
   ) {}
 
   get id(): string {
-    return `${this.staticDir}\0${this.tag}`;
+    return keyOf(this.staticDir, this.tag);
   }
 
   get dir(): string {

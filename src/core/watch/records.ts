@@ -58,6 +58,10 @@ export interface Counts {
   mine: number;
 }
 
+/**
+ * An area's key in memory, wherever areas are kept by key: the model's records, the tree's rows,
+ * this window's locks, open detail pages. (On disk an area is named by `areaKey`, see protocol.ts.)
+ */
 export const keyOf = (staticDir: string, tag: string): string => `${staticDir}\0${tag}`;
 
 export const parentTag = (tag: string): string => {
