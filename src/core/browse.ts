@@ -7,9 +7,9 @@
  */
 import * as fs from 'fs';
 import * as path from 'path';
-import { openBelow, openDir, openPath, readRecord, type Dir } from './anchored';
+import { openBelow, openDir, openPath, type Dir } from './anchored';
 import { StagingError, asStagingError, errnoCode, isStagingError } from './errors';
-import { MAX_MANIFEST_BYTES, parseManifest } from './stage/manifest';
+import { MAX_MANIFEST_BYTES, parseManifest, readManifestText } from './stage/manifest';
 import { MANIFEST_FILE, type Manifest } from './stage/types';
 import { resolveArea, type Area } from './tags';
 
@@ -114,20 +114,15 @@ export async function readBuildManifest(staticDir: string, tag: string, maxBytes
 /** The manifest of an opened build (see `readBuildManifest`). */
 export async function readOpenedManifest(area: Area, build: Dir, maxBytes = MAX_MANIFEST_BYTES): Promise<Manifest> {
   const shown = path.join(area.dir, MANIFEST_FILE);
-  let text: string;
-  try {
-    text = await readRecord(build.at(MANIFEST_FILE), shown, maxBytes);
-  } catch (err) {
-    if (errnoCode(err) === 'ENOENT') {
-      throw new StagingError(
-        'ENOMANIFEST',
-        `The build ${area.tag} (${area.dir}) has no manifest (${MANIFEST_FILE}), so there is nothing to verify it against: ` +
-          'it was not staged by this tool, or its staging never finished. To record its artifacts, stage its sources again ' +
-          `with \`devserver-stage stage --add ${area.tag} SOURCE...\` (files already there are hashed and recorded).`,
-        { path: shown },
-      );
-    }
-    throw asStagingError(err, 'read the manifest', shown);
+  const text = await readManifestText(build.at(MANIFEST_FILE), shown, maxBytes);
+  if (text === undefined) {
+    throw new StagingError(
+      'ENOMANIFEST',
+      `The build ${area.tag} (${area.dir}) has no manifest (${MANIFEST_FILE}), so there is nothing to verify it against: ` +
+        'it was not staged by this tool, or its staging never finished. To record its artifacts, stage its sources again ' +
+        `with \`devserver-stage stage --add ${area.tag} SOURCE...\` (files already there are hashed and recorded).`,
+      { path: shown },
+    );
   }
   return parseManifest(text, shown);
 }

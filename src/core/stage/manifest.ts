@@ -31,15 +31,22 @@ export function emptyManifest(): Manifest {
  */
 export async function readManifest(dir: string): Promise<Manifest> {
   const file = path.join(dir, MANIFEST_FILE);
-  let text: string;
+  const text = await readManifestText(file, file);
+  return text === undefined ? emptyManifest() : parseManifest(text, file);
+}
+
+/**
+ * The text of the manifest at `at` (a path, or a name under an opened directory), shown as
+ * `shown`; undefined when there is none. Never through a link, never blocking on a FIFO put in its
+ * place (see anchored.ts); anything else that keeps it from being read is an EIO naming it.
+ */
+export async function readManifestText(at: string, shown: string, maxBytes = MAX_MANIFEST_BYTES): Promise<string | undefined> {
   try {
-    // Never through a link, never blocking on a FIFO put in its place (see anchored.ts).
-    text = await readRecord(file, file, MAX_MANIFEST_BYTES);
+    return await readRecord(at, shown, maxBytes);
   } catch (err) {
-    if (errnoCode(err) === 'ENOENT') return emptyManifest();
-    throw asStagingError(err, 'read the manifest', file);
+    if (errnoCode(err) === 'ENOENT') return undefined;
+    throw asStagingError(err, 'read the manifest', shown);
   }
-  return parseManifest(text, file);
 }
 
 /** What `parseManifest` checks an entry against, for the error message. */
@@ -51,6 +58,20 @@ const ENTRY_SHAPE = 'an object with name (its key), type ("file" or "symlink"), 
  * what to do, rather than failing later on a property of `null`.
  */
 export function parseManifest(text: string, file: string): Manifest {
+  const judged = judgeManifest(text, file);
+  if ('damaged' in judged) throw judged.damaged;
+  return judged.manifest;
+}
+
+/**
+ * A manifest's text judged: the manifest when it is whole; otherwise the ECORRUPT that says why,
+ * and how many artifacts it lists where it is at least a JSON object with an "artifacts" object
+ * (a listing such as `du` can still count them).
+ */
+export type JudgedManifest = { manifest: Manifest } | { damaged: StagingError; listed?: number };
+
+/** The one parser and check of a manifest's text (see `parseManifest`); `file` names it in the error. */
+export function judgeManifest(text: string, file: string): JudgedManifest {
   const corrupt = (what: string): StagingError =>
     new StagingError(
       'ECORRUPT',
@@ -64,18 +85,20 @@ export function parseManifest(text: string, file: string): Manifest {
   try {
     raw = JSON.parse(text);
   } catch (err) {
-    throw corrupt(`it is not JSON (${(err as Error).message})`);
+    return { damaged: corrupt(`it is not JSON (${(err as Error).message})`) };
   }
-  if (!isObject(raw)) throw corrupt('it is not a JSON object');
-  if (raw.version !== 1) throw corrupt(`its version is ${JSON.stringify(raw.version)}, not 1`);
-  if (!isObject(raw.artifacts)) throw corrupt('"artifacts" is not an object');
+  if (!isObject(raw)) return { damaged: corrupt('it is not a JSON object') };
+  const listed = isObject(raw.artifacts) ? Object.keys(raw.artifacts).length : undefined;
+  const damaged = (what: string): JudgedManifest => (listed === undefined ? { damaged: corrupt(what) } : { damaged: corrupt(what), listed });
+  if (raw.version !== 1) return damaged(`its version is ${JSON.stringify(raw.version)}, not 1`);
+  if (!isObject(raw.artifacts)) return damaged('"artifacts" is not an object');
   const artifacts = noArtifacts();
   for (const [key, value] of Object.entries(raw.artifacts)) {
     const problem = entryProblem(key, value);
-    if (problem !== undefined) throw corrupt(`artifact ${JSON.stringify(key)} ${problem}; each entry must be ${ENTRY_SHAPE}`);
+    if (problem !== undefined) return damaged(`artifact ${JSON.stringify(key)} ${problem}; each entry must be ${ENTRY_SHAPE}`);
     artifacts[key] = value as ManifestEntry;
   }
-  return { version: 1, artifacts };
+  return { manifest: { version: 1, artifacts } };
 }
 
 function isObject(v: unknown): v is Record<string, unknown> {

@@ -17,7 +17,7 @@ import { FENCE_FILE, LOCK_NAME, clampTiming, isAreaMark, isBookkeeping, isLockNa
 import { destroy } from '../remove';
 import { resolveArea, resolveStaticDir } from '../tags';
 import type { LockInfo, LockState, Timing } from '../types';
-import { MAX_MANIFEST_BYTES, parseManifest } from './manifest';
+import { MAX_MANIFEST_BYTES, judgeManifest } from './manifest';
 import { MANIFEST_FILE, TIMESTAMP_FILE } from './types';
 
 /** One staging area's footprint. */
@@ -316,7 +316,7 @@ async function measureArea(root: string, p: string, dir: Dir, top: DirRead, ops:
 
 /**
  * The number of artifacts a manifest records (undefined when it cannot be read or is not one),
- * and, for a manifest that fails `parseManifest`'s checks, why: `du` shows such an area as damaged
+ * and, for a manifest that fails the manifest's checks, why: `du` shows such an area as damaged
  * rather than failing on it.
  */
 async function readManifestCount(at: string, file: string): Promise<{ count?: number; damaged?: string } | undefined> {
@@ -327,19 +327,10 @@ async function readManifestCount(at: string, file: string): Promise<{ count?: nu
   } catch (err) {
     return isStagingError(err) ? { damaged: err.message } : undefined;
   }
-  try {
-    return { count: Object.keys(parseManifest(text, file).artifacts).length };
-  } catch (err) {
-    const damaged = err instanceof Error ? err.message : String(err);
-    try {
-      const parsed: unknown = JSON.parse(text);
-      const artifacts = typeof parsed === 'object' && parsed !== null ? (parsed as { artifacts?: unknown }).artifacts : undefined;
-      if (typeof artifacts === 'object' && artifacts !== null && !Array.isArray(artifacts)) return { count: Object.keys(artifacts).length, damaged };
-    } catch {
-      /* not JSON: count the files instead */
-    }
-    return { damaged };
-  }
+  const judged = judgeManifest(text, file);
+  if ('manifest' in judged) return { count: Object.keys(judged.manifest.artifacts).length };
+  // Where it still lists artifacts, they are counted; otherwise the files are.
+  return judged.listed !== undefined ? { count: judged.listed, damaged: judged.damaged.message } : { damaged: judged.damaged.message };
 }
 
 /** Which rule selected an area for removal. */
