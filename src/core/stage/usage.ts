@@ -6,7 +6,7 @@ import * as fs from 'fs';
 import * as path from 'path';
 import { openDir, openDirIfThere, openPath, readRecord, settle, type Dir } from '../anchored';
 import { fsClockSkew } from '../clock';
-import { naturalOrder } from '../format';
+import { formatDuration, naturalOrder } from '../format';
 import { StagingError, asStagingError, errnoCode, isStagingError } from '../errors';
 import { inspect } from '../inspect';
 import { asyncIo, ioFor, type Io } from '../io';
@@ -383,14 +383,6 @@ export interface PruneResult {
   bytes: number;
 }
 
-function days(ms: number): string {
-  const d = ms / 86_400_000;
-  if (d >= 1) return `${Math.round(d)} d`;
-  const h = ms / 3_600_000;
-  if (h >= 1) return `${Math.round(h)} h`;
-  return `${Math.max(0, Math.round(ms / 60_000))} min`;
-}
-
 /** A limit as given: "36 h", not a rounded "2 d". */
 function exactly(ms: number): string {
   if (ms % 86_400_000 === 0) return `${ms / 86_400_000} d`;
@@ -442,7 +434,7 @@ export async function prune(staticDir: string, options: PruneOptions = {}): Prom
     }
     if (options.olderThan !== undefined && area.lastUsedMs < nowFs - options.olderThan) {
       rules.push('older-than');
-      reasons.push(`last used ${days(nowFs - area.lastUsedMs)} ago (limit ${exactly(options.olderThan)})`);
+      reasons.push(`last used ${formatDuration(nowFs - area.lastUsedMs)} ago (limit ${exactly(options.olderThan)})`);
     }
     if (rules.length > 0) selected.push({ ...area, rules, reason: reasons.join('; ') });
   });
