@@ -9,7 +9,7 @@ import { pipeline } from 'stream/promises';
 import { StagingError, asStagingError, errnoCode, isStagingError } from '../errors';
 import { fdPath } from '../anchored';
 import { ioFor } from '../io';
-import { changedSourceError } from './archive';
+import { changedSourceError } from './sources/errors';
 import { FileHasher, type FileDigest } from './hasher';
 import { limitOf, sizeLimit, type SizeLimit } from './space';
 import type { Progress } from './progress';

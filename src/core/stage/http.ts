@@ -7,7 +7,8 @@ import * as fs from 'fs';
 import { Readable, Transform } from 'stream';
 import { pipeline } from 'stream/promises';
 import { StagingError, asStagingError, errnoCode } from '../errors';
-import { archiveKindOf, archiveKindOfContentType, canceledError, messageOf, sourceError, tarEntries, throwIfAborted, zipEntries } from './archive';
+import { archiveKindOf, archiveKindOfContentType, tarEntries, zipEntries } from './archive';
+import { canceledError, messageOf, sourceError, throwIfAborted } from './sources/errors';
 import type { IncomingEntry, SourceContext } from './types';
 
 /** The entries a URL gives: one file, or an archive's entries. */

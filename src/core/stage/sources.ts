@@ -7,7 +7,8 @@ import { constants, promises as fsp, type Stats } from 'fs';
 import * as path from 'path';
 import { fdPath } from '../anchored';
 import { fileURLToPath } from 'url';
-import { archiveFileEntries, archiveKindOf, changedSourceError, fsSourceError, messageOf, sourceError, throwIfAborted } from './archive';
+import { archiveFileEntries, archiveKindOf } from './archive';
+import { changedSourceError, fsSourceError, messageOf, sourceError, throwIfAborted } from './sources/errors';
 import { httpEntries } from './http';
 import type { EntrySource, IncomingEntry, SourceContext } from './types';
 
