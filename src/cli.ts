@@ -24,7 +24,7 @@ import { DEFAULT_TIMING } from './core/protocol';
 import { destroy, forceRelease } from './core/remove';
 import { MARGIN_RULE } from './core/stage/space';
 import { DEFAULT_MAX_BYTES } from './core/stage/types';
-import { prune, usage } from './core/stage/usage';
+import { prune, usage } from './core/usage';
 import type { Timing } from './core/types';
 
 declare const __VERSION__: string | undefined;

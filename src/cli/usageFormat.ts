@@ -1,5 +1,5 @@
 /** Human-readable output of `du` and `prune`. `--json` bypasses all of this. */
-import type { AreaUsage, PruneResult } from '../core/stage/usage';
+import type { AreaUsage, PruneResult } from '../core/usage';
 import { formatDuration } from './format';
 import { formatBytes } from './units';
 

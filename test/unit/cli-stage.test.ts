@@ -15,7 +15,7 @@ import { inspect } from '../../src/core/inspect';
 import { acquire } from '../../src/core/lock';
 import { META_DIR } from '../../src/core/protocol';
 import { MANIFEST_FILE, TIMESTAMP_FILE, type StageProgress, type StageResult } from '../../src/core/stage/types';
-import type { AreaUsage, PruneResult } from '../../src/core/stage/usage';
+import type { AreaUsage, PruneResult } from '../../src/core/usage';
 import { CLI, cleanup, run, snapshot, tempDir, waitFor } from '../helpers';
 
 /** The tool under test: the package's build, or another bundle named by DSS_CLI. */

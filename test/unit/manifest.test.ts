@@ -8,7 +8,7 @@ import * as path from 'path';
 import { parseManifest } from '../../src/core/stage/manifest';
 import { stage } from '../../src/core/stage/stage';
 import { MANIFEST_FILE, type Manifest } from '../../src/core/stage/types';
-import { usage } from '../../src/core/stage/usage';
+import { usage } from '../../src/core/usage';
 import { CLI, cleanup, rejectsWith, run, snapshot, tempDir } from '../helpers';
 
 const SHA = 'a'.repeat(64);

@@ -8,7 +8,7 @@ import * as path from 'path';
 import { acquire, type Lease } from '../../src/core/lock';
 import { isStagingError } from '../../src/core/errors';
 import { MANIFEST_FILE, TIMESTAMP_FILE } from '../../src/core/stage/types';
-import { prune, usage, type AreaUsage } from '../../src/core/stage/usage';
+import { prune, usage, type AreaUsage } from '../../src/core/usage';
 import { cleanup, snapshot, tempDir } from '../helpers';
 
 const DAY = 86_400_000;

@@ -15,7 +15,7 @@ import { inspect, list } from '../inspect';
 import { isLocalFilesystem } from '../io';
 import { lockIdOf } from '../judge';
 import { BUILD_MARKS, LOCK_NAME, isBookkeeping, isProtocolName } from '../protocol';
-import { usage } from '../stage/usage';
+import { usage } from '../usage';
 import type { ListEntry, LockInfo, Timing } from '../types';
 import { Emitter, type Disposable } from './emitter';
 import { isAtOrBelow, keyOf, parentTag, type AreaKind, type AreaRecord, type AreaRef, type Artifact, type Counts } from './records';

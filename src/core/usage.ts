@@ -4,21 +4,20 @@
  */
 import * as fs from 'fs';
 import * as path from 'path';
-import { openDir, openDirIfThere, openPath, readRecord, settle, type Dir } from '../anchored';
-import { fsClockSkew } from '../clock';
-import { formatDuration, naturalOrder } from '../format';
-import { StagingError, asStagingError, errnoCode, isStagingError } from '../errors';
-import { inspect } from '../inspect';
-import { asyncIo, ioFor, type Io } from '../io';
-import type { HistoryOptions } from '../history';
-import { judgeLock } from '../judge';
-import { describeHolder } from '../lock';
-import { FENCE_FILE, LOCK_NAME, clampTiming, isAreaMark, isBookkeeping, isLockName, isProtocolName } from '../protocol';
-import { destroy } from '../remove';
-import { resolveArea, resolveStaticDir } from '../tags';
-import type { LockInfo, LockState, Timing } from '../types';
-import { MAX_MANIFEST_BYTES, judgeManifest } from './manifest';
-import { MANIFEST_FILE, TIMESTAMP_FILE } from './types';
+import { openDir, openDirIfThere, openPath, readRecord, settle, type Dir } from './anchored';
+import { fsClockSkew } from './clock';
+import { formatDuration, naturalOrder } from './format';
+import { StagingError, asStagingError, errnoCode, isStagingError } from './errors';
+import { inspect } from './inspect';
+import { asyncIo, ioFor, type Io } from './io';
+import type { HistoryOptions } from './history';
+import { judgeLock } from './judge';
+import { describeHolder } from './lock';
+import { FENCE_FILE, LOCK_NAME, MANIFEST_FILE, TIMESTAMP_FILE, clampTiming, isAreaMark, isBookkeeping, isLockName, isProtocolName } from './protocol';
+import { destroy } from './remove';
+import { resolveArea, resolveStaticDir } from './tags';
+import type { LockInfo, LockState, Timing } from './types';
+import { MAX_MANIFEST_BYTES, judgeManifest } from './stage/manifest';
 
 /** One staging area's footprint. */
 export interface AreaUsage {
