@@ -8,9 +8,10 @@ import * as fs from 'fs';
 import * as http from 'http';
 import type { AddressInfo } from 'net';
 import * as path from 'path';
+import { pathToFileURL } from 'url';
 import * as tar from 'tar';
 import { StagingError, isStagingError } from '../../src/core/errors';
-import { openSource } from '../../src/core/stage/sources';
+import { SOURCES, openSource, sourcesSize } from '../../src/core/stage/sources';
 import { DEFAULT_MAX_BYTES, PART_PREFIX, type EntrySource, type IncomingEntry, type SourceContext } from '../../src/core/stage/types';
 import { hashStream, python, sha, startServer, writeArchives, type TestServer } from '../fixtures';
 import { cleanup, isRoot, sleep, tempDir, waitFor } from '../helpers';
@@ -286,7 +287,7 @@ describe('staging sources', function () {
         const script = `
           let openSource;
           try {
-            ({ openSource } = require(${JSON.stringify(path.join(__dirname, '..', '..', 'src', 'core', 'stage', 'sources.js'))}));
+            ({ openSource } = require(${JSON.stringify(path.join(__dirname, '..', '..', 'src', 'core', 'stage', 'sources'))}));
           } catch (err) {
             console.log(JSON.stringify({ loadError: err.message }));
             process.exit(0);
@@ -329,10 +330,22 @@ describe('staging sources', function () {
       }
     });
 
-    it('refuses URL schemes it cannot fetch', async () => {
+    it('refuses URL schemes it cannot fetch, and an empty source, saying what it takes', async () => {
       const err = await rejection(collect(openSource('ftp://example.invalid/x.tar', context().ctx)));
       assert.equal(err.code, 'ESOURCE');
-      assert.match(err.message, /ftp:\/\/example\.invalid\/x\.tar.*not supported/);
+      assert.match(err.message, /ftp:\/\/example\.invalid\/x\.tar uses the scheme ftp:, which is not supported; give an http\(s\) URL, a file: URL or a local path\./);
+      const empty = await rejection(collect(openSource('', context().ctx)));
+      assert.equal(empty.code, 'ESOURCE');
+      assert.match(empty.message, /^A staging source is empty; give an http\(s\) URL, a file: URL or a local path\.$/);
+    });
+
+    it('takes a file: URL as the local path it names, and refuses one that names no local path', async () => {
+      const file = path.join(tree, 'sub', 'b.bin');
+      assert.deepEqual(await collect(openSource(pathToFileURL(file).href, context().ctx)), await collect(openSource(file, context().ctx)));
+      assert.deepEqual(await collect(openSource(pathToFileURL(tree).href, context().ctx)), await collect(openSource(tree, context().ctx)));
+      const err = await rejection(collect(openSource('file://elsewhere.invalid/x', context().ctx)));
+      assert.equal(err.code, 'ESOURCE');
+      assert.match(err.message, /file:\/\/elsewhere\.invalid\/x is not a usable file URL/);
     });
 
     it('opens nothing before the iteration starts', async () => {
@@ -341,6 +354,36 @@ describe('staging sources', function () {
       await sleep(20);
       assert.equal(openFds(), before);
       assert.equal((await collect(src)).length, 9);
+    });
+  });
+
+  describe('the table of kinds', () => {
+    it('gives each source to the first kind that takes it; a local path takes whatever names no scheme', () => {
+      const kindOf = (spec: string): string | undefined => SOURCES.find((s) => s.matches(spec))?.name;
+      const expected: [string, string | undefined][] = [
+        ['http://example.invalid/a.tar', 'an http(s) URL'],
+        ['HTTPS://example.invalid/a', 'an http(s) URL'],
+        ['file:///srv/build', 'a file: URL'],
+        ['file:/srv/build', 'a file: URL'],
+        ['/srv/build', 'a local path'],
+        ['build/out', 'a local path'],
+        ['weird:name.bin', 'a local path'],
+        ['ftp://example.invalid/a', undefined],
+        ['', undefined],
+      ];
+      assert.deepEqual(expected.map(([spec]) => [spec, kindOf(spec)]), expected);
+      for (const s of SOURCES) assert.equal(typeof s.open, 'function', s.name);
+    });
+
+    it('knows what local sources bring before reading them, and nothing of archives and downloads', async () => {
+      // Files by lstat, links not followed, a hard link counted by each name (as it is staged).
+      const inTree = 6 + 6 + 6 + 100_000 + 5;
+      assert.equal(await sourcesSize([tree]), inTree);
+      assert.equal(await sourcesSize([tree, path.join(tree, 'a.txt'), pathToFileURL(path.join(tree, 'sub')).href]), inTree + 6 + 100_005);
+      assert.equal(await sourcesSize([]), 0);
+      for (const unknown of [path.join(fixtures, 'tree.tar.gz'), 'http://example.invalid/a.bin', path.join(root, 'missing'), 'ftp://example.invalid/a', 'file://elsewhere.invalid/x']) {
+        assert.equal(await sourcesSize([tree, unknown]), undefined, unknown);
+      }
     });
   });
 

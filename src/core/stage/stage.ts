@@ -22,7 +22,7 @@ import { Journal } from './journal';
 import { emptyManifest, manifestText, readManifest } from './manifest';
 import { checkName, checkPathLength, conflict, resolveInside, unsafe } from './names';
 import { Progress } from './progress';
-import { openSource } from './sources';
+import { openSource, sourcesSize } from './sources';
 import {
   DEFAULT_MAX_BYTES,
   type IncomingEntry,
@@ -135,7 +135,7 @@ class Transaction {
   async begin(sources: readonly string[]): Promise<void> {
     this.manifest = await readManifest(this.dir);
     await this.budget.fitToDisk();
-    this.progress.totalBytes = await localTotal(sources);
+    this.progress.totalBytes = await sourcesSize(sources);
   }
 
   result(): StageResult {
@@ -460,37 +460,4 @@ function sameEntry(a: ManifestEntry, b: ManifestEntry): boolean {
 /** What an artifact counts for in progress: its content; a link has none to copy. */
 function bytesOf(entry: ManifestEntry): number {
   return entry.type === 'file' ? entry.size : 0;
-}
-
-/** Total bytes of the sources when all are local (files or directories, links not followed). */
-async function localTotal(sources: readonly string[]): Promise<number | undefined> {
-  let total = 0;
-  for (const spec of sources) {
-    if (/^[a-z][a-z0-9+.-]*:\/\//i.test(spec)) return undefined;
-    // The source itself may be a link (a `latest` link to a build): sources follow it, so count it.
-    const st = await fs.promises.stat(spec).catch(() => undefined);
-    if (st === undefined) return undefined;
-    if (!st.isDirectory()) {
-      if (/\.(tar|tgz|txz|zip|tar\.gz|tar\.xz)$/i.test(spec)) return undefined; // unpacked size unknown
-      total += st.size;
-      continue;
-    }
-    const stack = [spec];
-    while (stack.length > 0) {
-      const d = stack.pop()!;
-      const entries = await fs.promises.readdir(d, { withFileTypes: true }).catch(() => []);
-      await Promise.all(
-        entries.map(async (ent) => {
-          const p = path.join(d, ent.name);
-          if (ent.isDirectory()) stack.push(p);
-          else if (ent.isFile()) {
-            // Not `total += await …`: that reads `total` before the await and loses parallel updates.
-            const { size } = await fs.promises.lstat(p).catch(() => ({ size: 0 }));
-            total += size;
-          }
-        }),
-      );
-    }
-  }
-  return total;
 }

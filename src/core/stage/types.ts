@@ -70,6 +70,25 @@ export interface SourceContext {
   onDownloadBytes?(bytes: number, total?: number): void;
 }
 
+/**
+ * One kind of staging source: a URL scheme, local paths. The table in `sources/index.ts` lists
+ * them; the first whose `matches` accepts a source's spec opens it. A new kind is one file that
+ * exports one of these, and one line in that table.
+ */
+export interface SourceOpener {
+  /** What it opens, as the user writes it: named when no kind accepts a source. */
+  readonly name: string;
+  /** Whether `spec` is this kind's, by its form alone: nothing is read. */
+  matches(spec: string): boolean;
+  /** The entries of `spec`. Nothing is read until the iteration starts; stopping it early closes whatever was opened. */
+  open(spec: string, ctx: SourceContext): EntrySource;
+  /**
+   * The bytes the entries of `spec` bring, where that is known before they are read (for
+   * progress); undefined where it is not (an archive's unpacked size, a download). Never throws.
+   */
+  size?(spec: string): Promise<number | undefined>;
+}
+
 /** One artifact as the manifest records it. */
 export interface ManifestEntry {
   /** Path relative to the area, '/'-separated. */

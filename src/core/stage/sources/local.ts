@@ -1,46 +1,27 @@
 /**
- * Where artifacts come in: a URL, a local directory, an archive or a plain file, each turned into
- * the entries it holds. Sources report what they find as it is (names, types, link targets); the
- * stager decides what may land in the area.
+ * Local paths as sources: a directory (its contents, walked without following links), an archive
+ * (`.tar`, `.tar.gz`/`.tgz`, `.tar.xz`/`.txz`, `.zip`: unpacked) or any other file (one entry).
+ * The path itself may be a link (a `latest` link to a build), which is followed.
  */
 import { constants, promises as fsp, type Stats } from 'fs';
 import * as path from 'path';
-import { fdPath } from '../anchored';
-import { fileURLToPath } from 'url';
+import { fdPath } from '../../anchored';
+import type { IncomingEntry, SourceOpener } from '../types';
 import { archiveFileEntries, archiveKindOf } from './archive';
-import { changedSourceError, fsSourceError, messageOf, sourceError, throwIfAborted } from './sources/errors';
-import { httpEntries } from './http';
-import type { EntrySource, IncomingEntry, SourceContext } from './types';
+import { changedSourceError, fsSourceError, sourceError, throwIfAborted } from './errors';
 
-/**
- * Opens one source: an `http://` or `https://` URL, a `file:` URL, or a local path (a directory,
- * a `.tar`, `.tar.gz`/`.tgz`, `.tar.xz`/`.txz` or `.zip` archive, or any other file). Nothing is
- * read until the iteration starts; stopping it early closes whatever was opened.
- */
-export function openSource(spec: string, ctx: SourceContext): EntrySource {
-  if (/^https?:\/\//i.test(spec)) return httpEntries(spec, ctx);
-  if (/^file:/i.test(spec)) {
-    let file: string;
-    try {
-      file = fileURLToPath(spec);
-    } catch (err) {
-      return failing(sourceError(`The staging source ${spec} is not a usable file URL: ${messageOf(err)}.`, spec, err));
-    }
-    return localEntries(file, ctx.signal);
-  }
-  if (/^[a-z][a-z0-9+.-]*:\/\//i.test(spec)) {
-    const scheme = spec.slice(0, spec.indexOf(':'));
-    return failing(sourceError(`The staging source ${spec} uses the scheme ${scheme}:, which is not supported; use http(s) or a local path.`, spec));
-  }
-  if (spec === '') return failing(sourceError('A staging source is empty; give a path or a URL.', spec));
-  return localEntries(spec, ctx.signal);
-}
+/** Any spec that does not name a URL scheme (`scheme://`) is a local path. */
+const URL_LIKE = /^[a-z][a-z0-9+.-]*:\/\//i;
 
-async function* failing(error: Error): AsyncGenerator<IncomingEntry> {
-  throw error;
-}
+export const localSource: SourceOpener = {
+  name: 'a local path',
+  matches: (spec) => spec !== '' && !URL_LIKE.test(spec),
+  open: (spec, ctx) => localEntries(spec, ctx.signal),
+  size: localSize,
+};
 
-async function* localEntries(spec: string, signal: AbortSignal): AsyncGenerator<IncomingEntry> {
+
+export async function* localEntries(spec: string, signal: AbortSignal): AsyncGenerator<IncomingEntry> {
   const shown = path.resolve(spec);
   throwIfAborted(signal, shown);
   let st: Stats;
@@ -163,4 +144,34 @@ function kindOf(st: Stats): string {
 /** What a local file was when the source looked at it: the stager checks it did not change since. */
 function identityOf(st: { dev: number; ino: number; size: number; mtimeMs: number }): { dev: number; ino: number; size: number; mtimeMs: number } {
   return { dev: st.dev, ino: st.ino, size: st.size, mtimeMs: st.mtimeMs };
+}
+
+/**
+ * The bytes below a local source: a file's size, a directory's files added up (links not
+ * followed); undefined for an archive (what it unpacks to is known only once read) or a path
+ * that cannot be looked at.
+ */
+export async function localSize(spec: string): Promise<number | undefined> {
+  // The source itself may be a link (a `latest` link to a build): sources follow it, so count it.
+  const st = await fsp.stat(spec).catch(() => undefined);
+  if (st === undefined) return undefined;
+  if (!st.isDirectory()) return archiveKindOf(path.basename(spec)) !== undefined ? undefined : st.size;
+  let total = 0;
+  const stack = [spec];
+  while (stack.length > 0) {
+    const d = stack.pop()!;
+    const entries = await fsp.readdir(d, { withFileTypes: true }).catch(() => []);
+    await Promise.all(
+      entries.map(async (ent) => {
+        const p = path.join(d, ent.name);
+        if (ent.isDirectory()) stack.push(p);
+        else if (ent.isFile()) {
+          // Not `total += await …`: that reads `total` before the await and loses parallel updates.
+          const { size } = await fsp.lstat(p).catch(() => ({ size: 0 }));
+          total += size;
+        }
+      }),
+    );
+  }
+  return total;
 }

@@ -6,10 +6,17 @@
 import * as fs from 'fs';
 import { Readable, Transform } from 'stream';
 import { pipeline } from 'stream/promises';
-import { StagingError, asStagingError, errnoCode } from '../errors';
+import { StagingError, asStagingError, errnoCode } from '../../errors';
+import type { IncomingEntry, SourceContext, SourceOpener } from '../types';
 import { archiveKindOf, archiveKindOfContentType, tarEntries, zipEntries } from './archive';
-import { canceledError, messageOf, sourceError, throwIfAborted } from './sources/errors';
-import type { IncomingEntry, SourceContext } from './types';
+import { canceledError, messageOf, sourceError, throwIfAborted } from './errors';
+
+/** Its size is known only once the server answers (Content-Length), so progress counts it then. */
+export const httpSource: SourceOpener = {
+  name: 'an http(s) URL',
+  matches: (spec) => /^https?:\/\//i.test(spec),
+  open: httpEntries,
+};
 
 /** The entries a URL gives: one file, or an archive's entries. */
 export async function* httpEntries(url: string, ctx: SourceContext): AsyncGenerator<IncomingEntry> {

@@ -9,9 +9,9 @@ import * as zlib from 'zlib';
 import { Parser, type ReadEntry } from 'tar';
 import * as yauzl from 'yauzl';
 import { XzReadableStream } from 'xz-decompress';
-import { StagingError, errnoCode } from '../errors';
-import { canceledError, fsSourceError, messageOf, sourceError, throwIfAborted } from './sources/errors';
-import type { IncomingEntry } from './types';
+import { StagingError, errnoCode } from '../../errors';
+import type { IncomingEntry } from '../types';
+import { canceledError, fsSourceError, messageOf, sourceError, throwIfAborted } from './errors';
 
 export type ArchiveKind = 'tar' | 'tar.gz' | 'tar.xz' | 'zip';
 
