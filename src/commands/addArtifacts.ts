@@ -17,7 +17,7 @@ export function addArtifactsCommand(states: LockStates, windowLocks: WindowLocks
     let staticDir = args.staticDir;
     let tag = args.tag;
     if (staticDir === undefined || tag === undefined) {
-      const [e] = await targets(states, node, undefined, vscode.l10n.t('Add artifacts to which build?'), undefined, false);
+      const [e] = await targets(states, { node, title: vscode.l10n.t('Add artifacts to which build?'), single: true });
       if (e === undefined) return undefined;
       ({ staticDir, tag } = e);
     }

@@ -8,7 +8,7 @@ import { targets } from './targets';
 /** Copies the tags of the chosen builds or folders (`board/version`) to the clipboard, one per line. */
 export function copyTagCommand(states: LockStates, log: Log): vscode.Disposable {
   return registerCommand('devserverStaging.copyTag', log, async (node?: Node, nodes?: Node[]) => {
-    const chosen = await targets(states, node, nodes, vscode.l10n.t('Copy the tag of which build?'), undefined, false);
+    const chosen = await targets(states, { node, nodes, title: vscode.l10n.t('Copy the tag of which build?'), single: true });
     const text = chosen.map((e) => e.tag).join('\n');
     if (text !== '') await vscode.env.clipboard.writeText(text);
   });

@@ -30,7 +30,7 @@ export function destroyCommand(states: LockStates, windowLocks: WindowLocks, pro
       ? selectedEntries(states, undefined, selection())
       : args !== undefined
         ? [await entryOf(states, args, timing())]
-        : await targets(states, node, nodes, vscode.l10n.t('Destroy which builds?'));
+        : await targets(states, { node, nodes, title: vscode.l10n.t('Destroy which builds?') });
     if (chosen.length === 0) return;
     const builds = buildsAmong(chosen);
     const folders = chosen.filter((e) => e.kind === 'folder');

@@ -37,7 +37,7 @@ export async function entryOf(states: LockStates, args: BuildArgs, timing: Timin
 /** Removes other holders' locks, after a modal that names each holder. */
 export function forceReleaseCommand(states: LockStates, windowLocks: WindowLocks, prompts: Prompts, timing: () => Timing, log: Log): vscode.Disposable {
   return registerCommand('devserverStaging.forceRelease', log, async (node?: Node, nodes?: Node[], args?: BuildArgs) => {
-    const picked = args !== undefined ? [await entryOf(states, args, timing())] : await targets(states, node, nodes, vscode.l10n.t('Force-release which locks?'), ['held', 'stale', 'legacy']);
+    const picked = args !== undefined ? [await entryOf(states, args, timing())] : await targets(states, { node, nodes, title: vscode.l10n.t('Force-release which locks?'), only: ['held', 'stale', 'legacy'] });
     // Judged again: the question must name the lock as it is now.
     const chosen = (await Promise.all(picked.map(async (e) => ({ ...e, ...(await inspect(e.staticDir, e.tag, timing()).catch(() => e)) })))).filter((e) => e.state !== 'free');
     if (chosen.length === 0) {

@@ -14,7 +14,7 @@ import { targets } from './targets';
  */
 export function lockWhenFreeCommand(states: LockStates, windowLocks: WindowLocks, prompts: Prompts, log: Log): vscode.Disposable {
   return registerCommand('devserverStaging.lockWhenFree', log, async (node?: Node, _nodes?: Node[], args?: { signal?: AbortSignal }) => {
-    const [e] = await targets(states, node, undefined, vscode.l10n.t('Lock which build when it is free?'), ['held', 'stale', 'legacy'], false);
+    const [e] = await targets(states, { node, title: vscode.l10n.t('Lock which build when it is free?'), only: ['held', 'stale', 'legacy'], single: true });
     if (e === undefined || e.kind !== 'build') return undefined;
     const started = Date.now();
     const lease = await vscode.window.withProgress(

@@ -9,7 +9,7 @@ import { targets } from './targets';
 /** Opens a build's details (manifest, holder, stagings) as a Markdown preview. */
 export function showBuildDetailsCommand(states: LockStates, log: Log): vscode.Disposable {
   return registerCommand('devserverStaging.showBuildDetails', log, async (node?: Node) => {
-    const [e] = await targets(states, node, undefined, vscode.l10n.t('Show the details of which build?'), undefined, false);
+    const [e] = await targets(states, { node, title: vscode.l10n.t('Show the details of which build?'), single: true });
     if (e === undefined) return undefined;
     const uri = detailsUri(e.staticDir, e.tag);
     await vscode.commands.executeCommand('markdown.showPreview', uri);

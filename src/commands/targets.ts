@@ -35,7 +35,21 @@ export function buildsAmong(entries: readonly ListEntry[]): ListEntry[] {
   return builds.filter((b) => !builds.some((o) => o !== b && o.staticDir === b.staticDir && b.tag.startsWith(`${o.tag}/`)));
 }
 
-export async function targets(states: LockStates, node: Node | undefined, nodes: readonly Node[] | undefined, title: string, only?: readonly LockState[], many = true): Promise<ListEntry[]> {
+/** What a command acts on, and how to ask when nothing was clicked. */
+export interface TargetsOptions {
+  /** The clicked row, and the rows selected with it. */
+  node?: Node | undefined;
+  nodes?: readonly Node[] | undefined;
+  /** The quick pick's title, when the command came from the palette. */
+  title: string;
+  /** Offer only builds in these states. */
+  only?: readonly LockState[];
+  /** Let one build be picked rather than several. */
+  single?: boolean;
+}
+
+/** The builds the clicked and selected rows stand for; from the palette, the ones picked. */
+export async function targets(states: LockStates, { node, nodes, title, only, single = false }: TargetsOptions): Promise<ListEntry[]> {
   const picked = selectedEntries(states, node, nodes);
   if (picked.length > 0) return picked;
   const candidates = states
@@ -47,7 +61,7 @@ export async function targets(states: LockStates, node: Node | undefined, nodes:
     return [];
   }
   const items = candidates.map((e) => ({ label: e.tag, description: e.state === 'free' ? '' : `${e.state}${e.holder ? ` · ${e.holder.user}@${e.holder.hostname}` : ''}`, detail: e.staticDir, entry: e }));
-  if (many) {
+  if (!single) {
     const chosen = await vscode.window.showQuickPick(items, { title, canPickMany: true, matchOnDescription: true });
     return chosen?.map((c) => c.entry) ?? [];
   }
@@ -58,7 +72,7 @@ export async function targets(states: LockStates, node: Node | undefined, nodes:
 /** One directory: the clicked item's, or one picked from the palette. */
 export async function oneDir(states: LockStates, node: Node | undefined, title: string): Promise<string | undefined> {
   if (node !== undefined) return dirOf(node);
-  const [e] = await targets(states, undefined, undefined, title, undefined, false);
+  const [e] = await targets(states, { title, single: true });
   return e?.dir;
 }
 

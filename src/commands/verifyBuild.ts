@@ -12,7 +12,7 @@ import { targets } from './targets';
  */
 export function verifyBuildCommand(states: LockStates, timing: () => Timing, log: Log): vscode.Disposable {
   return registerCommand('devserverStaging.verifyBuild', log, async (node?: Node, nodes?: Node[]) => {
-    const chosen = await targets(states, node, nodes, vscode.l10n.t('Verify which builds?'));
+    const chosen = await targets(states, { node, nodes, title: vscode.l10n.t('Verify which builds?') });
     if (chosen.length === 0) return undefined;
     const results: VerifyResult[] = [];
     const cancelled = await vscode.window.withProgress({ location: vscode.ProgressLocation.Notification, title: vscode.l10n.t('Verifying'), cancellable: true }, async (progress, token) => {
