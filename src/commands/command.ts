@@ -8,23 +8,19 @@ import { isStagingError } from '../core';
 import type { Log } from '../log';
 import { prompts } from '../prompts';
 import { describeError } from './errorMessages';
+import { EXTENSION_ID, commandsNeedingTrust } from './trust';
+
+/** What the manifest says needs trust, read from the running extension's package.json on first need. */
+let trustList: ReadonlySet<string> | undefined;
 
 /**
- * Commands that change what is on disk. Their menu items are disabled in an untrusted workspace
- * (`enablement` in package.json); the handler refuses too, for callers that bypass menus.
+ * Whether the command `id` needs a trusted workspace, as its `enablement` in package.json says
+ * (see trust.ts). Where that manifest cannot be read, every command does.
  */
-export const NEEDS_TRUST = new Set([
-  'devserverStaging.stageBuild',
-  'devserverStaging.addArtifacts',
-  'devserverStaging.lockForWindow',
-  'devserverStaging.lockWhenFree',
-  'devserverStaging.forceRelease',
-  'devserverStaging.forceReleaseAllStale',
-  'devserverStaging.destroy',
-  'devserverStaging.destroyFolderBuilds',
-  'devserverStaging.cleanUp',
-  'devserverStaging.createStaticDir',
-]);
+export function needsTrust(id: string): boolean {
+  trustList ??= commandsNeedingTrust(vscode.extensions.getExtension(EXTENSION_ID)?.packageJSON);
+  return trustList === undefined || trustList.has(id);
+}
 
 /** Shows an error as `describeError` words it, and runs the button chosen. */
 export async function showError(err: unknown, log: Log, what = ''): Promise<void> {
@@ -40,7 +36,7 @@ export async function showError(err: unknown, log: Log, what = ''): Promise<void
 export function registerCommand<A extends unknown[]>(id: string, log: Log, handler: (...args: A) => unknown): vscode.Disposable {
   return vscode.commands.registerCommand(id, async (...args: A) => {
     try {
-      if (NEEDS_TRUST.has(id) && !vscode.workspace.isTrusted) {
+      if (!vscode.workspace.isTrusted && needsTrust(id)) {
         throw new Error(vscode.l10n.t('This workspace is not trusted, so Devserver Staging only shows lock states here. Trust the workspace to stage, lock, force-release or destroy.'));
       }
       return await handler(...args);

@@ -2,11 +2,12 @@ import { strict as assert } from 'assert';
 import * as fs from 'fs';
 import * as path from 'path';
 import * as vscode from 'vscode';
-import { NEEDS_TRUST } from '../../src/commands/command';
+import { needsTrust } from '../../src/commands/command';
+import { EXTENSION_ID } from '../../src/commands/trust';
 import type { DevserverStagingApi } from '../../src/extension';
 import { ROOT } from '../helpers';
 
-export const EXTENSION_ID = 'devserver-staging.devserver-staging';
+export { EXTENSION_ID };
 
 export async function api(): Promise<DevserverStagingApi> {
   const ext = vscode.extensions.getExtension<DevserverStagingApi>(EXTENSION_ID);
@@ -64,7 +65,7 @@ describe('activation and manifest', () => {
 
   it('limits an untrusted workspace to viewing: every command that changes the disk needs trust', () => {
     for (const c of manifest.contributes.commands) {
-      assert.equal(c.enablement === 'isWorkspaceTrusted', NEEDS_TRUST.has(c.command), `${c.command} enablement ${c.enablement}`);
+      assert.equal(c.enablement === 'isWorkspaceTrusted', needsTrust(c.command), `${c.command} enablement ${c.enablement}`);
     }
     assert.equal(manifest.capabilities.untrustedWorkspaces.supported, 'limited');
   });

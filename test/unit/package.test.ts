@@ -6,6 +6,7 @@ import { strict as assert } from 'assert';
 import * as fs from 'fs';
 import * as path from 'path';
 import * as yauzl from 'yauzl';
+import { EXTENSION_ID, commandsNeedingTrust } from '../../src/commands/trust';
 import { formatBytes } from '../../src/core/format';
 import { ROOT, cleanup, report, run, tempDir } from '../helpers';
 
@@ -57,6 +58,8 @@ interface MenuEntry {
   group?: string;
 }
 interface Manifest {
+  publisher: string;
+  name: string;
   contributes: {
     commands: Command[];
     menus: Record<string, MenuEntry[]>;
@@ -144,15 +147,21 @@ describe('the manifest', () => {
     assert.equal(new Set(icons).size, 2, `distinct icons: ${icons.join(', ')}`);
   });
 
-  it('needs a trusted workspace for exactly the commands that change the disk, as the command wrapper does', () => {
-    const source = fs.readFileSync(path.join(ROOT, 'src', 'commands', 'command.ts'), 'utf8');
-    const list = /NEEDS_TRUST = new Set\(\[([^\]]*)\]/.exec(source)![1]!;
-    const wrapper = [...list.matchAll(/'([\w.]+)'/g)].map((m) => m[1]!).sort();
+  it('needs a trusted workspace for exactly the commands that change the disk, and the command wrapper reads that from here', () => {
     const manifestSide = commands.filter((c) => c.enablement === 'isWorkspaceTrusted').map((c) => c.command).sort();
-    assert.deepEqual(manifestSide, wrapper);
-    for (const id of ['devserverStaging.destroy', 'devserverStaging.destroyFolderBuilds', 'devserverStaging.cleanUp', 'devserverStaging.forceReleaseAllStale', 'devserverStaging.stageBuild', 'devserverStaging.createStaticDir']) {
+    const wrapper = [...(commandsNeedingTrust(manifest) ?? [])].sort();
+    assert.deepEqual(wrapper, manifestSide);
+    for (const id of ['devserverStaging.destroy', 'devserverStaging.destroyFolderBuilds', 'devserverStaging.cleanUp', 'devserverStaging.forceReleaseAllStale', 'devserverStaging.stageBuild', 'devserverStaging.addArtifacts', 'devserverStaging.forceRelease', 'devserverStaging.lockForWindow', 'devserverStaging.lockWhenFree', 'devserverStaging.createStaticDir']) {
       assert.ok(wrapper.includes(id), id);
     }
+    // The wrapper finds this very manifest, and keeps no list of its own that could drift from it.
+    assert.equal(EXTENSION_ID, `${manifest.publisher}.${manifest.name}`);
+    const source = fs.readFileSync(path.join(ROOT, 'src', 'commands', 'command.ts'), 'utf8');
+    assert.match(source, /commandsNeedingTrust\(vscode\.extensions\.getExtension\(EXTENSION_ID\)\?\.packageJSON\)/);
+    assert.doesNotMatch(source, /['"`]devserverStaging\.\w+['"`]/, 'no command id is spelled in the wrapper');
+    // Unreadable or foreign: nothing to go by, and the wrapper then refuses every command.
+    for (const unreadable of [undefined, null, {}, { contributes: {} }, { contributes: { commands: 'x' } }]) assert.equal(commandsNeedingTrust(unreadable), undefined);
+    assert.deepEqual([...commandsNeedingTrust({ contributes: { commands: [{ command: 'a', enablement: 'isWorkspaceTrusted && view == x' }, { command: 'b', enablement: '!isWorkspaceTrusted' }, { command: 'c' }] } })!], ['a']);
   });
 
   it('hides from the palette the commands that need a row', () => {
