@@ -1,5 +1,7 @@
 /**
- * The extension's settings, read in one place. Paths are expanded here (`~`, `${userHome}`,
+ * The extension's settings, read and written here alone: one `Configuration`, made in activate(),
+ * is handed to every part that needs a setting, which reads `current` when it acts and listens to
+ * `onDidChange` where it must redraw. Paths are expanded here (`~`, `${userHome}`,
  * `${workspaceFolder}`) so that nothing downstream sees an unexpanded one.
  */
 import * as os from 'os';
@@ -20,7 +22,20 @@ export interface Settings {
   order: BuildOrder;
   /** Show each build's size and last use on its row. */
   showUsage: boolean;
+  /** Ask before force-releasing or destroying (questions that must be asked are asked anyway). */
+  confirmDestructive: boolean;
 }
+
+/** A place `staticDirs` can be written, with the list it holds there. */
+export interface SettingsLayer {
+  target: vscode.ConfigurationTarget;
+  /** For messages: "workspace settings", "user settings". */
+  name: string;
+  /** The entries as written there (`~`, `${workspaceFolder}` unexpanded). */
+  entries: string[];
+}
+
+const STATIC_DIRS = 'staticDirs';
 
 export function expandPath(raw: string, workspaceFolder: string | undefined): string | undefined {
   let p = raw.trim();
@@ -39,11 +54,15 @@ export function expandPath(raw: string, workspaceFolder: string | undefined): st
   return path.normalize(p).replace(/(.)\/+$/, '$1');
 }
 
-export function readSettings(): Settings {
+function workspaceFolder(): string | undefined {
+  return vscode.workspace.workspaceFolders?.[0]?.uri.fsPath;
+}
+
+function readSettings(): Settings {
   const c = vscode.workspace.getConfiguration(SECTION);
-  const folder = vscode.workspace.workspaceFolders?.[0]?.uri.fsPath;
+  const folder = workspaceFolder();
   const dirs: string[] = [];
-  for (const raw of c.get<unknown[]>('staticDirs', [])) {
+  for (const raw of c.get<unknown[]>(STATIC_DIRS, [])) {
     if (typeof raw !== 'string') continue;
     const p = expandPath(raw, folder);
     if (p !== undefined && !dirs.includes(p)) dirs.push(p);
@@ -60,8 +79,11 @@ export function readSettings(): Settings {
     pollMs: Number.isFinite(poll) && poll > 0 ? Math.max(1_000, poll * 1000) : 0,
     order: (BUILD_ORDERS as readonly string[]).includes(order) ? (order as BuildOrder) : 'version',
     showUsage: c.get<boolean>('showSizeAndLastUse', false) === true,
+    confirmDestructive: c.get<boolean>('confirmDestructiveActions', true) !== false,
   };
 }
+
+const strings = (v: unknown): string[] => (Array.isArray(v) ? v.filter((x): x is string => typeof x === 'string') : []);
 
 /** The settings as they are now, and an event with the fresh ones whenever one of ours changes. */
 export class Configuration implements vscode.Disposable {
@@ -76,6 +98,41 @@ export class Configuration implements vscode.Disposable {
 
   get current(): Settings {
     return this.settings;
+  }
+
+  /** The settings read afresh: after writing one, before its change event has come. */
+  reread(): Settings {
+    this.settings = readSettings();
+    return this.settings;
+  }
+
+  /** The absolute directory an entry of `staticDirs` names, expanded as the view expands it. */
+  expand(entry: string): string | undefined {
+    return expandPath(entry, workspaceFolder());
+  }
+
+  /**
+   * Where the list of static directories in force comes from, so that adding or removing one
+   * changes that place: the workspace's when it sets one (lists are not merged, the workspace's
+   * replaces the user's), else the user's, which is also where a first one goes. A value written
+   * to the user settings while the workspace sets its own would change nothing on screen.
+   */
+  staticDirsLayer(): SettingsLayer {
+    const info = vscode.workspace.getConfiguration(SECTION).inspect<unknown>(STATIC_DIRS);
+    if (info?.workspaceValue !== undefined) {
+      const file = vscode.workspace.workspaceFile !== undefined ? vscode.workspace.workspaceFile.fsPath : '.vscode/settings.json';
+      return { target: vscode.ConfigurationTarget.Workspace, name: vscode.l10n.t('the workspace settings ({0})', file), entries: strings(info.workspaceValue) };
+    }
+    return { target: vscode.ConfigurationTarget.Global, name: vscode.l10n.t('the user settings'), entries: strings(info?.globalValue) };
+  }
+
+  /** Writes the list of static directories to `layer`; says which layer, and why, when it cannot. */
+  async writeStaticDirs(layer: SettingsLayer, entries: string[]): Promise<void> {
+    try {
+      await vscode.workspace.getConfiguration(SECTION).update(STATIC_DIRS, entries, layer.target);
+    } catch (err) {
+      throw new Error(vscode.l10n.t('Could not change {0}: {1}', layer.name, err instanceof Error ? err.message : String(err)));
+    }
   }
 
   dispose(): void {

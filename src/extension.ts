@@ -26,9 +26,10 @@ import { showBuildDetailsCommand } from './commands/showBuildDetails';
 import { BuildDetails, DETAILS_SCHEME } from './details/buildDetails';
 import { FilterStatus } from './tree/filterStatus';
 import { stageBuildCommand } from './commands/stageBuild';
+import { type CommandContext } from './commands/command';
 import { Configuration } from './config';
 import { createLog } from './log';
-import { prompts, type Prompts } from './prompts';
+import { createPrompts, type Prompts } from './prompts';
 import { LockStates } from './core';
 import { Mine } from './model/mine';
 import { revealer } from './reveal';
@@ -52,25 +53,33 @@ export interface DevserverStagingApi {
 /** Composition root: builds the parts, connects them, and hands every disposable to VS Code. */
 export function activate(context: vscode.ExtensionContext): DevserverStagingApi {
   const log = createLog();
+  // The one source of settings: every part is given it, and reads it when it acts.
   const config = new Configuration();
-  const settings = config.current;
-  const timing = () => config.current.timing;
-  const states = new LockStates(settings.timing, log);
-  states.setPolling(settings.pollMs);
-  states.scan(settings.staticDirs);
-  const windowLocks = new WindowLocks(settings.timing, log);
+  const { timing, pollMs, staticDirs } = config.current;
+  const states = new LockStates(timing, log);
+  states.setPolling(pollMs);
+  states.scan(staticDirs);
+  // The core knows nothing of VS Code's settings: it is told of a change, before anything redraws.
+  const statesFollowConfig = config.onDidChange((s) => {
+    states.reset(s.timing, s.staticDirs);
+    states.setPolling(s.pollMs);
+  });
+  const prompts = createPrompts(config);
+  const windowLocks = new WindowLocks(config, log);
   const mine = new Mine(windowLocks.clientId, (d, t) => windowLocks.has(d, t));
-  const tree = new StagingTreeProvider(settings, states, mine);
+  const tree = new StagingTreeProvider(config, states, mine);
   const view = vscode.window.createTreeView(VIEW_ID, { treeDataProvider: tree, showCollapseAll: true, canSelectMany: true });
   // Polling (network filesystems) only while someone looks.
   states.setVisible(view.visible);
-  const statusBar = new StatusBar(states, mine, settings.staticDirs);
+  const statusBar = new StatusBar(states, mine, config);
   const details = new BuildDetails(states, mine);
-  const staticDirs = () => config.current.staticDirs;
   const reveal = revealer(tree, view, states, (tag) => log.info(`Cleared the filter to show ${tag}.`));
   const buildsUnder = (staticDir: string, tag: string) => states.buildsUnder(staticDir, tag).flatMap((r) => (r.lock !== undefined ? [r.lock] : []));
+  const commands: CommandContext = { config, log, prompts, states, windowLocks, mine, tree, reveal, buildsUnder, selection: () => view.selection };
   context.subscriptions.push(
     log,
+    config,
+    statesFollowConfig,
     states,
     tree,
     view,
@@ -83,42 +92,34 @@ export function activate(context: vscode.ExtensionContext): DevserverStagingApi 
     windowLocks,
     mine,
     windowLocks.onDidChange(() => mine.locksChanged()),
-    config,
-    config.onDidChange((s) => {
-      states.reset(s.timing, s.staticDirs);
-      states.setPolling(s.pollMs);
-      windowLocks.setTiming(s.timing);
-      tree.setSettings(s);
-      statusBar.setStaticDirs(s.staticDirs);
-    }),
-    refreshCommand(tree, states, log),
-    chooseStaticDirCommand(prompts, log),
-    removeStaticDirCommand(prompts, log),
-    createStaticDirCommand(tree, states, staticDirs, log),
-    lockForWindowCommand(states, windowLocks, log),
-    lockWhenFreeCommand(states, windowLocks, prompts, log),
-    releaseWindowLockCommand(windowLocks, log),
-    forceReleaseCommand(states, windowLocks, prompts, timing, log),
-    forceReleaseAllStaleCommand(staticDirs, buildsUnder, windowLocks, prompts, timing, log),
-    destroyCommand(states, windowLocks, prompts, timing, log, () => view.selection),
-    destroyFolderBuildsCommand(buildsUnder, windowLocks, prompts, timing, log),
-    cleanUpCommand(staticDirs, windowLocks, prompts, timing, log),
-    copyPathCommand(states, log),
-    copyTagCommand(states, log),
-    openArtifactCommand(staticDirs, prompts, log),
-    revealInExplorerCommand(states, log),
-    openInTerminalCommand(states, log),
-    showLogCommand(log),
-    filterCommand(tree, log),
-    clearFilterCommand(tree, log),
-    goToBuildCommand(states, mine, reveal, log),
-    showMoreCommand(tree, log),
-    verifyBuildCommand(states, timing, log),
-    showBuildDetailsCommand(states, log),
-    stageBuildCommand(staticDirs, windowLocks, mine, prompts, reveal, timing, log),
-    addArtifactsCommand(states, windowLocks, mine, prompts, reveal, timing, log),
+    refreshCommand(commands),
+    chooseStaticDirCommand(commands),
+    removeStaticDirCommand(commands),
+    createStaticDirCommand(commands),
+    lockForWindowCommand(commands),
+    lockWhenFreeCommand(commands),
+    releaseWindowLockCommand(commands),
+    forceReleaseCommand(commands),
+    forceReleaseAllStaleCommand(commands),
+    destroyCommand(commands),
+    destroyFolderBuildsCommand(commands),
+    cleanUpCommand(commands),
+    copyPathCommand(commands),
+    copyTagCommand(commands),
+    openArtifactCommand(commands),
+    revealInExplorerCommand(commands),
+    openInTerminalCommand(commands),
+    showLogCommand(commands),
+    filterCommand(commands),
+    clearFilterCommand(commands),
+    goToBuildCommand(commands),
+    showMoreCommand(commands),
+    verifyBuildCommand(commands),
+    showBuildDetailsCommand(commands),
+    stageBuildCommand(commands),
+    addArtifactsCommand(commands),
   );
-  log.info(`Activated with ${settings.staticDirs.length} static director${settings.staticDirs.length === 1 ? 'y' : 'ies'}.`);
+  log.info(`Activated with ${staticDirs.length} static director${staticDirs.length === 1 ? 'y' : 'ies'}.`);
   return { tree, states, view, windowLocks, statusBar, mine, prompts };
 }
 

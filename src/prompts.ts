@@ -1,9 +1,10 @@
 /**
- * Questions to the user and what the user is told. One object, so that the integration tests can
- * answer them (and read what was asked, and what was said) the way a user would.
+ * Questions to the user and what the user is told. One object, made in activate() and handed to
+ * every command, so that the integration tests can answer them (and read what was asked, and
+ * what was said) the way a user would.
  */
 import * as vscode from 'vscode';
-import { SECTION } from './config';
+import type { Configuration } from './config';
 
 export type Severity = 'info' | 'warning' | 'error';
 
@@ -29,9 +30,10 @@ const SHOW: Record<Severity, (message: string, ...items: string[]) => Thenable<s
   error: (m, ...a) => vscode.window.showErrorMessage(m, ...a),
 };
 
-export const prompts: Prompts = {
+/** The editor's own dialogs; a skippable question is taken as yes while the settings turn confirmations off. */
+export const createPrompts = (config: Configuration): Prompts => ({
   async confirm(message, detail, button, skippable = true) {
-    if (skippable && !vscode.workspace.getConfiguration(SECTION).get<boolean>('confirmDestructiveActions', true)) return true;
+    if (skippable && !config.current.confirmDestructive) return true;
     return (await vscode.window.showWarningMessage(message, { modal: true, detail }, button)) === button;
   },
   async pickOne(items, options) {
@@ -46,4 +48,4 @@ export const prompts: Prompts = {
   async notify(severity, message, ...actions) {
     return SHOW[severity](message, ...actions);
   },
-};
+});

@@ -3,6 +3,7 @@
  * elsewhere, in words. Hidden while no static directory is configured.
  */
 import * as vscode from 'vscode';
+import type { Configuration } from './config';
 import { literal } from './markdown';
 import type { AreaRecord, Counts, LockStates } from './core';
 import type { Mine } from './model/mine';
@@ -10,18 +11,26 @@ import type { Mine } from './model/mine';
 export class StatusBar implements vscode.Disposable {
   private readonly item = vscode.window.createStatusBarItem('devserverStaging.status', vscode.StatusBarAlignment.Left, 50);
   private readonly subscriptions: vscode.Disposable[];
-  private configured: boolean;
 
   constructor(
     private readonly states: LockStates,
     private readonly mine: Mine,
-    staticDirs: readonly string[],
+    private readonly config: Pick<Configuration, 'current' | 'onDidChange'>,
   ) {
     this.item.name = vscode.l10n.t('Devserver Staging');
     this.item.command = 'devserverStaging.areas.focus';
-    this.configured = staticDirs.length > 0;
-    this.subscriptions = [states.onDidChange(() => this.update()), mine.onDidChange(() => this.update()), states.onDidList(() => this.update())];
+    this.subscriptions = [
+      states.onDidChange(() => this.update()),
+      mine.onDidChange(() => this.update()),
+      states.onDidList(() => this.update()),
+      config.onDidChange(() => this.update()),
+    ];
     this.update();
+  }
+
+  /** Shown only while a static directory is configured. */
+  private get configured(): boolean {
+    return this.config.current.staticDirs.length > 0;
   }
 
   /** What the item shows, and whether it is shown. */
@@ -32,11 +41,6 @@ export class StatusBar implements vscode.Disposable {
   /** What a screen reader says of it. */
   get label(): string | undefined {
     return this.configured ? this.item.accessibilityInformation?.label : undefined;
-  }
-
-  setStaticDirs(dirs: readonly string[]): void {
-    this.configured = dirs.length > 0;
-    this.update();
   }
 
   /** The counts in words: "2 yours, 5 held, 1 stale"; states nobody is in are left out. */

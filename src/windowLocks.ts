@@ -4,12 +4,13 @@
  */
 import * as os from 'os';
 import * as vscode from 'vscode';
-import { acquire, keyOf, type Lease, type OnQueue, type Timing } from './core';
+import type { Configuration } from './config';
+import { acquire, keyOf, type Lease, type OnQueue } from './core';
+import { errorMessage } from './errors';
+import type { Log } from './log';
 
 /** "Until it is free": a day, which no wait in an editor outlasts. */
 const WAIT_FOREVER_MS = 24 * 3600_000;
-import { errorMessage } from './errors';
-import type { Log } from './log';
 
 export class WindowLocks implements vscode.Disposable {
   private readonly leases = new Map<string, { lease: Lease; since: number }>();
@@ -21,13 +22,10 @@ export class WindowLocks implements vscode.Disposable {
   readonly clientId = `vscode:${os.hostname()}:${vscode.env.sessionId.slice(0, 8)}:${process.pid}`;
 
   constructor(
-    private timing: Timing,
+    /** The settings: each lock is taken with the timing in force when it is taken. */
+    private readonly config: Pick<Configuration, 'current'>,
     private readonly log: Log,
   ) {}
-
-  setTiming(timing: Timing): void {
-    this.timing = timing;
-  }
 
   has(staticDir: string, tag: string): boolean {
     return this.leases.has(keyOf(staticDir, tag));
@@ -54,7 +52,7 @@ export class WindowLocks implements vscode.Disposable {
     let lease: Lease;
     try {
       lease = await acquire(staticDir, tag, {
-        ...this.timing,
+        ...this.config.current.timing,
         createOnce: false,
         clientId: this.clientId,
         purpose: vscode.l10n.t('held in VS Code'),

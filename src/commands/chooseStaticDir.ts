@@ -1,8 +1,5 @@
 import * as vscode from 'vscode';
-import type { Log } from '../log';
-import type { Prompts } from '../prompts';
-import { registerCommand } from './command';
-import { expanded, inForce, layerInForce, write } from './staticDirSettings';
+import { registerCommand, type Uses } from './command';
 
 /** A directory given by a script or test instead of the folder dialog. */
 export interface StaticDirArgs {
@@ -13,8 +10,9 @@ export interface StaticDirArgs {
  * Adds a static directory, picked in a folder dialog, to the settings where the list in force
  * lives (the workspace's if it sets one, else the user's), and checks that it took effect.
  */
-export function chooseStaticDirCommand(prompts: Prompts, log: Log): vscode.Disposable {
-  return registerCommand('devserverStaging.chooseStaticDir', log, async (_node?: unknown, _nodes?: unknown, args?: StaticDirArgs) => {
+export function chooseStaticDirCommand(ctx: Uses): vscode.Disposable {
+  const { config, log, prompts } = ctx;
+  return registerCommand('devserverStaging.chooseStaticDir', ctx, async (_node?: unknown, _nodes?: unknown, args?: StaticDirArgs) => {
     let dir = args?.dir;
     if (dir === undefined) {
       const picked = await vscode.window.showOpenDialog({
@@ -27,14 +25,14 @@ export function chooseStaticDirCommand(prompts: Prompts, log: Log): vscode.Dispo
       dir = picked?.[0]?.fsPath;
     }
     if (dir === undefined) return;
-    const wanted = expanded(dir) ?? dir;
-    if (inForce().includes(wanted)) {
+    const wanted = config.expand(dir) ?? dir;
+    if (config.current.staticDirs.includes(wanted)) {
       void prompts.notify('info', vscode.l10n.t('{0} is already shown in the Staging Areas view.', wanted));
       return;
     }
-    const layer = layerInForce();
-    await write(layer, [...layer.entries, dir]);
-    if (!inForce().includes(wanted)) {
+    const layer = config.staticDirsLayer();
+    await config.writeStaticDirs(layer, [...layer.entries, dir]);
+    if (!config.reread().staticDirs.includes(wanted)) {
       throw new Error(vscode.l10n.t('{0} was added to {1}, but the view does not show it: another setting overrides that list. Open the settings to see where devserverStaging.staticDirs is set.', wanted, layer.name));
     }
     log.info(`Added static directory ${wanted} to ${layer.name}.`);

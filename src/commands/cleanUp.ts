@@ -1,12 +1,9 @@
 import * as vscode from 'vscode';
 import { parseDuration } from '../cli/units';
-import { formatBytes, formatDuration, prune, type PruneResult, type Timing } from '../core';
+import { formatBytes, formatDuration, prune, type PruneResult } from '../core';
 import { withoutCliHints } from '../errors';
-import type { Log } from '../log';
-import type { Prompts } from '../prompts';
 import type { Node } from '../tree/provider';
-import type { WindowLocks } from '../windowLocks';
-import { registerCommand } from './command';
+import { registerCommand, type Uses } from './command';
 import { entryOfNode, holderOf, locate, staticDirOfNode } from './targets';
 
 /** Where to clean up, named by a script, a test or an error message's button instead of a row. */
@@ -54,16 +51,17 @@ function keptBecause(s: Skipped): string {
  * removes a locked build. The preview is a promise: if the choice changed meanwhile (a build
  * staged, another aged), the new choice is shown before anything is removed.
  */
-export function cleanUpCommand(staticDirs: () => readonly string[], windowLocks: WindowLocks, prompts: Prompts, timing: () => Timing, log: Log): vscode.Disposable {
-  return registerCommand('devserverStaging.cleanUp', log, async (node?: Node, _nodes?: Node[], args: CleanUpArgs = {}) => {
+export function cleanUpCommand(ctx: Uses<'windowLocks'>): vscode.Disposable {
+  const { config, log, prompts, windowLocks } = ctx;
+  return registerCommand('devserverStaging.cleanUp', ctx, async (node?: Node, _nodes?: Node[], args: CleanUpArgs = {}) => {
     const title = vscode.l10n.t('Clean Up');
     let scope: { staticDir: string; tag: string } | undefined;
     if (args.path !== undefined) {
-      const at = locate(staticDirs(), args.path);
+      const at = locate(config.current.staticDirs, args.path);
       if (at !== undefined) scope = { staticDir: at.staticDir, tag: '' };
     } else if (node !== undefined) scope = { staticDir: staticDirOfNode(node), tag: entryOfNode(node)?.tag ?? '' };
     else {
-      const dirs = staticDirs();
+      const dirs = config.current.staticDirs;
       if (dirs.length === 0) throw new Error(vscode.l10n.t('No static directory is configured. Add one first (Devserver Staging: Add Static Directory…).'));
       const picked = dirs.length === 1 ? dirs[0] : (await prompts.pickOne(dirs.map((d) => ({ label: d })), { title, placeHolder: vscode.l10n.t('Clean up which static directory?') }))?.label;
       if (picked !== undefined) scope = { staticDir: picked, tag: '' };
@@ -98,7 +96,7 @@ export function cleanUpCommand(staticDirs: () => readonly string[], windowLocks:
       if (ageText === undefined) return undefined;
       olderThan = ageText.trim() === '' ? undefined : parseDuration(ageText);
     }
-    const options = { ...timing(), ...(keep !== undefined ? { keep } : {}), ...(olderThan !== undefined ? { olderThan } : {}), ...(tag !== '' ? { subpath: tag } : {}), clientId: windowLocks.clientId };
+    const options = { ...config.current.timing, ...(keep !== undefined ? { keep } : {}), ...(olderThan !== undefined ? { olderThan } : {}), ...(tag !== '' ? { subpath: tag } : {}), clientId: windowLocks.clientId };
     const measure = (): Thenable<PruneResult> =>
       vscode.window.withProgress({ location: vscode.ProgressLocation.Notification, title: vscode.l10n.t('Looking at the builds in {0}…', where) }, () => prune(staticDir, { ...options, dryRun: true }));
 

@@ -1,13 +1,12 @@
 import * as vscode from 'vscode';
-import type { Log } from '../log';
-import type { LockStates } from '../core';
 import type { Node } from '../tree/provider';
-import { registerCommand } from './command';
+import { registerCommand, type Uses } from './command';
 import { targets } from './targets';
 
 /** Copies the tags of the chosen builds or folders (`board/version`) to the clipboard, one per line. */
-export function copyTagCommand(states: LockStates, log: Log): vscode.Disposable {
-  return registerCommand('devserverStaging.copyTag', log, async (node?: Node, nodes?: Node[]) => {
+export function copyTagCommand(ctx: Uses<'states'>): vscode.Disposable {
+  const { states } = ctx;
+  return registerCommand('devserverStaging.copyTag', ctx, async (node?: Node, nodes?: Node[]) => {
     const chosen = await targets(states, { node, nodes, title: vscode.l10n.t('Copy the tag of which build?'), single: true });
     const text = chosen.map((e) => e.tag).join('\n');
     if (text !== '') await vscode.env.clipboard.writeText(text);

@@ -1,10 +1,6 @@
 import * as vscode from 'vscode';
-import type { LockStates, Timing } from '../core';
-import type { Log } from '../log';
-import type { Prompts } from '../prompts';
 import type { Node } from '../tree/provider';
-import type { WindowLocks } from '../windowLocks';
-import { registerCommand } from './command';
+import { registerCommand, type Uses } from './command';
 import type { FolderArgs } from './destroyFolderBuilds';
 import { alwaysAsking, confirmDestroy, destroyJudged, judge, reportDestroyed } from './destroying';
 import { entryOf, type BuildArgs } from './forceRelease';
@@ -22,14 +18,15 @@ const isSelectionArgs = (a: unknown): a is SelectionArgs => typeof a === 'object
  * If any is held by someone else, the question says so, its button says how many locks break, and
  * it is asked even with confirmations off. Folders are not destroyed here (Destroy Builds… is).
  */
-export function destroyCommand(states: LockStates, windowLocks: WindowLocks, prompts: Prompts, timing: () => Timing, log: Log, selection: () => readonly Node[]): vscode.Disposable {
-  return registerCommand('devserverStaging.destroy', log, async (node?: Node | SelectionArgs, nodes?: Node[], args?: BuildArgs) => {
+export function destroyCommand(ctx: Uses<'states' | 'windowLocks' | 'selection'>): vscode.Disposable {
+  const { config, log, prompts, states } = ctx;
+  return registerCommand('devserverStaging.destroy', ctx, async (node?: Node | SelectionArgs, nodes?: Node[], args?: BuildArgs) => {
     const fromKey = isSelectionArgs(node);
     // The Delete key acts on the selected builds and folders only, never on a question.
     const chosen = fromKey
-      ? selectedEntries(states, undefined, selection())
+      ? selectedEntries(states, undefined, ctx.selection())
       : args !== undefined
-        ? [await entryOf(states, args, timing())]
+        ? [await entryOf(states, args, config.current.timing)]
         : await targets(states, { node, nodes, title: vscode.l10n.t('Destroy which builds?') });
     if (chosen.length === 0) return;
     const builds = buildsAmong(chosen);
@@ -43,8 +40,7 @@ export function destroyCommand(states: LockStates, windowLocks: WindowLocks, pro
       if (folders.length > 0) void prompts.notify('info', vscode.l10n.t('Folders are not destroyed with Destroy…: use Destroy Builds… on a folder to remove the builds in it.'));
       return undefined;
     }
-    const deps = { windowLocks, prompts, timing, log };
-    const judged = await judge(builds, deps);
+    const judged = await judge(builds, ctx);
     const n = judged.length;
     const more = folders.length > 0 ? [vscode.l10n.t('Not destroyed: {0} (folders; use Destroy Builds… on a folder).', folders.map((f) => f.tag).join(', '))] : [];
     const ok = await confirmDestroy(
@@ -60,7 +56,7 @@ export function destroyCommand(states: LockStates, windowLocks: WindowLocks, pro
       fromKey ? alwaysAsking(prompts) : prompts,
     );
     if (!ok) return undefined;
-    reportDestroyed(await destroyJudged(judged, deps), prompts, log);
+    reportDestroyed(await destroyJudged(judged, ctx), prompts, log);
     return undefined;
   });
 }

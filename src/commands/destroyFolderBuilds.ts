@@ -1,13 +1,9 @@
 import * as path from 'path';
 import * as vscode from 'vscode';
-import type { Timing } from '../core';
-import type { Log } from '../log';
-import type { Prompts } from '../prompts';
 import type { Node } from '../tree/provider';
-import type { WindowLocks } from '../windowLocks';
-import { registerCommand } from './command';
+import { registerCommand, type Uses } from './command';
 import { alwaysAsking, confirmDestroy, destroyJudged, judge, reportDestroyed } from './destroying';
-import { buildsAmong, entryOfNode, staticDirOfNode, type BuildsUnder } from './targets';
+import { buildsAmong, entryOfNode, staticDirOfNode } from './targets';
 
 /** A folder named by a script, a test or another command instead of a row. */
 export interface FolderArgs {
@@ -22,8 +18,9 @@ export interface FolderArgs {
  * held, stale or legacy. The folder itself stays. `buildsUnder` is the model's list of the builds
  * it knows below a folder.
  */
-export function destroyFolderBuildsCommand(buildsUnder: BuildsUnder, windowLocks: WindowLocks, prompts: Prompts, timing: () => Timing, log: Log): vscode.Disposable {
-  return registerCommand('devserverStaging.destroyFolderBuilds', log, async (node?: Node, _nodes?: Node[], args?: FolderArgs) => {
+export function destroyFolderBuildsCommand(ctx: Uses<'buildsUnder' | 'windowLocks'>): vscode.Disposable {
+  const { log, prompts, buildsUnder } = ctx;
+  return registerCommand('devserverStaging.destroyFolderBuilds', ctx, async (node?: Node, _nodes?: Node[], args?: FolderArgs) => {
     const folder = args ?? (node !== undefined ? { staticDir: staticDirOfNode(node), tag: entryOfNode(node)?.tag ?? '' } : undefined);
     if (folder === undefined) return;
     const where = folder.tag === '' ? folder.staticDir : folder.tag;
@@ -32,8 +29,7 @@ export function destroyFolderBuildsCommand(buildsUnder: BuildsUnder, windowLocks
       void prompts.notify('info', vscode.l10n.t('There are no builds in {0}.', where));
       return;
     }
-    const deps = { windowLocks, prompts, timing, log };
-    const judged = await judge(builds, deps);
+    const judged = await judge(builds, ctx);
     const n = judged.length;
     const ok = await confirmDestroy(
       judged,
@@ -51,6 +47,6 @@ export function destroyFolderBuildsCommand(buildsUnder: BuildsUnder, windowLocks
       args?.alwaysAsk === true ? alwaysAsking(prompts) : prompts,
     );
     if (!ok) return;
-    reportDestroyed(await destroyJudged(judged, deps), prompts, log);
+    reportDestroyed(await destroyJudged(judged, ctx), prompts, log);
   });
 }

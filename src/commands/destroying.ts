@@ -3,19 +3,15 @@
  * will happen to each (whose lock breaks), and destroying exactly what the user was told about.
  */
 import * as vscode from 'vscode';
-import { destroy, inspect, isStagingError, type ListEntry, type LockInfo, type Timing } from '../core';
+import { destroy, inspect, isStagingError, type ListEntry, type LockInfo } from '../core';
 import { errorMessage } from '../errors';
 import type { Log } from '../log';
 import type { Prompts } from '../prompts';
-import type { WindowLocks } from '../windowLocks';
+import type { Uses } from './command';
 import { holderOf, lockWords, shortHolderOf } from './targets';
 
-export interface DestroyDeps {
-  windowLocks: WindowLocks;
-  prompts: Prompts;
-  timing: () => Timing;
-  log: Log;
-}
+/** What judging and destroying use: the window's locks, the settings' timing, the log. */
+export type DestroyDeps = Uses<'windowLocks'>;
 
 /** A build as it was when the user was asked. */
 export interface Judged {
@@ -31,7 +27,7 @@ const MAX_LINES = 25;
 
 /** Judges each build now: the listing the view shows may be seconds old. */
 export async function judge(entries: readonly ListEntry[], deps: DestroyDeps): Promise<Judged[]> {
-  const timing = deps.timing();
+  const { timing } = deps.config.current;
   return Promise.all(
     entries.map(async (e) => {
       const info = await inspect(e.staticDir, e.tag, timing).catch(() => e as LockInfo);
@@ -112,7 +108,7 @@ type Outcome = { tag: string; done: true } | { tag: string; done: false; why: st
  * same lock; a build that was locked, or whose lock changed hands, after the question is refused.
  */
 export async function destroyJudged(judged: readonly Judged[], deps: DestroyDeps): Promise<Outcome[]> {
-  const timing = deps.timing();
+  const { timing } = deps.config.current;
   const clientId = deps.windowLocks.clientId;
   const outcomes: Outcome[] = [];
   await vscode.window.withProgress({ location: vscode.ProgressLocation.Notification, title: vscode.l10n.t('Destroying'), cancellable: false }, async (progress) => {

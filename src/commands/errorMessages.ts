@@ -7,7 +7,6 @@ import * as os from 'os';
 import * as path from 'path';
 import * as vscode from 'vscode';
 import { MANIFEST_FILE, isStagingError, type ErrorCode, type StagingError } from '../core';
-import { readSettings } from '../config';
 import { errorMessage } from '../errors';
 import { holderOf, locate, sinceOf } from './targets';
 
@@ -31,16 +30,14 @@ export interface ShownError {
 }
 
 /** Where in the configured static directories a path lies, if it does. */
-function where(p: string | undefined): { staticDir: string; tag: string } | undefined {
-  return p === undefined ? undefined : locate(readSettings().staticDirs, p);
-}
+type Where = (p: string | undefined) => { staticDir: string; tag: string } | undefined;
 
 const forceReleaseAction = (staticDir: string, tag: string): ErrorAction => run(vscode.l10n.t('Force Release…'), 'devserverStaging.forceRelease', undefined, undefined, { staticDir, tag });
 const cleanUpAction = (p: string): ErrorAction => run(vscode.l10n.t('Clean Up…'), 'devserverStaging.cleanUp', undefined, undefined, { path: p });
 const openSettings = (): ErrorAction => run(vscode.l10n.t('Open Settings'), 'workbench.action.openSettings', 'devserverStaging.staticDirs');
 
 /** Errors of the filesystem, by errno: the same words whether the core or the editor met them. */
-function fsError(errno: string | undefined, p: string | undefined, fallback: string): ShownError | undefined {
+function fsError(errno: string | undefined, p: string | undefined, fallback: string, where: Where): ShownError | undefined {
   const shown = p ?? vscode.l10n.t('a file');
   switch (errno) {
     case 'ENOSPC':
@@ -56,7 +53,7 @@ function fsError(errno: string | undefined, p: string | undefined, fallback: str
   }
 }
 
-type Describe = (err: StagingError) => ShownError | undefined;
+type Describe = (err: StagingError, where: Where) => ShownError | undefined;
 
 const BY_CODE: Partial<Record<ErrorCode, Describe>> = {
   ELOCKED(err) {
@@ -74,7 +71,7 @@ const BY_CODE: Partial<Record<ErrorCode, Describe>> = {
             : vscode.l10n.t('{0} is held by {1}.', tag, holderOf(lock));
     return { message, actions: [forceReleaseAction(lock.staticDir, tag)] };
   },
-  EEXIST(err) {
+  EEXIST(err, where) {
     const at = where(err.path);
     if (at === undefined) return undefined;
     return {
@@ -82,7 +79,7 @@ const BY_CODE: Partial<Record<ErrorCode, Describe>> = {
       actions: [run(vscode.l10n.t('Add Artifacts…'), 'devserverStaging.addArtifacts', undefined, undefined, { staticDir: at.staticDir, tag: at.tag })],
     };
   },
-  ENOENT(err) {
+  ENOENT(err, where) {
     const at = where(err.path);
     const what = at !== undefined && at.tag !== '' ? at.tag : err.path;
     if (what === undefined) return undefined;
@@ -100,14 +97,14 @@ const BY_CODE: Partial<Record<ErrorCode, Describe>> = {
     if (/not a directory/.test(err.message)) return { message: vscode.l10n.t('The static directory {0} is not a directory.', dir), actions: [openSettings()] };
     return { message: errorMessage(err), actions: [openSettings()] };
   },
-  ETOOBIG(err) {
+  ETOOBIG(err, where) {
     // Which limit: the free space of the filesystem, or the size limit of one staging.
     if (/filesystem fills/.test(err.message)) {
       return { message: errorMessage(err).replace(/Free some space or /, vscode.l10n.t('Clean up old builds or ')), actions: err.path !== undefined && where(err.path) !== undefined ? [cleanUpAction(err.path)] : [] };
     }
     return { message: errorMessage(err).replace(/ Raise the size limit[^.]*\./, ''), actions: [] };
   },
-  ECORRUPT(err) {
+  ECORRUPT(err, where) {
     const file = err.path;
     if (file === undefined) return undefined;
     const at = where(path.basename(file) === MANIFEST_FILE ? path.dirname(file) : file);
@@ -124,18 +121,19 @@ const BY_CODE: Partial<Record<ErrorCode, Describe>> = {
       ],
     };
   },
-  EIO(err) {
-    return fsError(errnoCodeOf(err.cause), err.path, '');
+  EIO(err, where) {
+    return fsError(errnoCodeOf(err.cause), err.path, '', where);
   },
 };
 
-/** The message and buttons for any error a command can meet. */
-export function describeError(err: unknown): ShownError {
+/** The message and buttons for any error a command can meet; buttons act on builds in `staticDirs` only. */
+export function describeError(err: unknown, staticDirs: readonly string[]): ShownError {
+  const where: Where = (p) => (p === undefined ? undefined : locate(staticDirs, p));
   if (isStagingError(err)) {
-    const shown = BY_CODE[err.code]?.(err);
+    const shown = BY_CODE[err.code]?.(err, where);
     if (shown !== undefined) return shown;
     return { message: errorMessage(err), actions: [] };
   }
   const errno = errnoCodeOf(err);
-  return fsError(errno, (err as NodeJS.ErrnoException | undefined)?.path, errorMessage(err)) ?? { message: errorMessage(err), actions: [] };
+  return fsError(errno, (err as NodeJS.ErrnoException | undefined)?.path, errorMessage(err), where) ?? { message: errorMessage(err), actions: [] };
 }

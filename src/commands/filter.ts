@@ -1,16 +1,15 @@
 import * as vscode from 'vscode';
-import type { Log } from '../log';
 import { FILTER_STATES, isActive, NO_FILTER, type BuildFilter, type FilterState } from '../model/view';
 import { stateWord } from '../tree/filterStatus';
-import type { StagingTreeProvider } from '../tree/provider';
-import { registerCommand } from './command';
+import { registerCommand, type Uses } from './command';
 
 /**
  * Filters the builds shown: words of the tag and any of the states. One quick pick does both:
  * what is typed is the text, what is ticked the states. A script or test passes the filter.
  */
-export function filterCommand(tree: StagingTreeProvider, log: Log): vscode.Disposable {
-  return registerCommand('devserverStaging.filter', log, async (given?: Partial<BuildFilter>) => {
+export function filterCommand(ctx: Uses<'tree'>): vscode.Disposable {
+  const { log, tree } = ctx;
+  return registerCommand('devserverStaging.filter', ctx, async (given?: Partial<BuildFilter>) => {
     if (given !== undefined && (typeof given.text === 'string' || Array.isArray(given.states))) {
       tree.setFilter(checked(given));
       return;
@@ -40,8 +39,9 @@ export function filterCommand(tree: StagingTreeProvider, log: Log): vscode.Dispo
   });
 }
 
-export function clearFilterCommand(tree: StagingTreeProvider, log: Log): vscode.Disposable {
-  return registerCommand('devserverStaging.clearFilter', log, () => tree.setFilter(NO_FILTER));
+export function clearFilterCommand(ctx: Uses<'tree'>): vscode.Disposable {
+  const { tree } = ctx;
+  return registerCommand('devserverStaging.clearFilter', ctx, () => tree.setFilter(NO_FILTER));
 }
 
 function checked(given: Partial<BuildFilter>): BuildFilter {

@@ -1,10 +1,7 @@
 import * as vscode from 'vscode';
 import { forceRelease, formatDuration, inspect, type ListEntry, type LockInfo, type LockStates, type Timing } from '../core';
-import type { Log } from '../log';
-import type { Prompts } from '../prompts';
 import type { Node } from '../tree/provider';
-import type { WindowLocks } from '../windowLocks';
-import { registerCommand } from './command';
+import { registerCommand, type Uses } from './command';
 import { holderOf, targets } from './targets';
 
 /** A build named by a script, a test or an error message's button instead of a row. */
@@ -35,11 +32,12 @@ export async function entryOf(states: LockStates, args: BuildArgs, timing: Timin
 }
 
 /** Removes other holders' locks, after a modal that names each holder. */
-export function forceReleaseCommand(states: LockStates, windowLocks: WindowLocks, prompts: Prompts, timing: () => Timing, log: Log): vscode.Disposable {
-  return registerCommand('devserverStaging.forceRelease', log, async (node?: Node, nodes?: Node[], args?: BuildArgs) => {
-    const picked = args !== undefined ? [await entryOf(states, args, timing())] : await targets(states, { node, nodes, title: vscode.l10n.t('Force-release which locks?'), only: ['held', 'stale', 'legacy'] });
+export function forceReleaseCommand(ctx: Uses<'states' | 'windowLocks'>): vscode.Disposable {
+  const { config, log, prompts, states, windowLocks } = ctx;
+  return registerCommand('devserverStaging.forceRelease', ctx, async (node?: Node, nodes?: Node[], args?: BuildArgs) => {
+    const picked = args !== undefined ? [await entryOf(states, args, config.current.timing)] : await targets(states, { node, nodes, title: vscode.l10n.t('Force-release which locks?'), only: ['held', 'stale', 'legacy'] });
     // Judged again: the question must name the lock as it is now.
-    const chosen = (await Promise.all(picked.map(async (e) => ({ ...e, ...(await inspect(e.staticDir, e.tag, timing()).catch(() => e)) })))).filter((e) => e.state !== 'free');
+    const chosen = (await Promise.all(picked.map(async (e) => ({ ...e, ...(await inspect(e.staticDir, e.tag, config.current.timing).catch(() => e)) })))).filter((e) => e.state !== 'free');
     if (chosen.length === 0) {
       if (picked.length > 0) void prompts.notify('info', picked.length === 1 ? vscode.l10n.t('{0} is not locked any more.', picked[0]!.tag) : vscode.l10n.t('None of them is locked any more.'));
       return;
@@ -54,7 +52,7 @@ export function forceReleaseCommand(states: LockStates, windowLocks: WindowLocks
       // A lock of this window's own is released properly rather than broken.
       if (windowLocks.has(e.staticDir, e.tag)) await windowLocks.release(e.staticDir, e.tag);
       else {
-        const was = await forceRelease(e.staticDir, e.tag, { ...timing(), clientId: windowLocks.clientId });
+        const was = await forceRelease(e.staticDir, e.tag, { ...config.current.timing, clientId: windowLocks.clientId });
         log.info(`Force-released ${e.tag} in ${e.staticDir}, held by ${holderOf(was)}.`);
       }
     }

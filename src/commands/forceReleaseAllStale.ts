@@ -1,24 +1,22 @@
 import * as vscode from 'vscode';
-import { formatDuration, forceRelease, inspect, type Timing } from '../core';
+import { formatDuration, forceRelease, inspect } from '../core';
 import { errorMessage } from '../errors';
-import type { Log } from '../log';
-import type { Prompts } from '../prompts';
 import type { Node } from '../tree/provider';
-import type { WindowLocks } from '../windowLocks';
-import { registerCommand } from './command';
+import { registerCommand, type Uses } from './command';
 import { describeLock } from './forceRelease';
-import { buildsAmong, entryOfNode, lockWords, shortHolderOf, staticDirOfNode, type BuildsUnder } from './targets';
+import { buildsAmong, entryOfNode, lockWords, shortHolderOf, staticDirOfNode } from './targets';
 
 /**
  * Force-releases the stale locks of the builds the view knows (below a static directory or folder
  * when started from its row): a quick pick of them, all ticked, then one question, then each lock
  * judged once more and broken only if it is still the stale one that was shown.
  */
-export function forceReleaseAllStaleCommand(staticDirs: () => readonly string[], buildsUnder: BuildsUnder, windowLocks: WindowLocks, prompts: Prompts, timing: () => Timing, log: Log): vscode.Disposable {
-  return registerCommand('devserverStaging.forceReleaseAllStale', log, async (node?: Node) => {
-    const scopes = node !== undefined ? [{ staticDir: staticDirOfNode(node), tag: entryOfNode(node)?.tag ?? '' }] : staticDirs().map((d) => ({ staticDir: d, tag: '' }));
+export function forceReleaseAllStaleCommand(ctx: Uses<'buildsUnder' | 'windowLocks'>): vscode.Disposable {
+  const { config, log, prompts, windowLocks, buildsUnder } = ctx;
+  return registerCommand('devserverStaging.forceReleaseAllStale', ctx, async (node?: Node) => {
+    const scopes = node !== undefined ? [{ staticDir: staticDirOfNode(node), tag: entryOfNode(node)?.tag ?? '' }] : config.current.staticDirs.map((d) => ({ staticDir: d, tag: '' }));
     const known = scopes.flatMap((s) => buildsUnder(s.staticDir, s.tag)).filter((e) => e.state === 'stale');
-    const t = timing();
+    const t = config.current.timing;
     // Judged now: the view's listing may be older than a holder's return.
     const stale = (await Promise.all(buildsAmong(known).map((e) => inspect(e.staticDir, e.tag, t).catch(() => e)))).filter((e) => e.state === 'stale');
     if (stale.length === 0) {
@@ -51,7 +49,7 @@ export function forceReleaseAllStaleCommand(staticDirs: () => readonly string[],
     const left: string[] = [];
     for (const e of chosen) {
       try {
-        const now = await inspect(e.staticDir, e.tag, timing());
+        const now = await inspect(e.staticDir, e.tag, config.current.timing);
         if (now.state !== 'stale' || now.lockId !== e.lockId) {
           left.push(vscode.l10n.t('{0} (now {1})', e.tag, lockWords(now, windowLocks.has(e.staticDir, e.tag))));
           continue;

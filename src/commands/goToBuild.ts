@@ -1,13 +1,10 @@
 import * as vscode from 'vscode';
-import type { Log } from '../log';
-import type { LockStates } from '../core';
-import type { Mine } from '../model/mine';
-import type { Reveal } from '../reveal';
-import { registerCommand } from './command';
+import { registerCommand, type Uses } from './command';
 
 /** Finds a build among every build of every static directory, and shows it in the view. */
-export function goToBuildCommand(states: LockStates, mine: Mine, reveal: Reveal, log: Log): vscode.Disposable {
-  return registerCommand('devserverStaging.goToBuild', log, async (args?: { staticDir: string; tag: string }) => {
+export function goToBuildCommand(ctx: Uses<'states' | 'mine' | 'reveal'>): vscode.Disposable {
+  const { states, mine, reveal } = ctx;
+  return registerCommand('devserverStaging.goToBuild', ctx, async (args?: { staticDir: string; tag: string }) => {
     let target = args;
     if (target === undefined) {
       const all = states.sortedBuilds();

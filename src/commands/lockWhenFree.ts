@@ -1,10 +1,6 @@
 import * as vscode from 'vscode';
-import type { LockStates } from '../core';
-import type { Log } from '../log';
-import type { Prompts } from '../prompts';
 import type { Node } from '../tree/provider';
-import type { WindowLocks } from '../windowLocks';
-import { registerCommand } from './command';
+import { registerCommand, type Uses } from './command';
 import { targets } from './targets';
 
 /**
@@ -12,8 +8,9 @@ import { targets } from './targets';
  * in line and cancels. When the lock comes, it is this window's (shown as yours) and the user is
  * told; cancelling, or closing the window, gives the place up.
  */
-export function lockWhenFreeCommand(states: LockStates, windowLocks: WindowLocks, prompts: Prompts, log: Log): vscode.Disposable {
-  return registerCommand('devserverStaging.lockWhenFree', log, async (node?: Node, _nodes?: Node[], args?: { signal?: AbortSignal }) => {
+export function lockWhenFreeCommand(ctx: Uses<'states' | 'windowLocks'>): vscode.Disposable {
+  const { log, prompts, states, windowLocks } = ctx;
+  return registerCommand('devserverStaging.lockWhenFree', ctx, async (node?: Node, _nodes?: Node[], args?: { signal?: AbortSignal }) => {
     const [e] = await targets(states, { node, title: vscode.l10n.t('Lock which build when it is free?'), only: ['held', 'stale', 'legacy'], single: true });
     if (e === undefined || e.kind !== 'build') return undefined;
     const started = Date.now();

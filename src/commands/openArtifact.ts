@@ -1,10 +1,8 @@
 import * as path from 'path';
 import * as vscode from 'vscode';
 import { formatBytes } from '../core';
-import type { Log } from '../log';
-import type { Prompts } from '../prompts';
 import { dirOf, type Node } from '../tree/provider';
-import { registerCommand } from './command';
+import { registerCommand, type Uses } from './command';
 import { sniff } from './sniff';
 import { locate, staticDirOfNode } from './targets';
 
@@ -18,11 +16,12 @@ const HEX_EDITOR = 'hexEditor.hexedit';
  * installed), Reveal in File Explorer and Copy Path. The artifact rows run it on click and Enter;
  * arrow keys only move the focus in VS Code's trees, so browsing opens nothing.
  */
-export function openArtifactCommand(staticDirs: () => readonly string[], prompts: Prompts, log: Log): vscode.Disposable {
-  return registerCommand('devserverStaging.openArtifact', log, async (target?: Node | vscode.Uri) => {
+export function openArtifactCommand(ctx: Uses): vscode.Disposable {
+  const { config, log, prompts } = ctx;
+  return registerCommand('devserverStaging.openArtifact', ctx, async (target?: Node | vscode.Uri) => {
     if (target === undefined) return;
     const file = target instanceof vscode.Uri ? target.fsPath : dirOf(target);
-    const staticDir = target instanceof vscode.Uri ? locate(staticDirs(), file)?.staticDir : staticDirOfNode(target);
+    const staticDir = target instanceof vscode.Uri ? locate(config.current.staticDirs, file)?.staticDir : staticDirOfNode(target);
     const name = path.basename(file);
     if (staticDir === undefined) {
       void prompts.notify('warning', vscode.l10n.t('{0} is not in a static directory shown in the view; it is not opened.', file));

@@ -1,12 +1,11 @@
 import * as vscode from 'vscode';
-import type { Log } from '../log';
 import type { Node } from '../tree/provider';
-import type { WindowLocks } from '../windowLocks';
-import { registerCommand } from './command';
+import { registerCommand, type Uses } from './command';
 
 /** Lets go of locks this window holds. */
-export function releaseWindowLockCommand(windowLocks: WindowLocks, log: Log): vscode.Disposable {
-  return registerCommand('devserverStaging.releaseWindowLock', log, async (node?: Node, nodes?: Node[]) => {
+export function releaseWindowLockCommand(ctx: Uses<'windowLocks'>): vscode.Disposable {
+  const { windowLocks } = ctx;
+  return registerCommand('devserverStaging.releaseWindowLock', ctx, async (node?: Node, nodes?: Node[]) => {
     let chosen = (nodes ?? (node !== undefined ? [node] : [])).flatMap((n) => (n.kind === 'build' ? [{ staticDir: n.staticDir, tag: n.tag }] : []));
     if (chosen.length === 0) {
       const mine = windowLocks.all;

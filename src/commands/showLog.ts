@@ -1,8 +1,8 @@
 import * as vscode from 'vscode';
-import type { Log } from '../log';
-import { registerCommand } from './command';
+import { registerCommand, type Uses } from './command';
 
 /** Shows the output channel that records what each action did. */
-export function showLogCommand(log: Log): vscode.Disposable {
-  return registerCommand('devserverStaging.showLog', log, () => log.show(true));
+export function showLogCommand(ctx: Uses): vscode.Disposable {
+  const { log } = ctx;
+  return registerCommand('devserverStaging.showLog', ctx, () => log.show(true));
 }

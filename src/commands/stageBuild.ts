@@ -1,15 +1,10 @@
 import * as fs from 'fs';
 import * as path from 'path';
 import * as vscode from 'vscode';
-import { findBuildAbove, parseTag, type Timing } from '../core';
+import { findBuildAbove, parseTag } from '../core';
 import { errorMessage } from '../errors';
-import type { Log } from '../log';
-import type { Mine } from '../model/mine';
-import type { Prompts } from '../prompts';
 import type { Node } from '../tree/provider';
-import type { WindowLocks } from '../windowLocks';
-import { registerCommand } from './command';
-import type { Reveal } from '../reveal';
+import { registerCommand, type Uses } from './command';
 import { pickSources, runStaging, type StagingArgs } from './staging';
 import { staticDirOfNode } from './targets';
 
@@ -37,12 +32,13 @@ function siblingOf(build: string): string {
 }
 
 /** Stages a new build: static directory, tag (checked as it is typed), then sources. */
-export function stageBuildCommand(staticDirs: () => readonly string[], windowLocks: WindowLocks, mine: Mine, prompts: Prompts, reveal: Reveal, timing: () => Timing, log: Log): vscode.Disposable {
-  return registerCommand('devserverStaging.stageBuild', log, async (node?: Node, _nodes?: Node[], args: StagingArgs = {}) => {
+export function stageBuildCommand(ctx: Uses<'windowLocks' | 'mine' | 'reveal'>): vscode.Disposable {
+  const { config, prompts } = ctx;
+  return registerCommand('devserverStaging.stageBuild', ctx, async (node?: Node, _nodes?: Node[], args: StagingArgs = {}) => {
     const title = vscode.l10n.t('Stage Build');
     let staticDir = args.staticDir ?? (node !== undefined ? staticDirOfNode(node) : undefined);
     if (staticDir === undefined) {
-      const dirs = staticDirs();
+      const dirs = config.current.staticDirs;
       if (dirs.length === 0) throw new Error(vscode.l10n.t('No static directory is configured. Add one first (Devserver Staging: Add Static Directory…).'));
       staticDir = dirs.length === 1 ? dirs[0] : await vscode.window.showQuickPick([...dirs], { title, placeHolder: vscode.l10n.t('Into which static directory?') });
       if (staticDir === undefined) return undefined;
@@ -59,7 +55,7 @@ export function stageBuildCommand(staticDirs: () => readonly string[], windowLoc
     if (tag === undefined || tag === '') return undefined;
     const sources = args.sources ?? (await pickSources(title));
     if (sources === undefined || sources.length === 0) return undefined;
-    return runStaging({ staticDir: base, tag, add: false, sources, ...(args.overwrite !== undefined ? { overwrite: args.overwrite } : {}), ...(args.signal ? { signal: args.signal } : {}) }, { timing: timing(), windowLocks, mine, prompts, reveal, log });
+    return runStaging({ staticDir: base, tag, add: false, sources, ...(args.overwrite !== undefined ? { overwrite: args.overwrite } : {}), ...(args.signal ? { signal: args.signal } : {}) }, ctx);
   });
 }
 

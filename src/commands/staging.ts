@@ -3,13 +3,9 @@
  * with progress, a working Cancel, and a word with the user on a conflict.
  */
 import * as vscode from 'vscode';
-import { formatBytes, isStagingError, stage, type StageProgress, type StageResult, type Timing } from '../core';
+import { formatBytes, isStagingError, stage, type StageProgress, type StageResult } from '../core';
 import { errorMessage } from '../errors';
-import type { Log } from '../log';
-import type { Mine } from '../model/mine';
-import type { Reveal } from '../reveal';
-import type { Prompts } from '../prompts';
-import type { WindowLocks } from '../windowLocks';
+import type { Uses } from './command';
 
 /** Arguments a script or test can pass instead of answering the pickers. */
 export interface StagingArgs {
@@ -65,7 +61,7 @@ export function progressMessage(p: StageProgress, total: number | undefined, don
  */
 export async function runStaging(
   what: { staticDir: string; tag: string; add: boolean; sources: string[]; overwrite?: boolean; signal?: AbortSignal },
-  deps: { timing: Timing; windowLocks: WindowLocks; mine: Mine; prompts: Prompts; reveal: Reveal; log: Log },
+  deps: Uses<'windowLocks' | 'mine' | 'reveal'>,
 ): Promise<StageResult | undefined> {
   const { staticDir, tag, add, sources } = what;
   const started = Date.now();
@@ -83,7 +79,7 @@ export async function runStaging(
       let reported = 0;
       return deps.mine.track({ staticDir, tag }, (mark) =>
         stage(staticDir, tag, sources, {
-          ...deps.timing,
+          ...deps.config.current.timing,
           add,
           overwrite,
           signal: abort.signal,

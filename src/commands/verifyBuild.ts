@@ -1,8 +1,8 @@
 import * as vscode from 'vscode';
-import { formatBytes, verify, type LockStates, type Timing, type VerifyProblem, type VerifyResult } from '../core';
+import { formatBytes, verify, type VerifyProblem, type VerifyResult } from '../core';
 import type { Log } from '../log';
 import type { Node } from '../tree/provider';
-import { registerCommand } from './command';
+import { registerCommand, type Uses } from './command';
 import { targets } from './targets';
 
 /**
@@ -10,8 +10,9 @@ import { targets } from './targets';
  * build found damaged is marked in the tree until a verification finds it whole again; it only
  * reads, so it takes no lock and never keeps a stager waiting.
  */
-export function verifyBuildCommand(states: LockStates, timing: () => Timing, log: Log): vscode.Disposable {
-  return registerCommand('devserverStaging.verifyBuild', log, async (node?: Node, nodes?: Node[]) => {
+export function verifyBuildCommand(ctx: Uses<'states'>): vscode.Disposable {
+  const { config, log, states } = ctx;
+  return registerCommand('devserverStaging.verifyBuild', ctx, async (node?: Node, nodes?: Node[]) => {
     const chosen = await targets(states, { node, nodes, title: vscode.l10n.t('Verify which builds?') });
     if (chosen.length === 0) return undefined;
     const results: VerifyResult[] = [];
@@ -23,7 +24,7 @@ export function verifyBuildCommand(states: LockStates, timing: () => Timing, log
         let shown = 0;
         const started = Date.now();
         const result = await verify(e.staticDir, e.tag, {
-          ...timing(),
+          ...config.current.timing,
           signal: abort.signal,
           onProgress: (p) => {
             // The bar covers all builds; each build its share by its bytes.

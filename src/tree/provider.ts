@@ -7,9 +7,10 @@
 import * as fs from 'fs';
 import * as vscode from 'vscode';
 import { isBookkeeping, keyOf, lastHeld, parentTag, readBuildDir, readBuildManifest, type AreaRecord, type LockStates, type StateChange } from '../core';
+import type { Configuration, Settings } from '../config';
 import { errorMessage } from '../errors';
 import type { Mine } from '../model/mine';
-import { NO_FILTER, isActive, matches, sortBuilds, sortFolders, type BuildFilter, type BuildOrder } from '../model/view';
+import { NO_FILTER, isActive, matches, sortBuilds, sortFolders, type BuildFilter } from '../model/view';
 import { ArtifactNode } from './artifactNode';
 import { BuildNode, type Ownership } from './buildNode';
 import { FolderNode } from './folderNode';
@@ -25,13 +26,6 @@ export type AreaNode = StaticDirNode | FolderNode | BuildNode;
 /** The rows that stand for a directory inside a static directory: a folder or a build. */
 export type RowNode = FolderNode | BuildNode;
 
-export interface TreeSettings {
-  staticDirs: readonly string[];
-  order: BuildOrder;
-  /** Show each build's size and last use (costs a walk of the builds shown). */
-  showUsage: boolean;
-}
-
 export class StagingTreeProvider implements vscode.TreeDataProvider<Node>, vscode.Disposable {
   private readonly _onDidChangeTreeData = new vscode.EventEmitter<Node | Node[] | undefined>();
   readonly onDidChangeTreeData = this._onDidChangeTreeData.event;
@@ -45,11 +39,13 @@ export class StagingTreeProvider implements vscode.TreeDataProvider<Node>, vscod
   private readonly limits = new Map<string, number>();
 
   constructor(
-    private settings: TreeSettings,
+    private readonly config: Pick<Configuration, 'current' | 'onDidChange'>,
     private readonly states: LockStates,
     private readonly mine: Mine,
   ) {
     this.subscriptions = [
+      // New roots, order or columns: everything shown again.
+      config.onDidChange(() => this.refresh()),
       states.onDidChange((changes) => this.onStatesChanged(changes)),
       // Which locks and stagings are this window's changes those rows only.
       mine.onDidChange((ref) => {
@@ -60,10 +56,8 @@ export class StagingTreeProvider implements vscode.TreeDataProvider<Node>, vscod
     ];
   }
 
-  /** New settings: new roots, order or columns, and everything shown again. */
-  setSettings(settings: TreeSettings): void {
-    this.settings = settings;
-    this.refresh();
+  private get settings(): Settings {
+    return this.config.current;
   }
 
   get currentFilter(): BuildFilter {
