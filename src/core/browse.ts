@@ -9,8 +9,8 @@ import * as fs from 'fs';
 import * as path from 'path';
 import { openBelow, openDir, openPath, type Dir } from './anchored';
 import { StagingError, asStagingError, errnoCode, isStagingError } from './errors';
-import { MAX_MANIFEST_BYTES, parseManifest, readManifestText } from './stage/manifest';
-import { MANIFEST_FILE, type Manifest } from './stage/types';
+import { MAX_MANIFEST_BYTES, parseManifest, readManifestText, type Manifest } from './manifest';
+import { MANIFEST_FILE } from './protocol';
 import { resolveArea, type Area } from './tags';
 
 function noBuild(area: Area): StagingError {

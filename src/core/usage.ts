@@ -17,7 +17,7 @@ import { FENCE_FILE, LOCK_NAME, MANIFEST_FILE, TIMESTAMP_FILE, clampTiming, isAr
 import { destroy } from './remove';
 import { resolveArea, resolveStaticDir } from './tags';
 import type { LockInfo, LockState, Timing } from './types';
-import { MAX_MANIFEST_BYTES, judgeManifest } from './stage/manifest';
+import { MAX_MANIFEST_BYTES, judgeManifest } from './manifest';
 
 /** One staging area's footprint. */
 export interface AreaUsage {

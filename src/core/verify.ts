@@ -24,7 +24,7 @@ import { recordHistory, thisActor, type HistoryOptions } from './history';
 import { judgeLock } from './judge';
 import { clampTiming, isBookkeeping } from './protocol';
 import { FileHasher, type FileDigest } from './stage/hasher';
-import type { ManifestEntry } from './stage/types';
+import type { ManifestEntry } from './manifest';
 import { resolveArea } from './tags';
 import type { LockState, Timing } from './types';
 

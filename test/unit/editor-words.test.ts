@@ -8,7 +8,7 @@ import { spawnSync } from 'child_process';
 import * as fs from 'fs';
 import * as path from 'path';
 import { acquire } from '../../src/core/lock';
-import { parseManifest } from '../../src/core/stage/manifest';
+import { parseManifest } from '../../src/core/manifest';
 import { limitOf } from '../../src/core/stage/space';
 import { resolveStaticDir } from '../../src/core/tags';
 import { sniff, MAX_TEXT_BYTES } from '../../src/commands/sniff';

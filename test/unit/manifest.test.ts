@@ -5,7 +5,7 @@
 import { strict as assert } from 'assert';
 import * as fs from 'fs';
 import * as path from 'path';
-import { parseManifest } from '../../src/core/stage/manifest';
+import { parseManifest } from '../../src/core/manifest';
 import { stage } from '../../src/core/stage/stage';
 import { MANIFEST_FILE, type Manifest } from '../../src/core/stage/types';
 import { usage } from '../../src/core/usage';

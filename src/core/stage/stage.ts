@@ -19,7 +19,7 @@ import { isInside } from '../tags';
 import { asyncIo } from '../io';
 import { Budget, Copier, hashFile, type Written } from './copy';
 import { Journal } from './journal';
-import { emptyManifest, manifestText, readManifest } from './manifest';
+import { emptyManifest, manifestText, readManifest } from '../manifest';
 import { checkName, checkPathLength, conflict, resolveInside, unsafe } from './names';
 import { Progress } from './progress';
 import { openSource, sourcesSize } from './sources';

@@ -6,6 +6,7 @@
 import type { Readable } from 'stream';
 import type { StagingError } from '../errors';
 import type { HistoryOptions } from '../history';
+import type { ManifestEntry } from '../manifest';
 import type { Timing } from '../types';
 
 /**
@@ -89,28 +90,8 @@ export interface SourceOpener {
   size?(spec: string): Promise<number | undefined>;
 }
 
-/** One artifact as the manifest records it. */
-export interface ManifestEntry {
-  /** Path relative to the area, '/'-separated. */
-  name: string;
-  type: 'file' | 'symlink';
-  size: number;
-  /** Hex SHA-256 of the content (of the target string, for a symlink). */
-  sha256: string;
-  source: string;
-  /** ISO 8601. */
-  stagedAt: string;
-  /** For symlinks. */
-  linkTarget?: string;
-  /** The fencing token of the lock it was staged under. */
-  fence?: number;
-}
-
-/** `<area>/.devserver-staging.manifest.json` */
-export interface Manifest {
-  version: 1;
-  artifacts: Record<string, ManifestEntry>;
-}
+// The manifest is the core's (verify, browse and du read it too); staging writes it.
+export type { Manifest, ManifestEntry } from '../manifest';
 
 export interface StageProgress {
   /** The artifact being written now, or just finished ('' between artifacts). */

@@ -1,11 +1,35 @@
 /**
- * The manifest of a staging area: what was staged, from where, with which hash. Written whole
- * (a new file committed in one rename, see journal.ts), so a reader never sees half of it.
+ * The manifest of a staging area: what was staged, from where, with which hash. Staging writes it
+ * whole (a new file committed in one rename, see stage/journal.ts), so a reader never sees half of
+ * it; staging, verify, the build views and du read and check it here alone.
  */
 import * as path from 'path';
-import { readRecord } from '../anchored';
-import { StagingError, asStagingError, errnoCode } from '../errors';
-import { MANIFEST_FILE, type Manifest, type ManifestEntry } from './types';
+import { readRecord } from './anchored';
+import { StagingError, asStagingError, errnoCode } from './errors';
+import { MANIFEST_FILE } from './protocol';
+
+/** One artifact as the manifest records it. */
+export interface ManifestEntry {
+  /** Path relative to the area, '/'-separated. */
+  name: string;
+  type: 'file' | 'symlink';
+  size: number;
+  /** Hex SHA-256 of the content (of the target string, for a symlink). */
+  sha256: string;
+  source: string;
+  /** ISO 8601. */
+  stagedAt: string;
+  /** For symlinks. */
+  linkTarget?: string;
+  /** The fencing token of the lock it was staged under. */
+  fence?: number;
+}
+
+/** `<area>/.devserver-staging.manifest.json` */
+export interface Manifest {
+  version: 1;
+  artifacts: Record<string, ManifestEntry>;
+}
 
 /** Far above the manifest of any build (about 300 bytes an artifact), far below memory. */
 export const MAX_MANIFEST_BYTES = 512 * 1024 * 1024;
