@@ -14,9 +14,9 @@
 import * as fs from 'fs';
 import { openBelow, readRecord, type Dir } from './anchored';
 import { errnoCode } from './errors';
+import { COMMIT_FILE } from './protocol';
 
-/** The commit record's name inside a work directory. */
-export const COMMIT_FILE = 'commit.json';
+export { COMMIT_FILE };
 
 export interface CommitStep {
   /** Where the entry goes: '/'-separated, relative to the area. Its parents exist when it runs. */

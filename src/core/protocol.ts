@@ -17,6 +17,11 @@ export const OWNER_FILE = 'owner.json';
  * long as the command even if the holder is killed.
  */
 export const COMMAND_FILE = 'command.json';
+/**
+ * A staging's commit record in the holder's work directory (`devserver.lock/work.<token>/commit.json`):
+ * while it is there the commit is unfinished, and the next holder undoes it (see commit.ts).
+ */
+export const COMMIT_FILE = 'commit.json';
 /** Siblings of the lock used while taking over or removing it. */
 export const CLAIM_PREFIX = `${LOCK_NAME}.claim.`;
 export const LOCK_TRASH_PREFIX = `${LOCK_NAME}.trash.`;

@@ -19,8 +19,7 @@ import { raiseFence } from './fence';
 import { parseHolder, sideName } from './holder';
 import { asyncIo } from './io';
 import type { LockIdentity } from './judge';
-import { CLAIM_PREFIX, LOCK_FENCED_PREFIX, LOCK_NAME, LOCK_TRASH_PREFIX, MAX_OWNER_BYTES, OWNER_FILE, WORK_PREFIX } from './protocol';
-import { COMMIT_FILE } from './commit';
+import { CLAIM_PREFIX, COMMIT_FILE, LOCK_FENCED_PREFIX, LOCK_NAME, LOCK_TRASH_PREFIX, MAX_OWNER_BYTES, OWNER_FILE, WORK_PREFIX } from './protocol';
 
 /** More generations than this means something keeps dying mid-takeover; give up rather than loop. */
 const MAX_GENERATIONS = 16;
