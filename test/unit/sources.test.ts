@@ -385,6 +385,23 @@ describe('staging sources', function () {
         assert.equal(await sourcesSize([tree, unknown]), undefined, unknown);
       }
     });
+
+    it('measures without following a link out of the source or waiting on a FIFO in it', async () => {
+      const hostile = path.join(root, 'measured');
+      fs.mkdirSync(path.join(hostile, 'sub'), { recursive: true });
+      fs.writeFileSync(path.join(hostile, 'sub', 'one.bin'), Buffer.alloc(1_000));
+      fs.symlinkSync('/', path.join(hostile, 'root'));
+      fs.symlinkSync('..', path.join(hostile, 'sub', 'up'));
+      await python('import os, sys; os.mkfifo(sys.argv[1])', path.join(hostile, 'fifo'));
+      try {
+        const started = Date.now();
+        assert.equal(await sourcesSize([hostile]), 1_000, 'only the file inside counts');
+        assert.equal(await sourcesSize([path.join(hostile, 'fifo')]), 0, 'a FIFO is stat-ed, never opened');
+        assert.ok(Date.now() - started < 5_000, `measured in ${Date.now() - started} ms`);
+      } finally {
+        fs.rmSync(hostile, { recursive: true });
+      }
+    });
   });
 
   describe('archives', () => {
