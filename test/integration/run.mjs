@@ -3,7 +3,8 @@
 // real VS Code, through @vscode/test-electron's runTests either way.
 //
 //   --vscode=headless  (default on Linux) code-server in a headless Chromium, installed on first
-//                      use into .cache/headless/; needs no display and no VS Code download.
+//                      use into .cache/headless/ (or $VSCODE_HEADLESS_CACHE); needs no display,
+//                      no VS Code download and no compiler.
 //   --vscode=desktop   a desktop VS Code that @vscode/test-electron downloads (or the one at
 //                      $VSCODE_EXECUTABLE_PATH); the usual route on a laptop.
 // The route can also be set with DEVSERVER_STAGING_VSCODE=headless|desktop.

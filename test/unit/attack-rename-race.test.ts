@@ -1,42 +1,19 @@
 /**
- * A directory swapped for a symbolic link while a command runs. A small C helper exchanges
- * `<static>/board` (a real directory) and `<static>/board.x` (a link to a directory outside) with
- * renameat2(RENAME_EXCHANGE) in a tight loop, while destroy, prune, stage, stage --add and
- * force-release run again and again on `board/R1`. The outside directory mirrors what they act on
- * (an area R1 with artifacts, a lock, a legacy `devserver.lock` file); it is hashed after every
- * operation and must never change. Set-up goes through the real directory by its descriptor
- * (/proc/self/fd), so the test itself never writes through the link.
+ * A directory swapped for a symbolic link while a command runs. A helper (`exchanger` in
+ * test/attack.ts) exchanges `<static>/board` (a real directory) and `<static>/board.x` (a link
+ * to a directory outside) with renameat2(RENAME_EXCHANGE) in a tight loop, while destroy, prune,
+ * stage, stage --add and force-release run again and again on `board/R1`. The outside directory
+ * mirrors what they act on (an area R1 with artifacts, a lock, a legacy `devserver.lock` file); it
+ * is hashed after every operation and must never change. Set-up goes through the real directory
+ * by its descriptor (/proc/self/fd), so the test itself never writes through the link.
  */
 import { strict as assert } from 'assert';
 import { spawn, spawnSync, type ChildProcess } from 'child_process';
 import * as fs from 'fs';
 import * as path from 'path';
 import { destroy, forceRelease, prune, stage } from '../../src/core';
-import { changes, cliTimed, fingerprint, hasTool } from '../attack';
+import { changes, cliTimed, exchanger, fingerprint } from '../attack';
 import { cleanup, report, tempDir } from '../helpers';
-
-const SWAPPER_C = `
-#define _GNU_SOURCE
-#include <fcntl.h>
-#include <signal.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <sys/syscall.h>
-#include <unistd.h>
-static volatile sig_atomic_t stop = 0;
-static void on_term(int s) { (void)s; stop = 1; }
-int main(int argc, char **argv) {
-  if (argc < 3) return 2;
-  long limit = argc > 3 ? atol(argv[3]) : -1;
-  unsigned long n = 0;
-  signal(SIGTERM, on_term);
-  while (!stop && (limit < 0 || (long)n < limit)) {
-    if (syscall(SYS_renameat2, AT_FDCWD, argv[1], AT_FDCWD, argv[2], 2 /* RENAME_EXCHANGE */) == 0) n++;
-  }
-  printf("%lu\\n", n);
-  return 0;
-}
-`;
 
 /** Seconds each operation runs against the swapper; iteration counts are printed. */
 const BUDGET_MS = Number(process.env.DSS_ATTACK_RACE_MS ?? 12_000);
@@ -44,7 +21,7 @@ const BUDGET_MS = Number(process.env.DSS_ATTACK_RACE_MS ?? 12_000);
 describe('attack: a directory exchanged with a link to outside while commands run', function () {
   this.timeout(BUDGET_MS * 3 + 60_000);
   let root = '';
-  let swapperBin = '';
+  let swapperCmd: string[] = [];
   let staticDir = '';
   let outside = '';
   let src = '';
@@ -54,15 +31,13 @@ describe('attack: a directory exchanged with a link to outside while commands ru
 
   before(function () {
     if (process.platform !== 'linux') this.skip();
-    if (!hasTool('cc')) {
-      console.log('      skipped: no C compiler (cc) to build the renameat2 helper');
+    root = tempDir('dss-attack-race-');
+    const cmd = exchanger(root);
+    if (typeof cmd === 'string') {
+      console.log(`      skipped: ${cmd}`);
       this.skip();
     }
-    root = tempDir('dss-attack-race-');
-    fs.writeFileSync(path.join(root, 'swap.c'), SWAPPER_C);
-    swapperBin = path.join(root, 'swap');
-    const cc = spawnSync('cc', ['-O2', '-o', swapperBin, path.join(root, 'swap.c')], { encoding: 'utf8' });
-    assert.equal(cc.status, 0, `cc failed: ${cc.stderr}`);
+    swapperCmd = cmd;
     staticDir = path.join(root, 'static');
     outside = path.join(root, 'outside');
     src = path.join(root, 'src');
@@ -99,7 +74,7 @@ describe('attack: a directory exchanged with a link to outside while commands ru
   }
 
   function startSwapper(): void {
-    swapper = spawn(swapperBin, ['board', 'board.x'], { cwd: staticDir, stdio: ['ignore', 'pipe', 'inherit'] });
+    swapper = spawn(swapperCmd[0]!, [...swapperCmd.slice(1), 'board', 'board.x'], { cwd: staticDir, stdio: ['ignore', 'pipe', 'inherit'] });
   }
 
   async function stopSwapper(): Promise<number> {
@@ -112,7 +87,7 @@ describe('attack: a directory exchanged with a link to outside while commands ru
     s.kill('SIGTERM');
     await done;
     // Leave `board` the real directory again.
-    if (fs.lstatSync(path.join(staticDir, 'board')).isSymbolicLink()) spawnSync(swapperBin, ['board', 'board.x', '1'], { cwd: staticDir });
+    if (fs.lstatSync(path.join(staticDir, 'board')).isSymbolicLink()) spawnSync(swapperCmd[0]!, [...swapperCmd.slice(1), 'board', 'board.x', '1'], { cwd: staticDir });
     return Number(out.trim()) || 0;
   }
 

@@ -5,7 +5,8 @@
  *
  * The kernel is the referee: a file made a sparse terabyte by a co-user while it is read (a small
  * C helper woken by inotify when the reader first reads), directories exchanged with links to
- * outside with renameat2(RENAME_EXCHANGE) in a tight loop while verify and the model read them,
+ * outside with renameat2(RENAME_EXCHANGE) in a tight loop (`exchanger` in test/attack.ts) while
+ * verify and the model read them,
  * outside copies that match the manifest exactly (so that reading them would pass as whole),
  * FIFOs and a device where files and marks go, a second real user (`runuser -u nobody`), names that
  * are not UTF-8 or hold escape sequences, and manifests written by hand to hurt.
@@ -23,7 +24,7 @@ import { MANIFEST_FILE, TIMESTAMP_FILE } from '../../src/core/stage/types';
 import { verify, type VerifyResult } from '../../src/core/verify';
 import { codeSpan, literal } from '../../src/markdown';
 import { LockStates } from '../../src/core';
-import { changes, cliTimed, fingerprint, hasTool } from '../attack';
+import { changes, cliTimed, exchanger, fingerprint, hasTool, helperCommand } from '../attack';
 import { cleanup, isRoot, rejectsWith, report, run, tempDir } from '../helpers';
 
 const timing = { staleMs: 4_000, refreshMs: 1_000 };
@@ -33,29 +34,7 @@ const TIB = 2 ** 40;
 /** The problems as `kind path` lines. */
 const brief = (r: VerifyResult): string[] => r.problems.map((p) => `${p.kind} ${p.path}`);
 
-const SWAPPER_C = `
-#define _GNU_SOURCE
-#include <fcntl.h>
-#include <signal.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <sys/syscall.h>
-#include <unistd.h>
-static volatile sig_atomic_t stop = 0;
-static void on_term(int s) { (void)s; stop = 1; }
-int main(int argc, char **argv) {
-  unsigned long n = 0;
-  if (argc < 3) return 2;
-  signal(SIGTERM, on_term);
-  while (!stop) if (syscall(SYS_renameat2, AT_FDCWD, argv[1], AT_FDCWD, argv[2], 2 /* RENAME_EXCHANGE */) == 0) n++;
-  /* Leave both names as they were. */
-  if (n % 2) syscall(SYS_renameat2, AT_FDCWD, argv[1], AT_FDCWD, argv[2], 2);
-  printf("%lu\\n", n);
-  return 0;
-}
-`;
-
-/** grow FILE SIZE: when another process first reads FILE, make it SIZE bytes (sparse); put it back on SIGTERM. */
+/** grow FILE SIZE: test/workers/grow.ts in C, for where koffi cannot be loaded. */
 const GROWER_C = `
 #define _GNU_SOURCE
 #include <fcntl.h>
@@ -89,14 +68,6 @@ int main(int argc, char **argv) {
   return 0;
 }
 `;
-
-function compile(dir: string, name: string, source: string): string {
-  fs.writeFileSync(path.join(dir, `${name}.c`), source);
-  const bin = path.join(dir, name);
-  const cc = spawnSync('cc', ['-O2', '-o', bin, path.join(dir, `${name}.c`)], { encoding: 'utf8' });
-  assert.equal(cc.status, 0, `cc ${name}: ${cc.stderr}`);
-  return bin;
-}
 
 /** A line from the child's stdout. */
 function line(child: ChildProcess): Promise<string> {
@@ -144,10 +115,22 @@ describe('attack: the readers of a build (verify, the model, the details page)',
   let src: string;
   let outside: string;
   let bin: string;
+  /** The helpers' commands (renameat2 in a loop; a file grown when read), or why there are none. */
+  let swapper: string[] | string;
+  let grower: string[] | string;
 
   before(() => {
     bin = tempDir('dss-attack-view-bin-');
+    swapper = exchanger(bin);
+    grower = helperCommand('grow', GROWER_C, bin);
   });
+
+  /** The helper's command; a test that needs one that cannot be had here is skipped, saying why. */
+  function need(helper: string[] | string, ctx: Mocha.Context): string[] {
+    if (typeof helper !== 'string') return helper;
+    console.log(`      skipped: ${helper}`);
+    return ctx.skip();
+  }
   after(() => cleanup(bin));
 
   beforeEach(async () => {
@@ -172,9 +155,8 @@ describe('attack: the readers of a build (verify, the model, the details page)',
    * loop, and leaves both as they were; how many exchanges and runs there were.
    */
   async function duringExchanges(a: string, b: string, ms: number, step: () => Promise<void>): Promise<{ swaps: string; runs: number }> {
-    const swapper = path.join(bin, 'swap');
-    if (!fs.existsSync(swapper)) compile(bin, 'swap', SWAPPER_C);
-    const s = spawn(swapper, [a, b], { stdio: ['ignore', 'pipe', 'inherit'] });
+    const cmd = swapper as string[];
+    const s = spawn(cmd[0]!, [...cmd.slice(1), a, b], { stdio: ['ignore', 'pipe', 'inherit'] });
     let runs = 0;
     try {
       for (const until = Date.now() + ms; Date.now() < until; runs++) await step();
@@ -187,16 +169,14 @@ describe('attack: the readers of a build (verify, the model, the details page)',
 
   describe('verify', () => {
     it('a file a co-user makes a sparse terabyte while it is read is grown at once: never read on, the event loop never held', async function () {
-      if (process.platform !== 'linux' || !hasTool('cc')) this.skip();
-      const grower = path.join(bin, 'grow');
-      if (!fs.existsSync(grower)) compile(bin, 'grow', GROWER_C);
+      const grow = need(grower, this);
       const seen: string[] = [];
       // The small file is hashed on the main thread, the large one in a worker thread.
       for (const name of ['small.bin', 'large.bin']) {
         const size = fs.statSync(path.join(area(), name)).size;
         let grown = 0;
         for (let attempt = 0; attempt < 4 && grown < 2; attempt++) {
-          const g = spawn(grower, [path.join(area(), name), String(TIB)], { stdio: ['ignore', 'pipe', 'inherit'] });
+          const g = spawn(grow[0]!, [...grow.slice(1), path.join(area(), name), String(TIB)], { stdio: ['ignore', 'pipe', 'inherit'] });
           assert.equal(await line(g), 'ready');
           const t0 = Date.now();
           const { value: r, stallMs } = await longestStall(() => verify(staticDir, 'eve/R1')).finally(() => stop(g));
@@ -316,7 +296,7 @@ describe('attack: the readers of a build (verify, the model, the details page)',
     });
 
     it('a folder of the build, or the build, exchanged with a link to a pristine copy outside while verify runs: never whole, nothing outside read', async function () {
-      if (process.platform !== 'linux' || !hasTool('cc')) this.skip();
+      need(swapper, this);
       const figures: string[] = [];
       // Inside: one byte changed. Outside: exactly what the manifest records. Only a reader that
       // went outside could call the build whole.
@@ -402,7 +382,7 @@ describe('attack: the readers of a build (verify, the model, the details page)',
     });
 
     it('an artifact folder exchanged with a link to outside in a tight loop while the tree lists it: nothing outside, ever', async function () {
-      if (process.platform !== 'linux' || !hasTool('cc')) this.skip();
+      need(swapper, this);
       plantOutside();
       const link = path.join(area(), 'x');
       fs.symlinkSync(outside, link);
@@ -421,7 +401,7 @@ describe('attack: the readers of a build (verify, the model, the details page)',
     });
 
     it('a folder of a build exchanged with a link to outside in a tight loop while builds are measured: nothing outside is counted', async function () {
-      if (process.platform !== 'linux' || !hasTool('cc')) this.skip();
+      need(swapper, this);
       // Outside: a sparse terabyte, which any measure that walked there would count.
       fs.mkdirSync(outside);
       fs.writeFileSync(path.join(outside, 'huge'), '');

@@ -1,6 +1,7 @@
 /**
  * What other Node programs get: `require('devserver-staging/core')` and `dist/core.js`, typed;
- * a core that never imports `vscode`; and the .vsix that `npm run package` makes.
+ * a core that never imports `vscode`; the manifest and the README a Marketplace visitor reads;
+ * and the .vsix that `npm run package` makes.
  */
 import { strict as assert } from 'assert';
 import * as fs from 'fs';
@@ -8,7 +9,7 @@ import * as path from 'path';
 import * as yauzl from 'yauzl';
 import { EXTENSION_ID, commandsNeedingTrust } from '../../src/commands/trust';
 import { formatBytes } from '../../src/core/format';
-import { ROOT, cleanup, report, run, tempDir } from '../helpers';
+import { CLI, ROOT, cleanup, report, run, tempDir } from '../helpers';
 
 describe('package', () => {
   it('resolves devserver-staging/core to the built core with the documented API', async () => {
@@ -60,13 +61,39 @@ interface MenuEntry {
 interface Manifest {
   publisher: string;
   name: string;
+  description: string;
+  icon: string;
+  categories: string[];
+  keywords: string[];
+  galleryBanner: { color: string; theme: string };
+  preview?: boolean;
+  repository?: unknown;
+  homepage?: unknown;
+  bugs?: unknown;
   contributes: {
     commands: Command[];
     menus: Record<string, MenuEntry[]>;
     keybindings: { command: string; key: string; when: string; args?: unknown }[];
     viewsWelcome: { view: string; contents: string }[];
+    configuration: { properties: Record<string, { default: unknown }> };
   };
 }
+
+/** The categories the Marketplace accepts (the extension manifest reference). */
+const MARKETPLACE_CATEGORIES = [
+  'Programming Languages', 'Snippets', 'Linters', 'Themes', 'Debuggers', 'Formatters', 'Keymaps', 'SCM Providers', 'Other',
+  'Extension Packs', 'Language Packs', 'Data Science', 'Machine Learning', 'Visualization', 'Notebooks', 'Education', 'Testing',
+];
+
+/** The images a Markdown text shows, in the order they come: `![alt](src)` and `<img src="…">`. */
+function imagesOf(markdown: string): string[] {
+  const found: { at: number; src: string }[] = [];
+  for (const m of markdown.matchAll(/!\[[^\]]*\]\(\s*<?([^)\s>]+)>?(?:\s+"[^"]*")?\s*\)/g)) found.push({ at: m.index, src: m[1]! });
+  for (const m of markdown.matchAll(/<img\s[^>]*\bsrc=["']([^"']+)["']/gi)) found.push({ at: m.index, src: m[1]! });
+  return found.sort((a, b) => a.at - b.at).map((f) => f.src);
+}
+
+const README = (): string => fs.readFileSync(path.join(ROOT, 'README.md'), 'utf8');
 
 /** Every contextValue the view's rows carry; a damaged build adds `.damaged` to its own. */
 const BUILD_STATES = ['build.free', 'build.held', 'build.held.mine', 'build.stale', 'build.legacy'];
@@ -179,6 +206,27 @@ describe('the manifest', () => {
     assert.deepEqual([del?.command, del?.args], ['devserverStaging.destroy', { selection: true }]);
   });
 
+  it('has what the Marketplace lists: one sentence, honest categories, keywords, a banner, the preview flag', () => {
+    assert.match(manifest.description, /^[A-Z][^.!?]*[.]$/, 'one sentence');
+    assert.ok(manifest.description.length <= 200, `${manifest.description.length} characters`);
+    assert.ok(manifest.categories.length > 0);
+    for (const c of manifest.categories) assert.ok(MARKETPLACE_CATEGORIES.includes(c), `a Marketplace category: ${c}`);
+    // The Marketplace takes at most 30 tags, and vsce adds its own (`keybindings`) to the keywords.
+    assert.ok(manifest.keywords.length > 0 && manifest.keywords.length <= 25, `${manifest.keywords.length} keywords`);
+    assert.equal(new Set(manifest.keywords.map((k) => k.toLowerCase())).size, manifest.keywords.length, 'no keyword twice');
+    assert.match(manifest.galleryBanner.color, /^#[0-9a-fA-F]{6}$/);
+    assert.ok(['dark', 'light'].includes(manifest.galleryBanner.theme), manifest.galleryBanner.theme);
+    assert.equal(typeof manifest.preview, 'boolean');
+    assert.match(manifest.icon, /\.png$/, 'the Marketplace shows a PNG icon, not an SVG');
+    // Links the listing shows must lead somewhere: none is better than an invented one.
+    for (const key of ['repository', 'homepage', 'bugs'] as const) {
+      const value = manifest[key];
+      if (value === undefined) continue;
+      const url = typeof value === 'string' ? value : (value as { url?: string }).url;
+      assert.match(url ?? '', /^https:\/\//, `${key} is an https URL`);
+    }
+  });
+
   it('words the welcome view as it renders: no code spans, the button named as the command', () => {
     const text = nls[manifest.contributes.viewsWelcome[0]!.contents.replace(/%/g, '')]!;
     assert.doesNotMatch(text, /`/);
@@ -187,7 +235,68 @@ describe('the manifest', () => {
   });
 });
 
-/** What the .vsix may hold: the bundles, the icons, the manifest and the documents (vsce renames some). */
+describe('the README', () => {
+  const manifest = JSON.parse(fs.readFileSync(path.join(ROOT, 'package.json'), 'utf8')) as Manifest;
+  const nls = JSON.parse(fs.readFileSync(path.join(ROOT, 'package.nls.json'), 'utf8')) as Record<string, string>;
+  const text = README();
+
+  it('opens with a picture of the extension, before its first section', () => {
+    const [first] = imagesOf(text);
+    assert.ok(first !== undefined, 'the README shows an image');
+    assert.ok(text.indexOf(first) < text.indexOf('\n## '), `${first} comes before the first section`);
+    assert.match(first, /^media\/screenshots\/[\w.-]+\.png$/, 'a screenshot kept beside the README, shipped in the .vsix');
+    assert.equal(fs.readFileSync(path.join(ROOT, first)).subarray(1, 4).toString('latin1'), 'PNG', first);
+  });
+
+  it('shows only images that are there, as PNG', () => {
+    for (const src of imagesOf(text)) {
+      assert.doesNotMatch(src, /^[a-z]+:/i, `${src}: a file of the package, not a URL`);
+      assert.match(src, /\.png$/, `${src}: the Marketplace refuses SVG in a README`);
+      assert.ok(fs.existsSync(path.join(ROOT, src)), `${src} exists`);
+    }
+  });
+
+  it('names every command of the manifest, by its title and its id', () => {
+    for (const c of manifest.contributes.commands) {
+      const title = nls[c.title.replace(/%/g, '')]!;
+      assert.ok(text.includes(`**${title}** (\`${c.command}\`)`), `the README's commands table has ${title} (${c.command})`);
+    }
+  });
+
+  it('gives every setting with its default', () => {
+    for (const [key, p] of Object.entries(manifest.contributes.configuration.properties)) {
+      const shown = typeof p.default === 'string' ? p.default : JSON.stringify(p.default);
+      assert.ok(text.includes(`| \`${key}\` | \`${shown}\` |`), `the settings table has ${key} with its default ${shown}`);
+    }
+  });
+
+  it('is joined by a map of the unit tests that names every file', () => {
+    const map = fs.readFileSync(path.join(ROOT, 'test', 'unit', 'README.md'), 'utf8');
+    const files = fs.readdirSync(path.join(ROOT, 'test', 'unit')).filter((f) => f.endsWith('.test.ts'));
+    assert.ok(files.length > 30, `${files.length} test files found`);
+    assert.deepEqual(files.filter((f) => !map.includes(`| \`${f}\` |`)), [], 'test/unit/README.md has a row for each');
+  });
+
+  it('names every command and option of devserver-stage', async function () {
+    this.timeout(60_000);
+    const top = await run(process.execPath, [CLI, '--help']);
+    assert.equal(top.code, 0, top.stderr);
+    const section = (help: string, name: string): string => help.split(`${name}:\n`)[1]?.split('\n\n')[0] ?? '';
+    const commands = [...section(top.stdout, 'Commands').matchAll(/^ {2}([a-z][\w-]*)/gm)].map((m) => m[1]!).filter((c) => c !== 'help');
+    assert.ok(commands.length >= 10, commands.join(' '));
+    const optionsOf = (help: string): string[] => [...section(help, 'Options').matchAll(/^ {2}(?:-\w, )?(--[\w-]+)/gm)].map((m) => m[1]!).filter((o) => o !== '--help');
+    for (const option of optionsOf(top.stdout)) assert.ok(text.includes(`\`${option}`) || text.includes(`, \`${option}`), `the README has the global option ${option}`);
+    for (const command of commands) {
+      assert.ok(text.includes(`| \`${command}`), `the README's table has ${command}`);
+      const help = await run(process.execPath, [CLI, command, '--help']);
+      assert.equal(help.code, 0, help.stderr);
+      const row = text.split('\n').find((l) => l.startsWith(`| \`${command}`))!;
+      for (const option of optionsOf(help.stdout)) assert.ok(row.includes(option), `the README's row of ${command} has ${option}`);
+    }
+  });
+});
+
+/** What the .vsix may hold: the bundles, the icons, the manifest and the documents (vsce renames some); the README's images besides. */
 const SHIPPED = [
   '[Content_Types].xml',
   'extension.vsixmanifest',
@@ -195,6 +304,7 @@ const SHIPPED = [
   'extension/package.nls.json',
   'extension/l10n/bundle.l10n.json',
   'extension/readme.md',
+  'extension/SECURITY.md',
   'extension/changelog.md',
   'extension/LICENSE.txt',
   'extension/dist/extension.js',
@@ -254,13 +364,40 @@ describe('the .vsix', function () {
     assert.equal(r.code, 0, `could not rebuild dist/:\n${r.stderr}`);
   });
 
-  it('holds only what runs: the bundles, the icons, the manifest, README, CHANGELOG and licence', () => {
+  it('holds only what runs and what the README shows: the bundles, the icons, the screenshots, the manifest, README, CHANGELOG and licence', () => {
     const names = [...files.keys()];
-    const unexpected = names.filter((n) => !SHIPPED.includes(n) && !TRANSLATION.test(n));
+    const shown = imagesOf(README()).map((src) => `extension/${src}`);
+    const unexpected = names.filter((n) => !SHIPPED.includes(n) && !TRANSLATION.test(n) && !shown.includes(n));
     assert.deepEqual(unexpected, [], 'files the .vsix must not hold: add them to .vscodeignore');
     assert.deepEqual(SHIPPED.filter((n) => !files.has(n)), [], 'files the .vsix lacks');
     const size = (name: string): string => formatBytes(files.get(`extension/dist/${name}`)!.length);
     report(`${path.basename(vsix)}: ${formatBytes(fs.statSync(vsix).size)}, ${names.length} files; dist/extension.js ${size('extension.js')}, dist/cli.js ${size('cli.js')}`);
+  });
+
+  it("ships every image the README shows, so that the Marketplace and VS Code's extension page show them", () => {
+    const shown = imagesOf(README());
+    assert.ok(shown.length > 0);
+    for (const src of shown) {
+      const packed = files.get(`extension/${src}`);
+      assert.ok(packed !== undefined, `the .vsix holds ${src} (name it in .vscodeignore)`);
+      assert.ok(packed.equals(fs.readFileSync(path.join(ROOT, src))), `${src} as it is in the working tree`);
+    }
+    // vsce rewrites the README it packs; its first image must still be the first and still relative.
+    assert.equal(imagesOf(files.get('extension/readme.md')!.toString('utf8'))[0], shown[0]);
+  });
+
+  it('declares the listing: description, categories, tags, banner and the preview flag', () => {
+    const manifest = JSON.parse(fs.readFileSync(path.join(ROOT, 'package.json'), 'utf8')) as Manifest;
+    const xml = files.get('extension.vsixmanifest')!.toString('utf8');
+    const escaped = (t: string): string => t.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;').replace(/'/g, '&apos;').replace(/"/g, '&quot;');
+    assert.ok(xml.includes(`>${escaped(manifest.description)}</Description>`), 'the description');
+    assert.match(xml, new RegExp(`<Categories>${manifest.categories.join(',')}</Categories>`));
+    const tags = /<Tags>([^<]*)<\/Tags>/.exec(xml)![1]!.split(',');
+    for (const k of manifest.keywords) assert.ok(tags.includes(k), `tag ${k}`);
+    assert.ok(tags.length <= 30, `${tags.length} tags: the Marketplace takes at most 30`);
+    assert.ok(xml.includes(`Branding.Color" Value="${manifest.galleryBanner.color}"`), 'the banner colour');
+    assert.ok(xml.includes(`Branding.Theme" Value="${manifest.galleryBanner.theme}"`), 'the banner theme');
+    assert.match(xml, manifest.preview === true ? /<GalleryFlags>[^<]*\bPreview\b/ : /<GalleryFlags>(?![^<]*Preview)/);
   });
 
   it('ships minified bundles without source maps', () => {
