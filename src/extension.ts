@@ -29,6 +29,7 @@ import { stageBuildCommand } from './commands/stageBuild';
 import { type CommandContext } from './commands/command';
 import { Configuration } from './config';
 import { createLog } from './log';
+import { logCoreWarnings } from './coreWarnings';
 import { createPrompts, type Prompts } from './prompts';
 import { LockStates } from './core';
 import { Mine } from './model/mine';
@@ -53,6 +54,8 @@ export interface DevserverStagingApi {
 /** Composition root: builds the parts, connects them, and hands every disposable to VS Code. */
 export function activate(context: vscode.ExtensionContext): DevserverStagingApi {
   const log = createLog();
+  // What the core reports without failing (history it could not write or read) goes to the log.
+  const coreWarnings = logCoreWarnings(log);
   // The one source of settings: every part is given it, and reads it when it acts.
   const config = new Configuration();
   const { timing, pollMs, staticDirs } = config.current;
@@ -78,6 +81,7 @@ export function activate(context: vscode.ExtensionContext): DevserverStagingApi 
   const commands: CommandContext = { config, log, prompts, states, windowLocks, mine, tree, reveal, buildsUnder, selection: () => view.selection };
   context.subscriptions.push(
     log,
+    coreWarnings,
     config,
     statesFollowConfig,
     states,

@@ -114,7 +114,7 @@ const HISTORY_ROWS = 50;
 
 /** Who held the build and what happened to it, newest first, from the core's history. */
 async function historySection(staticDir: string, tag: string): Promise<string[]> {
-  const events = await history(staticDir, { tag, limit: HISTORY_ROWS, warn: () => undefined }).catch(() => [] as HistoryEvent[]);
+  const events = await history(staticDir, { tag, limit: HISTORY_ROWS }).catch(() => [] as HistoryEvent[]);
   if (events.length === 0) return [];
   const out = [`## ${vscode.l10n.t('History')}`, '', `| ${vscode.l10n.t('When')} | ${vscode.l10n.t('What')} | ${vscode.l10n.t('Who')} | ${vscode.l10n.t('Details')} | ${vscode.l10n.t('Token')} |`, '|---|---|---|---|--:|'];
   for (const e of [...events].reverse()) {

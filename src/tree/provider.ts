@@ -101,7 +101,7 @@ export class StagingTreeProvider implements vscode.TreeDataProvider<Node>, vscod
       const [info, contents, last] = await Promise.all([
         this.states.judge(node.staticDir, node.tag).catch(() => undefined),
         contentsOf(node.staticDir, node.tag),
-        lastHeld(node.staticDir, node.tag, { warn: () => undefined }).catch(() => undefined),
+        lastHeld(node.staticDir, node.tag).catch(() => undefined),
       ]);
       const r = this.states.record(node.staticDir, node.tag) ?? node.record;
       item.tooltip = BuildNode.tooltip(r, this.ownership(node.staticDir, node.tag), contents, info, last);
