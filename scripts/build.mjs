@@ -27,5 +27,5 @@ await Promise.all([
 chmodSync('dist/cli.js', 0o755);
 
 // Declarations for the core only: what other Node programs import.
-execFileSync(process.execPath, ['node_modules/typescript/bin/tsc', '-p', 'tsconfig.core.json'], { stdio: 'inherit' });
+execFileSync(process.execPath, ['node_modules/typescript-native/bin/tsc', '-p', 'tsconfig.core.json'], { stdio: 'inherit' });
 writeFileSync('dist/core.d.ts', "export * from './types/index';\n");
