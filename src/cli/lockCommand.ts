@@ -6,8 +6,11 @@ import { spawn } from 'child_process';
 import * as os from 'os';
 import { acquire, type AcquireOptions } from '../core/lock';
 import { isStagingError, type StagingError } from '../core/errors';
+import { flushHistory } from '../core/history';
 import { processStartOf } from '../core/holder';
 import { CommandRecordFile, isGroupAlive } from '../core/lifetime';
+import { commandMain } from './context';
+import { queueNotice } from './format';
 import { Interrupted, STOPPING } from './output';
 
 /** Time a command gets to exit after SIGTERM before it is killed. */
@@ -39,6 +42,31 @@ function signalGroup(pgid: number | undefined, signal: NodeJS.Signals): void {
 export interface LockCommandOptions extends AcquireOptions {
   destroyOnFailure: boolean;
 }
+
+export const main = commandMain(
+  async (ctx, [tag, command]: readonly [string, readonly string[]], o: { createOnce?: boolean; wait: number; purpose?: string; destroyOnFailure?: boolean }) => {
+    const onQueue = queueNotice(tag, process.stderr);
+    try {
+      return await runLocked(
+        ctx.staticDir(),
+        tag,
+        command,
+        {
+          ...ctx.coreOptions(),
+          createOnce: o.createOnce === true,
+          waitMs: o.wait * 1000,
+          purpose: o.purpose ?? command.join(' ').slice(0, 200),
+          destroyOnFailure: o.destroyOnFailure === true,
+          ...(onQueue !== undefined ? { onQueue } : {}),
+        },
+        (m) => process.stderr.write(`devserver-stage: ${m}\n`),
+      );
+    } finally {
+      // Records queued for a network filesystem are written before the process exits.
+      await flushHistory();
+    }
+  },
+);
 
 /** Resolves to the exit code the tool should end with; a signal while waiting for the lock rejects with `Interrupted`. */
 export async function runLocked(

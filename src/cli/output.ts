@@ -8,6 +8,9 @@ import type { StagingError } from '../core/errors';
 /** The code of errors in how the tool was called (unknown command or option, missing or bad argument). */
 export const USAGE_CODE = 'EUSAGE';
 
+/** 0 success; 2 usage or bad tag; 3 held by another; 1 anything else. */
+export const EXIT = { ok: 0, error: 1, usage: 2, locked: 3 } as const;
+
 /**
  * A command stopped by a signal (while waiting for a lock, or staging): reported as its error,
  * and the tool exits 128 + the signal's number, as a shell reports a process killed by it
@@ -70,6 +73,15 @@ export function jsonRequested(argv: readonly string[]): boolean {
     if (a === '--json') return true;
   }
   return false;
+}
+
+/**
+ * A name as a terminal shows it, not as it obeys it: names and holder fields are a co-user's
+ * bytes, and escape sequences in them (ESC, CSI, BEL) would retitle or rewrite the terminal.
+ * Names with a control character are shown quoted, with it escaped.
+ */
+export function printable(name: string): string {
+  return /[\u0000-\u001f\u007f-\u009f]/.test(name) ? JSON.stringify(name).replace(/[\u007f-\u009f]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`) : name;
 }
 
 let writeFailed = false;
