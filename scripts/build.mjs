@@ -2,6 +2,7 @@
 // declarations with tsc. `node scripts/build.mjs [--watch] [--production]`
 import * as esbuild from 'esbuild';
 import { execFileSync } from 'node:child_process';
+import { createRequire } from 'node:module';
 import { readFileSync, readdirSync, writeFileSync, mkdirSync, rmSync, chmodSync } from 'node:fs';
 
 const pkg = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8'));
@@ -31,6 +32,21 @@ const commandsExternal = {
   setup(build) {
     // The table's `require('./listCommand')` becomes a require of dist/cli/listCommand.js.
     build.onResolve({ filter: /^\.\/\w+Command$/ }, (args) => ({ path: `./cli/${args.path.slice(2)}.js`, external: true }));
+    // commander, needed only for help and usage errors, in a file of its own: not even parsed otherwise.
+    build.onResolve({ filter: /^commander$/ }, () => ({ path: './cli/commander.js', external: true }));
+  },
+};
+/*
+ * What proper-lockfile does when it is loaded (graceful-fs patches fs.close, signal-exit installs
+ * its handlers) matters only to code that takes locks with it. Declared free of side effects, it is
+ * left out of a command bundle that uses nothing of it: `status` takes only describeHolder from
+ * lock.ts. A bundle that takes locks keeps it, and all it does on loading.
+ */
+const lockfileOnlyWhereUsed = {
+  name: 'lockfile-only-where-used',
+  setup(build) {
+    const path = createRequire(import.meta.url).resolve('proper-lockfile');
+    build.onResolve({ filter: /^proper-lockfile$/ }, () => ({ path, sideEffects: false }));
   },
 };
 
@@ -39,7 +55,8 @@ mkdirSync('dist', { recursive: true });
 await Promise.all([
   esbuild.build({ ...common, entryPoints: ['src/extension.ts'], outfile: 'dist/extension.js', external: ['vscode'] }),
   esbuild.build({ ...common, entryPoints: ['src/cli.ts'], outfile: 'dist/cli.js', banner: { js: '#!/usr/bin/env node' }, plugins: [commandsExternal] }),
-  esbuild.build({ ...common, entryPoints: commandFiles.map((f) => `src/cli/${f}`), outdir: 'dist/cli' }),
+  esbuild.build({ ...common, entryPoints: commandFiles.map((f) => `src/cli/${f}`), outdir: 'dist/cli', plugins: [lockfileOnlyWhereUsed] }),
+  esbuild.build({ ...common, entryPoints: { commander: 'node_modules/commander/index.js' }, outdir: 'dist/cli' }),
   esbuild.build({ ...common, entryPoints: ['src/core/index.ts'], outfile: 'dist/core.js' }),
 ]);
 chmodSync('dist/cli.js', 0o755);

@@ -180,9 +180,10 @@ describe('the manifest', () => {
   });
 });
 
-/** The command line's bundles: the entry, and one per command that it loads when that command runs. */
+/** The command line's bundles: the entry, commander (for help and usage errors), and one per command, each loaded when needed. */
 const CLI_BUNDLES = [
   'dist/cli.js',
+  'dist/cli/commander.js',
   ...fs
     .readdirSync(path.join(ROOT, 'src', 'cli'))
     .filter((f) => f.endsWith('Command.ts'))
