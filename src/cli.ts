@@ -11,7 +11,7 @@
  */
 import type { CommandSpec } from './cli/commands';
 import type { CommandArgs, GlobalOptions } from './cli/context';
-import { EXIT, formatError, guardOutput, jsonRequested, outputFailed } from './cli/output';
+import { EXIT, formatError, jsonRequested, outputFailed, stderr } from './cli/output';
 import { parseCommandLine } from './cli/parse';
 
 function runCommand(command: CommandSpec, globals: GlobalOptions, args: CommandArgs, options: Record<string, unknown>): Promise<number> {
@@ -26,7 +26,6 @@ export async function main(argv: readonly string[]): Promise<number> {
 }
 
 if (require.main === module) {
-  guardOutput();
   const argv = process.argv.slice(2);
   main(argv).then(
     (code) => {
@@ -34,7 +33,7 @@ if (require.main === module) {
     },
     (err: unknown) => {
       const json = jsonRequested(argv);
-      process.stderr.write(json ? formatError(err, true) : `devserver-stage: unexpected error: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
+      stderr.write(json ? formatError(err, true) : `devserver-stage: unexpected error: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
       process.exitCode = EXIT.error;
     },
   );

@@ -1,12 +1,13 @@
 /**
  * What every command gets from the tool's global options, and the one way a command ends: its
  * exit code, with its error reported on stderr (as JSON with --json). Each command's file runs
- * itself through `commandMain`, so that the error it throws is judged by the same code that made
- * it (the built tool loads each command from a file of its own).
+ * itself through `commandMain`, so that what it throws, and what it failed to write, is judged by
+ * the same code that made it: the built tool loads each command from a bundle of its own, with its
+ * own copy of the modules it shares with the entry.
  */
 import { StagingError, isStagingError } from '../core/errors';
 import type { Timing } from '../core/types';
-import { EXIT, Interrupted, formatError, warner } from './output';
+import { EXIT, Interrupted, formatError, outputFailed, stderr, stdout, warner } from './output';
 
 export interface GlobalOptions {
   staticDir?: string;
@@ -41,7 +42,7 @@ export class CommandContext {
 
   /** A history record that could not be written does not fail the command: one line on stderr says so, once per cause. */
   readonly warn = (w: StagingError): void => {
-    this.warnOnce ??= warner((line) => process.stderr.write(line), this.json);
+    this.warnOnce ??= warner((line) => stderr.write(line), this.json);
     this.warnOnce(w);
   };
 
@@ -57,7 +58,7 @@ export class CommandContext {
 
   /** The result on stdout: `json` with --json, else `text`. */
   print(json: unknown, text: string): void {
-    process.stdout.write(this.json ? `${JSON.stringify(json, null, 2)}\n` : text);
+    stdout.write(this.json ? `${JSON.stringify(json, null, 2)}\n` : text);
   }
 }
 
@@ -74,11 +75,15 @@ function exitCodeOf(err: unknown): number {
 export function commandMain<A extends CommandArgs, O extends object>(run: (ctx: CommandContext, args: A, options: O) => Promise<number | void>): CommandMain {
   return async (globals, args, options) => {
     const ctx = new CommandContext(globals);
+    let code: number;
     try {
-      return (await run(ctx, args as A, options as O)) ?? EXIT.ok;
+      code = (await run(ctx, args as A, options as O)) ?? EXIT.ok;
     } catch (err) {
-      process.stderr.write(formatError(err, ctx.json));
-      return exitCodeOf(err);
+      stderr.write(formatError(err, ctx.json));
+      code = exitCodeOf(err);
     }
+    // Output that could not be written (not for a reader gone away) fails the command. Asked here:
+    // the command's file keeps its own account of what it wrote.
+    return outputFailed() ? EXIT.error : code;
   };
 }

@@ -6,7 +6,7 @@
 import { history, type HistoryActor, type HistoryEvent, type HistoryPrevious, type HistoryQuery } from '../core/history';
 import { formatBytes, formatDuration } from '../core/format';
 import { commandMain } from './context';
-import { printable } from './output';
+import { printable, stdout } from './output';
 import { table } from './usageFormat';
 
 export interface HistoryCommandIo {
@@ -21,7 +21,7 @@ export const main = commandMain(async (ctx, [tag]: readonly [string | undefined]
     ...(o.since !== undefined ? { sinceMs: Date.now() - o.since } : {}),
     ...(o.limit !== undefined ? { limit: o.limit } : {}),
   };
-  return runHistory(ctx.staticDir(), query, { stdout: process.stdout, json: ctx.json });
+  return runHistory(ctx.staticDir(), query, { stdout, json: ctx.json });
 });
 
 export async function runHistory(staticDir: string, query: HistoryQuery, io: HistoryCommandIo): Promise<number> {

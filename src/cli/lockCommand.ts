@@ -4,6 +4,7 @@
  */
 import { spawn } from 'child_process';
 import * as os from 'os';
+import { isatty } from 'tty';
 import { acquire, type AcquireOptions } from '../core/lock';
 import { isStagingError, type StagingError } from '../core/errors';
 import { flushHistory } from '../core/history';
@@ -11,7 +12,7 @@ import { processStartOf } from '../core/holder';
 import { CommandRecordFile, isGroupAlive } from '../core/lifetime';
 import { commandMain } from './context';
 import { queueNotice } from './format';
-import { Interrupted, STOPPING } from './output';
+import { Interrupted, STOPPING, stderr } from './output';
 
 /** Time a command gets to exit after SIGTERM before it is killed. */
 const KILL_GRACE_MS = 5_000;
@@ -45,7 +46,7 @@ export interface LockCommandOptions extends AcquireOptions {
 
 export const main = commandMain(
   async (ctx, [tag, command]: readonly [string, readonly string[]], o: { createOnce?: boolean; wait: number; purpose?: string; destroyOnFailure?: boolean }) => {
-    const onQueue = queueNotice(tag, process.stderr);
+    const onQueue = queueNotice(tag, { isTTY: isatty(2), write: (text) => stderr.write(text) });
     try {
       return await runLocked(
         ctx.staticDir(),
@@ -59,7 +60,7 @@ export const main = commandMain(
           destroyOnFailure: o.destroyOnFailure === true,
           ...(onQueue !== undefined ? { onQueue } : {}),
         },
-        (m) => process.stderr.write(`devserver-stage: ${m}\n`),
+        (m) => stderr.write(`devserver-stage: ${m}\n`),
       );
     } finally {
       // Records queued for a network filesystem are written before the process exits.

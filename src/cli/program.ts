@@ -6,7 +6,7 @@
 import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
 import { COMMANDS, GLOBAL_OPTIONS, InvalidValue, TOOL_DESCRIPTION, TOOL_HELP_AFTER, TOOL_NAME, type CommandSpec, type OptionSpec } from './commands';
 import type { CommandArgs, GlobalOptions } from './context';
-import { EXIT, formatError, jsonRequested, usageError } from './output';
+import { EXIT, formatError, jsonRequested, usageError, useStreams } from './output';
 
 declare const __VERSION__: string | undefined;
 
@@ -67,6 +67,8 @@ export function buildProgram(argv: readonly string[], run: Runner, exit: { code:
 
 /** Parses `argv` with commander and runs what it names; usage errors, help and the version end here. */
 export async function runProgram(argv: readonly string[], run: Runner): Promise<number> {
+  // commander writes help and errors to process.stdout and process.stderr.
+  useStreams();
   const exit = { code: EXIT.ok as number };
   const program = buildProgram(argv, run, exit);
   try {

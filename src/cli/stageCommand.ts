@@ -8,7 +8,7 @@ import { stage } from '../core/stage/stage';
 import type { StageOptions, StageResult } from '../core/stage/types';
 import { commandMain } from './context';
 import { queueNotice } from './format';
-import { Interrupted, STOPPING } from './output';
+import { Interrupted, STOPPING, useStreams } from './output';
 import { StageProgressView, type ProgressOutput } from './progress';
 import { formatBytes, formatRate } from './units';
 
@@ -22,6 +22,8 @@ export interface StageCommandIo {
 
 export const main = commandMain(
   async (ctx, [tag, sources]: readonly [string, readonly string[]], o: { add?: boolean; overwrite?: boolean; maxSize?: number; wait: number; purpose?: string }) => {
+    // Progress is drawn on process.stderr: everything else goes the same way, in order.
+    useStreams();
     const onQueue = queueNotice(tag, process.stderr);
     try {
       return await runStage(

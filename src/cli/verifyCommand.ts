@@ -7,7 +7,7 @@ import { flushHistory, type HistoryOptions } from '../core/history';
 import type { Timing } from '../core/types';
 import { describeEntryType, verify, type VerifyProblem, type VerifyResult } from '../core/verify';
 import { commandMain } from './context';
-import { printable } from './output';
+import { printable, useStreams } from './output';
 import { VerifyProgressView, type ProgressOutput } from './progress';
 import { formatBytes } from './units';
 
@@ -39,6 +39,8 @@ export async function runVerify(staticDir: string, tag: string, options: Partial
 }
 
 export const main = commandMain(async (ctx, [tag]: readonly [string]) => {
+  // Progress is drawn on process.stderr: everything else goes the same way, in order.
+  useStreams();
   try {
     return await runVerify(ctx.staticDir(), tag, ctx.coreOptions(), { stdout: process.stdout, stderr: process.stderr, json: ctx.json });
   } finally {
