@@ -2,7 +2,7 @@
  * Benchmarks of the lock core against bare baselines measured in the same process and run.
  * Prints figures; never asserts timings. See bench/README.md.
  *
- *   node out/bench/index.js [--no-race] [--no-stage] [--no-verify] [--no-history] [--no-handoff] [--quick]
+ *   node out/bench/index.js [--no-race] [--no-stage] [--no-verify] [--no-history] [--no-handoff] [--no-cli] [--quick]
  */
 import { spawn, type ChildProcess } from 'child_process';
 import * as fs from 'fs';
@@ -22,6 +22,7 @@ import { benchStage } from './stage';
 import { benchVerify } from './verify';
 import { benchPolling } from './watch';
 import { benchHistory } from './history';
+import { benchCliStartup } from './cli';
 
 const argv = new Set(process.argv.slice(2));
 const QUICK = argv.has('--quick');
@@ -30,6 +31,7 @@ const STAGE = !argv.has('--no-stage');
 const VERIFY = !argv.has('--no-verify');
 const HISTORY = !argv.has('--no-history');
 const HANDOFF = !argv.has('--no-handoff');
+const CLI_STARTUP = !argv.has('--no-cli');
 
 const us = (ms: number): string => `${(ms * 1000).toFixed(0)} µs`;
 const msf = (ms: number): string => `${ms.toFixed(1)} ms`;
@@ -340,6 +342,7 @@ async function main(): Promise<void> {
       }
     }
     await benchList(root, rows);
+    if (CLI_STARTUP) await benchCliStartup(root, rows, QUICK, line, path.resolve(__dirname, '..', '..', 'dist', 'cli.js'));
     await benchRace(root, rows);
     if (STAGE) await benchStage(root, rows, QUICK, line);
     if (VERIFY) await benchVerify(root, rows, QUICK, line);

@@ -5,13 +5,24 @@
  */
 import { history, type HistoryActor, type HistoryEvent, type HistoryPrevious, type HistoryQuery } from '../core/history';
 import { formatBytes, formatDuration } from '../core/format';
+import { commandMain } from './context';
+import { printable, stdout } from './output';
 import { table } from './usageFormat';
-import { printable } from './verifyCommand';
 
 export interface HistoryCommandIo {
   stdout: { write(text: string): unknown };
   json: boolean;
 }
+
+export const main = commandMain(async (ctx, [tag]: readonly [string | undefined], o: { since?: number; limit?: number }) => {
+  const query: HistoryQuery = {
+    warn: ctx.warn,
+    ...(tag !== undefined ? { tag } : {}),
+    ...(o.since !== undefined ? { sinceMs: Date.now() - o.since } : {}),
+    ...(o.limit !== undefined ? { limit: o.limit } : {}),
+  };
+  return runHistory(ctx.staticDir(), query, { stdout, json: ctx.json });
+});
 
 export async function runHistory(staticDir: string, query: HistoryQuery, io: HistoryCommandIo): Promise<number> {
   const events = await history(staticDir, query);

@@ -4,11 +4,15 @@
  */
 import { spawn } from 'child_process';
 import * as os from 'os';
+import { isatty } from 'tty';
 import { acquire, type AcquireOptions } from '../core/lock';
 import { isStagingError, type StagingError } from '../core/errors';
+import { flushHistory } from '../core/history';
 import { processStartOf } from '../core/holder';
 import { CommandRecordFile, isGroupAlive } from '../core/lifetime';
-import { Interrupted, STOPPING } from './output';
+import { commandMain } from './context';
+import { queueNotice } from './format';
+import { Interrupted, STOPPING, stderr } from './output';
 
 /** Time a command gets to exit after SIGTERM before it is killed. */
 const KILL_GRACE_MS = 5_000;
@@ -39,6 +43,31 @@ function signalGroup(pgid: number | undefined, signal: NodeJS.Signals): void {
 export interface LockCommandOptions extends AcquireOptions {
   destroyOnFailure: boolean;
 }
+
+export const main = commandMain(
+  async (ctx, [tag, command]: readonly [string, readonly string[]], o: { createOnce?: boolean; wait: number; purpose?: string; destroyOnFailure?: boolean }) => {
+    const onQueue = queueNotice(tag, { isTTY: isatty(2), write: (text) => stderr.write(text) });
+    try {
+      return await runLocked(
+        ctx.staticDir(),
+        tag,
+        command,
+        {
+          ...ctx.coreOptions(),
+          createOnce: o.createOnce === true,
+          waitMs: o.wait * 1000,
+          purpose: o.purpose ?? command.join(' ').slice(0, 200),
+          destroyOnFailure: o.destroyOnFailure === true,
+          ...(onQueue !== undefined ? { onQueue } : {}),
+        },
+        (m) => stderr.write(`devserver-stage: ${m}\n`),
+      );
+    } finally {
+      // Records queued for a network filesystem are written before the process exits.
+      await flushHistory();
+    }
+  },
+);
 
 /** Resolves to the exit code the tool should end with; a signal while waiting for the lock rejects with `Interrupted`. */
 export async function runLocked(

@@ -2,11 +2,15 @@
  * How the command-line tool talks to the streams it was given: errors in one shape (plain text,
  * or one JSON object per error with --json), and a closed stdout or stderr that ends nothing.
  */
+import * as fs from 'fs';
 import * as os from 'os';
 import type { StagingError } from '../core/errors';
 
 /** The code of errors in how the tool was called (unknown command or option, missing or bad argument). */
 export const USAGE_CODE = 'EUSAGE';
+
+/** 0 success; 2 usage or bad tag; 3 held by another; 1 anything else. */
+export const EXIT = { ok: 0, error: 1, usage: 2, locked: 3 } as const;
 
 /**
  * A command stopped by a signal (while waiting for a lock, or staging): reported as its error,
@@ -72,6 +76,15 @@ export function jsonRequested(argv: readonly string[]): boolean {
   return false;
 }
 
+/**
+ * A name as a terminal shows it, not as it obeys it: names and holder fields are a co-user's
+ * bytes, and escape sequences in them (ESC, CSI, BEL) would retitle or rewrite the terminal.
+ * Names with a control character are shown quoted, with it escaped.
+ */
+export function printable(name: string): string {
+  return /[\u0000-\u001f\u007f-\u009f]/.test(name) ? JSON.stringify(name).replace(/[\u007f-\u009f]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`) : name;
+}
+
 let writeFailed = false;
 
 /** Whether writing the output failed other than by a reader going away. */
@@ -98,4 +111,72 @@ export function guardOutput(streams: readonly NodeJS.WriteStream[] = [process.st
       }
     });
   }
+}
+
+/**
+ * The tool's standard output or error. It writes through the descriptor at once: making
+ * `process.stdout` a stream costs a short command a tenth of its time where it is a pipe (Node
+ * loads its network code for it), and a command that prints a table and ends gains nothing from a
+ * stream. The stream is used after all where writing at once cannot go on (a descriptor set
+ * non-blocking by whoever opened it, with the pipe full), and for the commands that hand it to
+ * others (`useStreams`). Failures are taken as `guardOutput` takes them.
+ */
+export class Output {
+  private viaStream = false;
+  private failed = false;
+
+  constructor(
+    private readonly fd: number,
+    private readonly stream: () => NodeJS.WriteStream,
+  ) {}
+
+  write(text: string): void {
+    if (this.failed) return;
+    if (this.viaStream) {
+      this.stream().write(text);
+      return;
+    }
+    const bytes = Buffer.from(text);
+    let done = 0;
+    while (done < bytes.length) {
+      try {
+        done += fs.writeSync(this.fd, bytes, done);
+      } catch (err) {
+        const code = (err as NodeJS.ErrnoException).code;
+        if (code === 'EAGAIN') {
+          // The stream waits for the reader without holding the process: the rest goes there, and all after it.
+          this.useStream();
+          this.stream().write(bytes.subarray(done));
+        } else {
+          this.failed = true;
+          if (code !== 'EPIPE') {
+            writeFailed = true;
+            process.exitCode = 1;
+            if (this !== stderr) stderr.write(`devserver-stage: could not write the output: ${(err as Error).message}\n`);
+          }
+        }
+        return;
+      }
+    }
+  }
+
+  /** From now on through the stream, guarded. */
+  useStream(): void {
+    if (this.viaStream) return;
+    this.viaStream = true;
+    guardOutput([this.stream()]);
+  }
+}
+
+export const stdout = new Output(1, () => process.stdout);
+export const stderr = new Output(2, () => process.stderr);
+
+/**
+ * For the commands that give `process.stdout` and `process.stderr` to others (progress on a
+ * terminal, commander's help): all output through the streams, so that nothing overtakes what
+ * they hold.
+ */
+export function useStreams(): void {
+  stdout.useStream();
+  stderr.useStream();
 }

@@ -3,13 +3,14 @@
  * stdout, and Ctrl-C that stops cleanly.
  */
 import { isStagingError } from '../core/errors';
+import { flushHistory } from '../core/history';
 import { stage } from '../core/stage/stage';
 import type { StageOptions, StageResult } from '../core/stage/types';
-import { Interrupted, STOPPING } from './output';
+import { commandMain } from './context';
+import { queueNotice } from './format';
+import { Interrupted, STOPPING, useStreams } from './output';
 import { StageProgressView, type ProgressOutput } from './progress';
 import { formatBytes, formatRate } from './units';
-
-/** Stop the staging: Ctrl-C, kill, a closed SSH session. */
 
 export type StageCommandOptions = Omit<StageOptions, 'signal' | 'onProgress'>;
 
@@ -18,6 +19,34 @@ export interface StageCommandIo {
   stderr: ProgressOutput;
   json: boolean;
 }
+
+export const main = commandMain(
+  async (ctx, [tag, sources]: readonly [string, readonly string[]], o: { add?: boolean; overwrite?: boolean; maxSize?: number; wait: number; purpose?: string }) => {
+    // Progress is drawn on process.stderr: everything else goes the same way, in order.
+    useStreams();
+    const onQueue = queueNotice(tag, process.stderr);
+    try {
+      return await runStage(
+        ctx.staticDir(),
+        tag,
+        sources,
+        {
+          ...ctx.coreOptions(),
+          add: o.add === true,
+          overwrite: o.overwrite === true,
+          ...(o.maxSize !== undefined ? { maxBytes: o.maxSize } : {}),
+          waitMs: o.wait * 1000,
+          ...(o.purpose !== undefined ? { purpose: o.purpose } : {}),
+          ...(onQueue !== undefined ? { onQueue } : {}),
+        },
+        { stdout: process.stdout, stderr: process.stderr, json: ctx.json },
+      );
+    } finally {
+      // Records queued for a network filesystem are written before the process exits.
+      await flushHistory();
+    }
+  },
+);
 
 /** Resolves to the exit code; errors are thrown for the caller to report, an interruption as `Interrupted`. */
 export async function runStage(staticDir: string, tag: string, sources: readonly string[], options: StageCommandOptions, io: StageCommandIo): Promise<number> {

@@ -1,6 +1,6 @@
 /** Human-readable output of `du` and `prune`. `--json` bypasses all of this. */
 import type { AreaUsage, PruneResult } from '../core/usage';
-import { formatDuration } from './format';
+import { formatDuration } from '../core/format';
 import { formatBytes } from './units';
 
 /** Rows in aligned columns under a header; the last column is not padded. */

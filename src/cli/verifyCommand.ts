@@ -3,9 +3,11 @@
  * summary on stdout (the result as JSON with --json), progress on stderr when it is a terminal.
  * Exit 0 when the build is intact, 1 when it is damaged.
  */
-import type { HistoryOptions } from '../core/history';
+import { flushHistory, type HistoryOptions } from '../core/history';
 import type { Timing } from '../core/types';
 import { describeEntryType, verify, type VerifyProblem, type VerifyResult } from '../core/verify';
+import { commandMain } from './context';
+import { printable, useStreams } from './output';
 import { VerifyProgressView, type ProgressOutput } from './progress';
 import { formatBytes } from './units';
 
@@ -36,16 +38,18 @@ export async function runVerify(staticDir: string, tag: string, options: Partial
   return result.ok ? 0 : 1;
 }
 
-const count = (n: number): string => n.toLocaleString('en');
+export const main = commandMain(async (ctx, [tag]: readonly [string]) => {
+  // Progress is drawn on process.stderr: everything else goes the same way, in order.
+  useStreams();
+  try {
+    return await runVerify(ctx.staticDir(), tag, ctx.coreOptions(), { stdout: process.stdout, stderr: process.stderr, json: ctx.json });
+  } finally {
+    // The `verified` record is written before the process exits, on a network filesystem too.
+    await flushHistory();
+  }
+});
 
-/**
- * A name as a terminal shows it, not as it obeys it: an unlisted file's name is a co-user's bytes,
- * and escape sequences in it (ESC, CSI, BEL) would retitle or rewrite the terminal. Names with a
- * control character are shown quoted, with it escaped.
- */
-export function printable(name: string): string {
-  return /[\u0000-\u001f\u007f-\u009f]/.test(name) ? JSON.stringify(name).replace(/[\u007f-\u009f]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`) : name;
-}
+const count = (n: number): string => n.toLocaleString('en');
 
 const bytes = (n: number | undefined): string => `${count(n ?? 0)} byte${n === 1 ? '' : 's'}`;
 const short = (sha: string | undefined): string => (sha === undefined ? '?' : `${sha.slice(0, 12)}…`);

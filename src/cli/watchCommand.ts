@@ -10,7 +10,8 @@ import { LockStates } from '../core/watch/states';
 import { isAtOrBelow, type AreaRecord } from '../core/watch/records';
 import type { StateChange } from '../core/watch/states';
 import type { Timing } from '../core/types';
-import { STOPPING } from './output';
+import { commandMain } from './context';
+import { STOPPING, useStreams } from './output';
 
 export interface WatchIo {
   stdout: { write(text: string): unknown };
@@ -69,6 +70,12 @@ function text(l: WatchLine): string {
   if (l.staleReason !== undefined) parts.push(`(${shown(l.staleReason)})`);
   return `${parts.join('  ')}\n`;
 }
+
+export const main = commandMain(async (ctx, [subpath]: readonly [string], o: { poll?: number }) => {
+  // A reader slower than the changes must not hold the process: lines wait in the stream.
+  useStreams();
+  return runWatch(ctx.staticDir(), subpath, ctx.coreOptions(), { stdout: process.stdout, stderr: process.stderr, json: ctx.json, pollMs: (o.poll ?? 0) * 1000 });
+});
 
 /** Resolves to the exit code once stopped by a signal (128 + the signal); errors at the start reject. */
 export async function runWatch(staticDir: string, subpath: string, timing: Partial<Timing>, io: WatchIo): Promise<number> {

@@ -31,8 +31,12 @@ export async function hasBuildMark(dir: string): Promise<boolean> {
 /** The lock state of one staging area. */
 export async function inspect(staticDir: string, tag: string, options: Partial<Timing> = {}): Promise<LockInfo> {
   const area = await resolveArea(staticDir, tag);
-  const skew = await fsClockSkew(area.realStaticDir);
-  return (await judgeLock(area, clampTiming(options), Date.now() + skew)).info;
+  // Only a heartbeat is judged on the filesystem's clock, and measuring it writes a probe into the
+  // static directory: an area without a lock is told free without. Anything else (a lock, or an
+  // error the judge reports) is looked at again by the judge once the clock is known.
+  const st = await fs.promises.lstat(lockPathOf(area.dir)).catch((err: unknown) => (errnoCode(err) === 'ENOENT' ? null : undefined));
+  const skew = st === null ? 0 : await fsClockSkew(area.realStaticDir);
+  return (await judgeLock(area, clampTiming(options), Date.now() + skew, st === null ? null : undefined)).info;
 }
 
 /**

@@ -72,6 +72,35 @@ describe('devserver-stage as scripts use it', () => {
       assert.equal((await withClosedStdout(staticDir, ['--json', 'list'], true)).code, 0);
     });
 
+    it('a stdout left non-blocking by whoever opened it, read slower than the tool writes: all of it arrives, in order, exit 0', async () => {
+      // About 240 KB, far more than the pipe holds: the tool meets a full pipe it may not wait on.
+      for (let i = 0; i < 2000; i++) fs.mkdirSync(path.join(staticDir, `board-${String(i).padStart(4, '0')}-${'x'.repeat(100)}`));
+      const script = [
+        'import os, subprocess, sys, time',
+        'r, w = os.pipe()',
+        'os.set_blocking(w, False)',
+        'p = subprocess.Popen(sys.argv[1:], stdout=w, stderr=subprocess.PIPE)',
+        'os.close(w)',
+        'time.sleep(1)',
+        'out = b""',
+        'while True:',
+        '    chunk = os.read(r, 65536)',
+        '    if not chunk: break',
+        '    out += chunk',
+        'sys.stdout.buffer.write(out)',
+        'sys.stderr.buffer.write(p.stderr.read())',
+        'sys.exit(p.wait())',
+      ].join('\n');
+      const env = { ...process.env, DEVSERVER_STATIC_DIR: staticDir };
+      const slow = await run(PYTHON, ['-c', script, process.execPath, CLI, 'list'], { env });
+      assert.equal(slow.code, 0, slow.stderr);
+      assert.equal(slow.stderr, '');
+      const plain = await cli(staticDir, ['list']);
+      assert.equal(plain.code, 0, plain.stderr);
+      assert.ok(plain.stdout.length > 200_000, `${plain.stdout.length} bytes`);
+      assert.equal(slow.stdout, plain.stdout);
+    });
+
     it('a write error other than a gone reader (a full disk) is an error, exit 1', async function () {
       if (!fs.existsSync('/dev/full')) this.skip();
       const r = await run('sh', ['-c', `"${process.execPath}" "${CLI}" list >/dev/full`], { env: { ...process.env, DEVSERVER_STATIC_DIR: staticDir } });

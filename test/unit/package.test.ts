@@ -40,7 +40,9 @@ describe('package', () => {
       const text = fs.readFileSync(path.join(core, file), 'utf8');
       assert.doesNotMatch(text, /from ['"]vscode['"]|require\(['"]vscode['"]\)/, file);
     }
-    for (const bundle of ['core.js', 'cli.js']) {
+    const bundles = ['core.js', 'cli.js', ...fs.readdirSync(path.join(ROOT, 'dist', 'cli')).filter((f) => f.endsWith('.js')).map((f) => `cli/${f}`)];
+    assert.ok(bundles.length > 3, 'the command bundles were found');
+    for (const bundle of bundles) {
       assert.doesNotMatch(fs.readFileSync(path.join(ROOT, 'dist', bundle), 'utf8'), /require\(["']vscode["']\)/, bundle);
     }
   });
@@ -297,6 +299,17 @@ describe('the README', () => {
 });
 
 /** What the .vsix may hold: the bundles, the icons, the manifest and the documents (vsce renames some); the README's images besides. */
+/** The command line's bundles: the entry, commander (for help and usage errors), and one per command, each loaded when needed. */
+const CLI_BUNDLES = [
+  'dist/cli.js',
+  'dist/cli/commander.js',
+  ...fs
+    .readdirSync(path.join(ROOT, 'src', 'cli'))
+    .filter((f) => f.endsWith('Command.ts'))
+    .map((f) => `dist/cli/${f.replace(/\.ts$/, '.js')}`),
+];
+
+/** What the .vsix may hold: the bundles, the icons, the manifest and the documents (vsce renames some). */
 const SHIPPED = [
   '[Content_Types].xml',
   'extension.vsixmanifest',
@@ -308,7 +321,7 @@ const SHIPPED = [
   'extension/changelog.md',
   'extension/LICENSE.txt',
   'extension/dist/extension.js',
-  'extension/dist/cli.js',
+  ...CLI_BUNDLES.map((f) => `extension/${f}`),
   'extension/media/icon.svg',
   'extension/media/icon.png',
 ];
@@ -401,8 +414,8 @@ describe('the .vsix', function () {
   });
 
   it('ships minified bundles without source maps', () => {
-    for (const name of ['extension.js', 'cli.js']) {
-      const text = files.get(`extension/dist/${name}`)!.toString('utf8');
+    for (const name of ['dist/extension.js', ...CLI_BUNDLES]) {
+      const text = files.get(`extension/${name}`)!.toString('utf8');
       assert.doesNotMatch(text, /sourceMappingURL/, name);
       const perLine = Math.round(text.length / text.split('\n').length);
       assert.ok(perLine > 500, `${name} is minified (${perLine} characters a line)`);
@@ -417,16 +430,27 @@ describe('the .vsix', function () {
     assert.deepEqual([png.readUInt32BE(16), png.readUInt32BE(20)], [128, 128]);
   });
 
-  it('runs the command-line tool it ships', async () => {
-    const cli = path.join(dir, 'cli.js');
-    fs.writeFileSync(cli, files.get('extension/dist/cli.js')!);
+  it('runs the command-line tool it ships, from any directory', async () => {
+    // The bundles as shipped, and nothing else: the entry finds each command's bundle beside it.
+    const shipped = path.join(dir, 'shipped');
+    for (const f of CLI_BUNDLES) {
+      fs.mkdirSync(path.dirname(path.join(shipped, f)), { recursive: true });
+      fs.writeFileSync(path.join(shipped, f), files.get(`extension/${f}`)!);
+    }
+    const cli = path.join(shipped, 'dist', 'cli.js');
     const staticDir = path.join(dir, 'static');
     fs.mkdirSync(staticDir);
     const status = [cli, '-d', staticDir, '--json', 'status', 'eve/R1'];
-    const r = await run(process.execPath, [cli, '-d', staticDir, 'lock', '--create-once', 'eve/R1', '--', process.execPath, ...status]);
+    const elsewhere = { cwd: staticDir };
+    const r = await run(process.execPath, [cli, '-d', staticDir, 'lock', '--create-once', 'eve/R1', '--', process.execPath, ...status], elsewhere);
     assert.equal(r.code, 0, r.stderr);
     assert.equal((JSON.parse(r.stdout) as { state: string }).state, 'held');
-    const released = await run(process.execPath, status);
+    const released = await run(process.execPath, status, elsewhere);
     assert.equal((JSON.parse(released.stdout) as { state: string }).state, 'free', released.stderr);
+    // Help and usage errors come from the parser the entry loads only for them.
+    const help = await run(process.execPath, [cli, 'status', '--help'], elsewhere);
+    assert.equal(help.code, 0, help.stderr);
+    assert.match(help.stdout, /^Usage: devserver-stage status/);
+    assert.equal((await run(process.execPath, [cli, 'frobnicate'], elsewhere)).code, 2);
   });
 });

@@ -1,0 +1,9 @@
+/** `devserver-stage list [SUBPATH]`: the subdirectories with their lock states. */
+import { list } from '../core/inspect';
+import { commandMain } from './context';
+import { formatList } from './format';
+
+export const main = commandMain(async (ctx, [subpath]: readonly [string]) => {
+  const entries = await list(ctx.staticDir(), subpath, ctx.coreOptions());
+  ctx.print(entries, formatList(entries));
+});
