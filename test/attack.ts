@@ -88,8 +88,8 @@ export function runTimed(command: string, args: readonly string[], options: Time
     let stderr = '';
     let hung = false;
     let termSentAt: number | undefined;
-    child.stdout!.on('data', (d: Buffer) => (stdout += d.toString()));
-    child.stderr!.on('data', (d: Buffer) => (stderr += d.toString()));
+    child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
+    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
     const timers: NodeJS.Timeout[] = [];
     const term = (): void => {
       termSentAt = Date.now();
@@ -122,7 +122,7 @@ export function cliTimed(staticDir: string, args: readonly string[], options: Om
   const script = `umask ${umask ?? '022'}; exec "$@"`;
   const inner = ['sh', '-c', script, 'sh', process.execPath, CLI, ...args];
   const argv = user === undefined ? inner : ['runuser', '-u', user, '--', ...inner];
-  return runTimed(argv[0]!, argv.slice(1), { ...rest, env: fullEnv });
+  return runTimed(argv[0], argv.slice(1), { ...rest, env: fullEnv });
 }
 
 /** One line describing a finished command, for failure messages. */
@@ -234,7 +234,7 @@ export function checkArea(area: string, expected: Map<string, string> = new Map(
   const problems: string[] = [];
   let manifest: { artifacts?: Record<string, { type: string; sha256: string; linkTarget?: string } | null> };
   try {
-    manifest = JSON.parse(fs.readFileSync(path.join(area, MANIFEST), 'utf8'));
+    manifest = JSON.parse(fs.readFileSync(path.join(area, MANIFEST), 'utf8')) as typeof manifest;
   } catch (err) {
     return [`manifest ${path.join(area, MANIFEST)} unreadable: ${(err as Error).message}`];
   }
@@ -339,7 +339,7 @@ export async function pool<T>(items: readonly T[], concurrency: number, fn: (ite
     Array.from({ length: Math.min(concurrency, items.length) }, async () => {
       while (next < items.length) {
         const i = next++;
-        await fn(items[i]!, i);
+        await fn(items[i], i);
       }
     }),
   );

@@ -39,13 +39,13 @@ export function run(command: string, args: readonly string[], options: SpawnOpti
     const child = spawn(command, args, { ...options, stdio: ['pipe', 'pipe', 'pipe'] });
     let stdout = '';
     let stderr = '';
-    child.stdout!.on('data', (d: Buffer) => (stdout += d.toString()));
-    child.stderr!.on('data', (d: Buffer) => (stderr += d.toString()));
+    child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
+    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
     child.once('error', reject);
     child.once('close', (code, signal) => resolve({ code, signal, stdout, stderr }));
     // A child that exits without reading its input makes this write fail with EPIPE: not our concern.
-    child.stdin!.on('error', () => undefined);
-    child.stdin!.end(options.input ?? '');
+    child.stdin.on('error', () => undefined);
+    child.stdin.end(options.input ?? '');
   });
 }
 

@@ -7,7 +7,7 @@ import Mocha = require('mocha');
 class SpecWithSummary extends Mocha.reporters.Spec {
   constructor(runner: Mocha.Runner, options?: Mocha.MochaOptions) {
     super(runner, options);
-    const label = String(options?.reporterOptions?.['label'] ?? 'unit');
+    const label = String((options?.reporterOptions as Record<string, string | undefined> | undefined)?.['label'] ?? 'unit');
     runner.once(Mocha.Runner.constants.EVENT_RUN_END, () => {
       const s = runner.stats;
       if (s === undefined) return;

@@ -22,10 +22,10 @@ export function formatList(entries: readonly ListEntry[]): string {
     e.holder?.purpose ?? '',
   ]);
   const header = ['STATE', 'TAG', 'HOLDER', 'HEARTBEAT', 'PURPOSE'];
-  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
+  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i].length)));
   const line = (cells: string[]): string =>
     cells
-      .map((c, i) => (i === cells.length - 1 ? c : c.padEnd(widths[i]!)))
+      .map((c, i) => (i === cells.length - 1 ? c : c.padEnd(widths[i])))
       .join('  ')
       .trimEnd();
   return `${[line(header), ...rows.map(line)].join('\n')}\n`;

@@ -100,7 +100,7 @@ export async function runLocked(
   // Scripts can fence their own writes with the lock's fencing token.
   env.DEVSERVER_STAGING_FENCE = String(lease.fence);
   // detached: a new session and process group led by the command (pgid = its pid).
-  const child = spawn('/bin/sh', ['-c', GATE, 'devserver-stage', command!, ...args], {
+  const child = spawn('/bin/sh', ['-c', GATE, 'devserver-stage', command, ...args], {
     stdio: ['inherit', 'inherit', 'inherit', 'pipe'],
     detached: true,
     env,

@@ -35,8 +35,8 @@ export interface Flag {
 export function flagOf(spec: OptionSpec): Flag {
   const m = /^(?:(-[A-Za-z]), )?(--[a-z][a-z-]*)(?: <[a-z-]+>)?$/.exec(spec.flags);
   if (m === null) throw new Error(`flags the command line cannot read: ${spec.flags}`);
-  const key = m[2]!.slice(2).replace(/-([a-z])/g, (_, c: string) => c.toUpperCase());
-  return { ...(m[1] !== undefined ? { short: m[1] } : {}), long: m[2]!, takesValue: spec.flags.endsWith('>'), key, spec };
+  const key = m[2].slice(2).replace(/-([a-z])/g, (_, c: string) => c.toUpperCase());
+  return { ...(m[1] !== undefined ? { short: m[1] } : {}), long: m[2], takesValue: spec.flags.endsWith('>'), key, spec };
 }
 
 /** Not one of these flags. */
@@ -114,7 +114,7 @@ export function parseCommandLine(argv: readonly string[], env: NodeJS.ProcessEnv
   let command: CommandSpec | undefined;
   let flags: readonly Flag[] = [];
   for (let i = 0; i < argv.length; i++) {
-    const arg = argv[i]!;
+    const arg = argv[i];
     if (arg === '--') {
       if (command === undefined) return undefined;
       operands.push(...argv.slice(i + 1));
@@ -144,5 +144,5 @@ export function parseCommandLine(argv: readonly string[], env: NodeJS.ProcessEnv
   for (const f of GLOBAL_FLAGS) {
     if (!(f.key in globals) && f.spec.env !== undefined && env[f.spec.env] !== undefined) globals[f.key] = env[f.spec.env];
   }
-  return { command, globals: globals as GlobalOptions, args, options };
+  return { command, globals: globals, args, options };
 }

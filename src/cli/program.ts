@@ -72,7 +72,7 @@ export async function runProgram(argv: readonly string[], run: Runner): Promise<
   const exit = { code: EXIT.ok as number };
   const program = buildProgram(argv, run, exit);
   try {
-    await program.parseAsync(argv as string[], { from: 'user' });
+    await program.parseAsync(argv, { from: 'user' });
     return exit.code;
   } catch (err) {
     if (!(err instanceof CommanderError)) throw err;

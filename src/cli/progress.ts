@@ -51,7 +51,7 @@ export class StageProgressView {
   update(p: StageProgress): void {
     const t = this.now();
     this.samples.push({ t, bytes: p.bytes });
-    while (this.samples.length > 2 && t - this.samples[1]!.t > RATE_WINDOW_MS) this.samples.shift();
+    while (this.samples.length > 2 && t - this.samples[1].t > RATE_WINDOW_MS) this.samples.shift();
     if (p.artifact !== '') this.current = p.artifact;
     const finished = p.artifacts - this.done;
     if (this.tty) {

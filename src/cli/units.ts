@@ -34,7 +34,7 @@ const SIZE_UNITS: Record<string, number> = {
 export function parseSize(text: string): number | undefined {
   const m = /^\s*(\d+(?:\.\d+)?)\s*([a-zA-Z]*)\s*$/.exec(text);
   if (m === null) return undefined;
-  const factor = SIZE_UNITS[m[2]!.toLowerCase()];
+  const factor = SIZE_UNITS[m[2].toLowerCase()];
   if (factor === undefined) return undefined;
   const bytes = Math.floor(Number(m[1]) * factor);
   return Number.isSafeInteger(bytes) ? bytes : undefined;
@@ -54,7 +54,7 @@ export function parseDuration(text: string): number | undefined {
   while (rest !== '') {
     const m = /^(\d+(?:\.\d+)?)\s*(min|[smhdw])\s*/i.exec(rest);
     if (m === null) return undefined;
-    total += Number(m[1]) * DURATION_UNITS[m[2]!.toLowerCase()]!;
+    total += Number(m[1]) * DURATION_UNITS[m[2].toLowerCase()];
     rest = rest.slice(m[0].length);
   }
   return Number.isFinite(total) ? Math.round(total) : undefined;

@@ -8,7 +8,7 @@ export function table(header: readonly string[], rows: readonly string[][], righ
   const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? '').length)));
   const line = (cells: readonly string[]): string =>
     cells
-      .map((c, i) => (rightAligned.has(i) ? c.padStart(widths[i]!) : i === cells.length - 1 ? c : c.padEnd(widths[i]!)))
+      .map((c, i) => (rightAligned.has(i) ? c.padStart(widths[i]) : i === cells.length - 1 ? c : c.padEnd(widths[i])))
       .join('  ')
       .trimEnd();
   return `${[header, ...rows].map(line).join('\n')}\n`;
@@ -33,7 +33,7 @@ export function formatUsage(areas: readonly AreaUsage[], nowMs = Date.now()): st
   rows.push([`TOTAL (${areas.length} area${areas.length === 1 ? '' : 's'})`, formatBytes(bytes), String(artifacts), '', '']);
   const damaged = sorted.filter((a) => a.damaged !== undefined);
   // The first one's message says how to repair; the others are the same.
-  const note = damaged.length > 0 ? `\n${damaged.length} area${damaged.length === 1 ? ' has' : 's have'} a damaged manifest. ${damaged[0]!.damaged}\n` : '';
+  const note = damaged.length > 0 ? `\n${damaged.length} area${damaged.length === 1 ? ' has' : 's have'} a damaged manifest. ${damaged[0].damaged}\n` : '';
   return table(['TAG', 'SIZE', 'ARTIFACTS', 'LAST USED', 'STATE'], rows, new Set([1, 2])) + note;
 }
 

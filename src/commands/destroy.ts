@@ -34,7 +34,7 @@ export function destroyCommand(ctx: Uses<'states' | 'windowLocks' | 'selection'>
     if (builds.length === 0) {
       // The Delete key on a folder: its own command, which says how many builds go.
       if (folders.length === 1) {
-        const folder: FolderArgs = { staticDir: folders[0]!.staticDir, tag: folders[0]!.tag, ...(fromKey ? { alwaysAsk: true } : {}) };
+        const folder: FolderArgs = { staticDir: folders[0].staticDir, tag: folders[0].tag, ...(fromKey ? { alwaysAsk: true } : {}) };
         return vscode.commands.executeCommand('devserverStaging.destroyFolderBuilds', undefined, undefined, folder);
       }
       if (folders.length > 0) void prompts.notify('info', vscode.l10n.t('Folders are not destroyed with Destroy…: use Destroy Builds… on a folder to remove the builds in it.'));
@@ -45,7 +45,7 @@ export function destroyCommand(ctx: Uses<'states' | 'windowLocks' | 'selection'>
     const more = folders.length > 0 ? [vscode.l10n.t('Not destroyed: {0} (folders; use Destroy Builds… on a folder).', folders.map((f) => f.tag).join(', '))] : [];
     const ok = await confirmDestroy(
       judged,
-      n === 1 ? vscode.l10n.t('Destroy {0}?', judged[0]!.tag) : vscode.l10n.t('Destroy {0} builds?', n),
+      n === 1 ? vscode.l10n.t('Destroy {0}?', judged[0].tag) : vscode.l10n.t('Destroy {0} builds?', n),
       more,
       {
         plain: n === 1 ? vscode.l10n.t('Destroy') : vscode.l10n.t('Destroy {0} Builds', n),

@@ -42,7 +42,7 @@ const breaks = (j: Judged): boolean => !j.mine && (j.info.state === 'held' || j.
 /** "1 is held by alice@vm, 1 is stale, 1 is held by this window": what is not simply free. */
 export function summary(judged: readonly Judged[]): string {
   if (judged.length === 1) {
-    const j = judged[0]!;
+    const j = judged[0];
     if (j.mine) return vscode.l10n.t('It is held by this window.');
     switch (j.info.state) {
       case 'held':
@@ -152,7 +152,7 @@ export function reportDestroyed(outcomes: readonly Outcome[], prompts: Prompts, 
   const failed = outcomes.filter((o): o is Extract<Outcome, { done: false }> => !o.done);
   if (failed.length === 0) return;
   const done = outcomes.length - failed.length;
-  const head = outcomes.length === 1 ? vscode.l10n.t('{0} was not destroyed: {1}.', failed[0]!.tag, failed[0]!.why) : vscode.l10n.t('Destroyed {0} of {1} builds. Not destroyed: {2}.', done, outcomes.length, failed.map((f) => `${f.tag} (${f.why})`).join('; '));
+  const head = outcomes.length === 1 ? vscode.l10n.t('{0} was not destroyed: {1}.', failed[0].tag, failed[0].why) : vscode.l10n.t('Destroyed {0} of {1} builds. Not destroyed: {2}.', done, outcomes.length, failed.map((f) => `${f.tag} (${f.why})`).join('; '));
   const showLog = vscode.l10n.t('Show Log');
   void prompts.notify('warning', head, showLog).then((choice) => {
     if (choice === showLog) log.show(true);

@@ -39,11 +39,11 @@ export function forceReleaseCommand(ctx: Uses<'states' | 'windowLocks'>): vscode
     // Judged again: the question must name the lock as it is now.
     const chosen = (await Promise.all(picked.map(async (e) => ({ ...e, ...(await inspect(e.staticDir, e.tag, config.current.timing).catch(() => e)) })))).filter((e) => e.state !== 'free');
     if (chosen.length === 0) {
-      if (picked.length > 0) void prompts.notify('info', picked.length === 1 ? vscode.l10n.t('{0} is not locked any more.', picked[0]!.tag) : vscode.l10n.t('None of them is locked any more.'));
+      if (picked.length > 0) void prompts.notify('info', picked.length === 1 ? vscode.l10n.t('{0} is not locked any more.', picked[0].tag) : vscode.l10n.t('None of them is locked any more.'));
       return;
     }
     const ok = await prompts.confirm(
-      chosen.length === 1 ? vscode.l10n.t('Force-release the lock on {0}?', chosen[0]!.tag) : vscode.l10n.t('Force-release {0} locks?', chosen.length),
+      chosen.length === 1 ? vscode.l10n.t('Force-release the lock on {0}?', chosen[0].tag) : vscode.l10n.t('Force-release {0} locks?', chosen.length),
       `${chosen.map(describeLock).join('\n')}\n\n${vscode.l10n.t('A holder that is still working loses its lock and may leave a half-staged build.')}`,
       vscode.l10n.t('Force Release'),
     );

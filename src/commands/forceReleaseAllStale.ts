@@ -40,7 +40,7 @@ export function forceReleaseAllStaleCommand(ctx: Uses<'buildsUnder' | 'windowLoc
     if (picked === undefined || picked.length === 0) return;
     const chosen = picked.map((p) => p.entry);
     const ok = await prompts.confirm(
-      chosen.length === 1 ? vscode.l10n.t('Force-release the stale lock on {0}?', chosen[0]!.tag) : vscode.l10n.t('Force-release {0} stale locks?', chosen.length),
+      chosen.length === 1 ? vscode.l10n.t('Force-release the stale lock on {0}?', chosen[0].tag) : vscode.l10n.t('Force-release {0} stale locks?', chosen.length),
       `${chosen.map(describeLock).join('\n')}\n\n${vscode.l10n.t('A holder that comes back finds its lock gone; what it staged meanwhile is not kept.')}`,
       chosen.length === 1 ? vscode.l10n.t('Force Release') : vscode.l10n.t('Force Release {0}', chosen.length),
     );
@@ -62,7 +62,7 @@ export function forceReleaseAllStaleCommand(ctx: Uses<'buildsUnder' | 'windowLoc
         log.warn(`Could not force-release ${e.tag} in ${e.staticDir}: ${errorMessage(err)}`);
       }
     }
-    const head = released.length === 1 ? vscode.l10n.t('Force-released the stale lock on {0}.', released[0]!) : vscode.l10n.t('Force-released {0} stale locks.', released.length);
+    const head = released.length === 1 ? vscode.l10n.t('Force-released the stale lock on {0}.', released[0]) : vscode.l10n.t('Force-released {0} stale locks.', released.length);
     if (left.length === 0) void prompts.notify('info', head);
     else void prompts.notify('warning', `${head} ${vscode.l10n.t('Left alone: {0}.', left.join('; '))}`);
   });

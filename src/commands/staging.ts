@@ -68,7 +68,7 @@ export async function runStaging(
   /** Time a question was open: not part of how long staging took. */
   let asking = 0;
   // A single download: the server's Content-Length is the total, when it sent one.
-  const oneDownload = sources.length === 1 && isUrl(sources[0]!);
+  const oneDownload = sources.length === 1 && isUrl(sources[0]);
   const title = add ? vscode.l10n.t('Adding artifacts to {0}', tag) : vscode.l10n.t('Staging {0}', tag);
   const attempt = (overwrite: boolean): Thenable<StageResult> =>
     vscode.window.withProgress({ location: vscode.ProgressLocation.Notification, title, cancellable: true }, (progress, token) => {

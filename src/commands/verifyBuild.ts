@@ -54,12 +54,12 @@ function report(results: readonly VerifyResult[], cancelled: boolean, log: Log):
   if (damaged.length === 0) {
     const files = results.reduce((n, r) => n + r.checkedFiles, 0);
     const bytes = results.reduce((n, r) => n + r.checkedBytes, 0);
-    const what = results.length === 1 ? results[0]!.tag : vscode.l10n.t('{0} builds', results.length);
+    const what = results.length === 1 ? results[0].tag : vscode.l10n.t('{0} builds', results.length);
     void vscode.window.showInformationMessage(vscode.l10n.t('{0} is whole: {1} files, {2} match the manifest.', what, files, formatBytes(bytes)) + note + stopped);
     return;
   }
   const showLog = vscode.l10n.t('Show Log');
-  const first = damaged[0]!;
+  const first = damaged[0];
   const message =
     damaged.length === 1
       ? vscode.l10n.t('{0} is damaged: {1}', first.tag, summary(first.problems))

@@ -603,7 +603,8 @@ export async function removeTree(parent: Dir, name: string, mounts: ReadonlySet<
     if (code === 'ELOOP' || code === 'ENOTDIR') return removeTree(parent, name, mounts);
     throw err;
   }
-  let first: unknown;
+  // Boxed, so that whatever was thrown (even `undefined`) is told apart from nothing thrown.
+  let first: { err: unknown } | undefined;
   try {
     if (dir.dev !== parent.dev || mounts.has(whereIs(dir))) {
       throw new StagingError('EIO', `Did not remove ${dir.shown}: another filesystem is mounted there. Unmount it, then try again.`, { path: dir.shown });
@@ -613,13 +614,13 @@ export async function removeTree(parent: Dir, name: string, mounts: ReadonlySet<
       try {
         await removeTree(dir, entry, mounts);
       } catch (err) {
-        first ??= err;
+        first ??= { err };
       }
     }
   } finally {
     dir.close();
   }
-  if (first !== undefined) throw first;
+  if (first !== undefined) throw first.err;
   await fs.promises.rmdir(parent.at(name)).catch((err: unknown) => {
     if (errnoCode(err) !== 'ENOENT') throw err;
   });
@@ -647,7 +648,7 @@ export function removeTreeSync(parent: Dir, name: string, mounts: ReadonlySet<st
     if (code === 'ELOOP' || code === 'ENOTDIR') return removeTreeSync(parent, name, mounts);
     throw err;
   }
-  let first: unknown;
+  let first: { err: unknown } | undefined;
   try {
     if (dir.dev !== parent.dev || mounts.has(whereIs(dir))) {
       throw new StagingError('EIO', `Did not remove ${dir.shown}: another filesystem is mounted there. Unmount it, then try again.`, { path: dir.shown });
@@ -656,13 +657,13 @@ export function removeTreeSync(parent: Dir, name: string, mounts: ReadonlySet<st
       try {
         removeTreeSync(dir, entry, mounts);
       } catch (err) {
-        first ??= err;
+        first ??= { err };
       }
     }
   } finally {
     dir.close();
   }
-  if (first !== undefined) throw first;
+  if (first !== undefined) throw first.err;
   try {
     fs.rmdirSync(parent.at(name));
   } catch (err) {

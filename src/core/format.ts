@@ -66,8 +66,8 @@ function compareAscii(a: string, b: string): number {
   while (i < a.length && j < b.length) {
     const ca = a.charCodeAt(i);
     const cb = b.charCodeAt(j);
-    const ra = RANK[ca]!;
-    const rb = RANK[cb]!;
+    const ra = RANK[ca];
+    const rb = RANK[cb];
     if (ra === DIGIT_RANK && rb === DIGIT_RANK) {
       let ea = i;
       while (ea < a.length && isDigit(a.charCodeAt(ea))) ea++;

@@ -122,7 +122,7 @@ export async function findBuildAbove(staticDir: string, tag: string): Promise<st
     for (let i = 0; i < segments.length - 1; i++) {
       let next: Dir;
       try {
-        next = await openBelow(current, segments[i]!, io.sync);
+        next = await openBelow(current, segments[i], io.sync);
       } catch (err) {
         const code = errnoCode(err);
         // Not there, not a directory, a link, or closed to this user: nothing below it is a build of its own here.

@@ -125,7 +125,7 @@ export function historySegmentName(host: string, generation: number): string {
 /** Parses a segment's name (the host may contain dots: the generation is the last number). */
 export function parseHistorySegmentName(name: string): { host: string; generation: number } | undefined {
   const m = /^(.+)\.(\d{1,15})\.jsonl$/.exec(name);
-  return m === null ? undefined : { host: m[1]!, generation: Number(m[2]) };
+  return m === null ? undefined : { host: m[1], generation: Number(m[2]) };
 }
 
 export const DEFAULT_TIMING: Timing = Object.freeze({ staleMs: 10_000, refreshMs: 2_500 });

@@ -51,7 +51,7 @@ export function sortBuilds(builds: readonly AreaRecord[], order: BuildOrder): Ar
   if (order === 'version') {
     // Listings come in natural order already: one pass to check is far cheaper than a sort of
     // thousands with a collator.
-    const ascending = builds.every((r, i) => i === 0 || naturalOrder.compare(nameOf(builds[i - 1]!), nameOf(r)) <= 0);
+    const ascending = builds.every((r, i) => i === 0 || naturalOrder.compare(nameOf(builds[i - 1]), nameOf(r)) <= 0);
     return ascending ? [...builds].reverse() : [...builds].sort(byVersion);
   }
   const value = (r: AreaRecord): number | undefined => (order === 'size' ? r.usage?.bytes : r.usage?.lastUsedMs);

@@ -52,7 +52,7 @@ describe('activation and manifest', () => {
     }
     for (const w of manifest.contributes.viewsWelcome) {
       const text = nls[w.contents.replace(/%/g, '')] ?? w.contents;
-      for (const m of text.matchAll(/\(command:(devserverStaging\.[\w.]+)/g)) assert.ok(contributed.has(m[1]!), `welcome links ${m[1]}`);
+      for (const m of text.matchAll(/\(command:(devserverStaging\.[\w.]+)/g)) assert.ok(contributed.has(m[1]), `welcome links ${m[1]}`);
     }
   });
 
@@ -60,7 +60,7 @@ describe('activation and manifest', () => {
     const container = manifest.contributes.viewsContainers.activitybar.find((c) => c.id === 'devserverStaging');
     assert.ok(container);
     assert.ok(fs.existsSync(path.join(ROOT, container.icon)), container.icon);
-    assert.deepEqual(manifest.contributes.views['devserverStaging']!.map((v) => v.id), ['devserverStaging.areas']);
+    assert.deepEqual(manifest.contributes.views['devserverStaging'].map((v) => v.id), ['devserverStaging.areas']);
   });
 
   it('limits an untrusted workspace to viewing: every command that changes the disk needs trust', () => {
@@ -71,7 +71,7 @@ describe('activation and manifest', () => {
   });
 
   it('has a translation for every %key% in package.json', () => {
-    const keys = [...JSON.stringify(manifest).matchAll(/"%([\w.]+)%"/g)].map((m) => m[1]!);
+    const keys = [...JSON.stringify(manifest).matchAll(/"%([\w.]+)%"/g)].map((m) => m[1]);
     assert.ok(keys.length > 5);
     assert.deepEqual(keys.filter((k) => !(k in nls)), []);
   });

@@ -23,7 +23,7 @@ function nodeOf(tag: string): Promise<AreaNode> {
 
 async function stateOf(tag: string): Promise<string | undefined> {
   const n = await nodeOf(tag).catch(() => undefined);
-  return n === undefined ? undefined : (ext.tree.getTreeItem(n) as vscode.TreeItem).contextValue;
+  return n === undefined ? undefined : (ext.tree.getTreeItem(n)).contextValue;
 }
 
 const lockOf = (tag: string): string => path.join(staticDir, tag, 'devserver.lock');
@@ -84,9 +84,9 @@ describe('commands', function () {
     answers = [false];
     await vscode.commands.executeCommand('devserverStaging.forceRelease', await nodeOf('eve/R3'));
     assert.equal(asked.length, 1);
-    assert.match(asked[0]!.message, /eve\/R3/);
-    assert.match(asked[0]!.detail, new RegExp(`pid ${holder.pid}`));
-    assert.match(asked[0]!.detail, /still running/);
+    assert.match(asked[0].message, /eve\/R3/);
+    assert.match(asked[0].detail, new RegExp(`pid ${holder.pid}`));
+    assert.match(asked[0].detail, /still running/);
     assert.ok(fs.existsSync(lockOf('eve/R3')), 'kept after No');
     answers = [true];
     await vscode.commands.executeCommand('devserverStaging.forceRelease', await nodeOf('eve/R3'));
@@ -104,7 +104,7 @@ describe('commands', function () {
     answers = [true];
     await vscode.commands.executeCommand('devserverStaging.destroy', nodes[0], nodes);
     assert.equal(asked.length, 1);
-    assert.match(asked[0]!.message, /Destroy 2 builds/);
+    assert.match(asked[0].message, /Destroy 2 builds/);
     assert.equal(fs.existsSync(path.join(staticDir, 'eve/R4')), false);
     assert.equal(fs.existsSync(path.join(staticDir, 'eve/R5')), false);
     assert.ok(fs.existsSync(path.join(staticDir, 'eve/R6')), 'an unselected build stays');
@@ -117,8 +117,8 @@ describe('commands', function () {
     answers = [false];
     await vscode.commands.executeCommand('devserverStaging.destroy', await nodeOf('eve/R6'));
     assert.equal(asked.length, 1);
-    assert.match(asked[0]!.message, new RegExp(`^Destroy eve/R6\\? It is held by \\S+@\\S+ \\(pid ${holder.pid}\\)\\.$`));
-    assert.equal(asked[0]!.button, 'Destroy, Breaking the Lock');
+    assert.match(asked[0].message, new RegExp(`^Destroy eve/R6\\? It is held by \\S+@\\S+ \\(pid ${holder.pid}\\)\\.$`));
+    assert.equal(asked[0].button, 'Destroy, Breaking the Lock');
     assert.ok(fs.existsSync(lockOf('eve/R6')), 'still there, still locked');
     answers = [true];
     await vscode.commands.executeCommand('devserverStaging.destroy', await nodeOf('eve/R6'));
@@ -136,7 +136,7 @@ describe('commands', function () {
     const before = vscode.window.terminals.length;
     await vscode.commands.executeCommand('devserverStaging.openInTerminal', await nodeOf('eve/R1'));
     await waitFor(() => (vscode.window.terminals.length > before ? true : undefined), 5_000, 'a terminal');
-    const t = vscode.window.terminals[vscode.window.terminals.length - 1]!;
+    const t = vscode.window.terminals[vscode.window.terminals.length - 1];
     const cwd = (t.creationOptions as vscode.TerminalOptions).cwd;
     assert.equal(typeof cwd === 'string' ? cwd : cwd?.fsPath, path.join(staticDir, 'eve/R1'));
     t.dispose();

@@ -26,7 +26,7 @@ const render = async (text: string): Promise<string> => String(await vscode.comm
 /** What in `html` is not text: links, images, scripts, any element besides the page's own. */
 function markup(html: string): string[] {
   const ours = new Set(['h1', 'h2', 'p', 'code', 'pre', 'table', 'thead', 'tbody', 'tr', 'th', 'td', 'blockquote', 'strong', 'br', 'span', 'div']);
-  return [...html.matchAll(/<([a-zA-Z][a-zA-Z0-9-]*)/g)].map((m) => m[1]!.toLowerCase()).filter((t) => !ours.has(t));
+  return [...html.matchAll(/<([a-zA-Z][a-zA-Z0-9-]*)/g)].map((m) => m[1].toLowerCase()).filter((t) => !ours.has(t));
 }
 
 describe('hostile names in Show Build Details and the tooltips', function () {
@@ -60,7 +60,7 @@ describe('hostile names in Show Build Details and the tooltips', function () {
   it('the details page renders every name as text: no command link, no image, no row or heading of its own', async () => {
     const node = ext.tree.nodeFor(staticDir, TAG);
     assert.ok(node !== undefined, 'the build in the tree');
-    const uri = (await vscode.commands.executeCommand('devserverStaging.showBuildDetails', node)) as vscode.Uri | undefined;
+    const uri = await vscode.commands.executeCommand<vscode.Uri | undefined>('devserverStaging.showBuildDetails', node);
     assert.ok(uri !== undefined, 'Show Build Details opened a page');
     const text = (await vscode.workspace.openTextDocument(uri)).getText();
     const html = await render(text);

@@ -19,6 +19,9 @@ import { api } from './activate.test';
 import { holdWithCli, makeBuild, makeStaleLock } from './fixture';
 import { nodeOf as walk } from './walk';
 
+/** What an input box's validation says, as text. */
+const messageOf = (v: string | vscode.InputBoxValidationMessage | null | undefined): string => (typeof v === 'string' ? v : (v?.message ?? ''));
+
 let ext: DevserverStagingApi;
 let staticDir: string;
 let original: Prompts;
@@ -63,7 +66,7 @@ async function childrenOf(tag: string): Promise<Node[]> {
 
 async function stateOf(tag: string): Promise<string | undefined> {
   const n = await nodeOf(tag).catch(() => undefined);
-  return n === undefined ? undefined : (ext.tree.getTreeItem(n) as vscode.TreeItem).contextValue;
+  return n === undefined ? undefined : (ext.tree.getTreeItem(n)).contextValue;
 }
 
 async function shownAs(tag: string, contextValue: string): Promise<void> {
@@ -157,15 +160,15 @@ describe('dialogs', function () {
     }
     assert.equal(asked.length, 1);
     const [q] = asked;
-    assert.match(q!.message, /^Destroy 4 builds\? 1 is held by \S+@\S+, 1 is stale, 1 is held by this window\.$/);
-    assert.equal(q!.button, 'Destroy 4, Breaking 1 Lock');
-    assert.equal(q!.skippable, false, 'asked even with confirmations off: a lock someone else holds breaks');
-    const lines = q!.detail.split('\n');
-    assert.ok(lines.includes('grp/R1 — free'), q!.detail);
-    assert.ok(lines.some((l) => new RegExp(`^grp/R2 — held by \\S+@\\S+ \\(pid ${holder.pid}\\) since .+ \\(\\d+ s ago\\)$`).test(l)), q!.detail);
-    assert.ok(lines.includes('grp/R3 — stale: last held by chrome-bot@buildbot-7 (pid 41812), last heartbeat 60 min ago'), q!.detail);
-    assert.ok(lines.includes('grp/R4 — held by this window'), q!.detail);
-    assert.match(q!.detail, /Destroying breaks 1 lock/);
+    assert.match(q.message, /^Destroy 4 builds\? 1 is held by \S+@\S+, 1 is stale, 1 is held by this window\.$/);
+    assert.equal(q.button, 'Destroy 4, Breaking 1 Lock');
+    assert.equal(q.skippable, false, 'asked even with confirmations off: a lock someone else holds breaks');
+    const lines = q.detail.split('\n');
+    assert.ok(lines.includes('grp/R1 — free'), q.detail);
+    assert.ok(lines.some((l) => new RegExp(`^grp/R2 — held by \\S+@\\S+ \\(pid ${holder.pid}\\) since .+ \\(\\d+ s ago\\)$`).test(l)), q.detail);
+    assert.ok(lines.includes('grp/R3 — stale: last held by chrome-bot@buildbot-7 (pid 41812), last heartbeat 60 min ago'), q.detail);
+    assert.ok(lines.includes('grp/R4 — held by this window'), q.detail);
+    assert.match(q.detail, /Destroying breaks 1 lock/);
     assert.ok(['R1', 'R2', 'R3', 'R4'].every((v) => exists(`grp/${v}`)), 'No changes nothing');
 
     answers = [true];
@@ -192,11 +195,11 @@ describe('dialogs', function () {
     ];
     await vscode.commands.executeCommand('devserverStaging.destroy', nodes[0], nodes);
     assert.equal(asked.length, 1);
-    assert.equal(asked[0]!.button, 'Destroy 2 Builds');
+    assert.equal(asked[0].button, 'Destroy 2 Builds');
     assert.equal(exists('late/R1'), false);
     assert.ok(exists('late/R2') && locked('late/R2'), 'the build locked meanwhile is left alone');
     assert.equal(told.length, 1);
-    assert.match(told[0]!.message, new RegExp(`^Destroyed 1 of 2 builds\\. Not destroyed: late/R2 \\(it was locked after you were asked: held by \\S+@\\S+ \\(pid ${holder!.pid}\\)`));
+    assert.match(told[0].message, new RegExp(`^Destroyed 1 of 2 builds\\. Not destroyed: late/R2 \\(it was locked after you were asked: held by \\S+@\\S+ \\(pid ${holder!.pid}\\)`));
     holder!.kill('SIGTERM');
     await exitOf(holder!);
   });
@@ -212,12 +215,12 @@ describe('dialogs', function () {
     answers = [false];
     await vscode.commands.executeCommand('devserverStaging.destroyFolderBuilds', board);
     assert.equal(asked.length, 1);
-    assert.match(asked[0]!.message, /^Destroy the 4 builds in board\? 1 is held by \S+@\S+, 1 is stale\.$/);
-    assert.equal(asked[0]!.button, 'Destroy 4 Builds, Breaking 1 Lock');
-    assert.match(asked[0]!.detail, new RegExp(`board/R2 — held by \\S+@\\S+ \\(pid ${holder.pid}\\)`));
-    assert.match(asked[0]!.detail, /board\/R3 — stale: last held by chrome-bot@buildbot-7/);
-    assert.match(asked[0]!.detail, /board\/sub\/R4 — free/);
-    assert.match(asked[0]!.detail, /The folder .*board itself stays\./);
+    assert.match(asked[0].message, /^Destroy the 4 builds in board\? 1 is held by \S+@\S+, 1 is stale\.$/);
+    assert.equal(asked[0].button, 'Destroy 4 Builds, Breaking 1 Lock');
+    assert.match(asked[0].detail, new RegExp(`board/R2 — held by \\S+@\\S+ \\(pid ${holder.pid}\\)`));
+    assert.match(asked[0].detail, /board\/R3 — stale: last held by chrome-bot@buildbot-7/);
+    assert.match(asked[0].detail, /board\/sub\/R4 — free/);
+    assert.match(asked[0].detail, /The folder .*board itself stays\./);
     assert.ok(exists('board/R1') && exists('board/sub/R4'));
 
     answers = [true];
@@ -236,8 +239,8 @@ describe('dialogs', function () {
     answers = [false];
     await vscode.commands.executeCommand('devserverStaging.destroy', { selection: true });
     await waitFor(() => (asked.length > 0 ? true : undefined), 2_000, 'the question');
-    assert.match(asked[0]!.message, /^Destroy the 1 build in keyed\?$/);
-    assert.equal(asked[0]!.skippable, false, 'the Delete key acts on the selection: always asked');
+    assert.match(asked[0].message, /^Destroy the 1 build in keyed\?$/);
+    assert.equal(asked[0].skippable, false, 'the Delete key acts on the selection: always asked');
     assert.ok(exists('keyed/R1'));
   });
 
@@ -254,33 +257,33 @@ describe('dialogs', function () {
     answers = [false];
     await vscode.commands.executeCommand('devserverStaging.cleanUp', folder);
     assert.equal(inputs.length, 2);
-    assert.equal(await inputs[0]!.validateInput?.('ten'), 'A whole number of builds, such as 10, or nothing.');
-    assert.match(String(await inputs[1]!.validateInput?.('30')), /An age with its unit, such as 30d/);
-    assert.match(String(await inputs[1]!.validateInput?.('')), /Give an age/, 'neither limit: nothing would be chosen');
+    assert.equal(await inputs[0].validateInput?.('ten'), 'A whole number of builds, such as 10, or nothing.');
+    assert.match(messageOf(await inputs[1].validateInput?.('30')), /An age with its unit, such as 30d/);
+    assert.match(messageOf(await inputs[1].validateInput?.('')), /Give an age/, 'neither limit: nothing would be chosen');
     assert.equal(asked.length, 1);
     const [q] = asked;
-    assert.equal(q!.message, 'Remove 1 build from old and free 1.0 MiB?');
-    assert.equal(q!.button, 'Remove 1 Build');
-    assert.equal(q!.skippable, false);
-    const lines = q!.detail.split('\n');
-    assert.ok(lines.includes('old/R1 — 1.0 MiB — last used 40 d ago'), q!.detail);
-    assert.ok(lines.includes('Kept, because they are locked:'), q!.detail);
-    assert.ok(lines.some((l) => new RegExp(`^old/R2 — held by \\S+@\\S+ \\(pid ${holder.pid}\\)$`).test(l)), q!.detail);
-    assert.ok(lines.includes('old/R3 — its lock is stale (last held by chrome-bot@buildbot-7 (pid 41812)): kept in case its holder comes back'), q!.detail);
-    assert.ok(!q!.detail.includes('old/R4'), 'a recent build is not mentioned');
+    assert.equal(q.message, 'Remove 1 build from old and free 1.0 MiB?');
+    assert.equal(q.button, 'Remove 1 Build');
+    assert.equal(q.skippable, false);
+    const lines = q.detail.split('\n');
+    assert.ok(lines.includes('old/R1 — 1.0 MiB — last used 40 d ago'), q.detail);
+    assert.ok(lines.includes('Kept, because they are locked:'), q.detail);
+    assert.ok(lines.some((l) => new RegExp(`^old/R2 — held by \\S+@\\S+ \\(pid ${holder.pid}\\)$`).test(l)), q.detail);
+    assert.ok(lines.includes('old/R3 — its lock is stale (last held by chrome-bot@buildbot-7 (pid 41812)): kept in case its holder comes back'), q.detail);
+    assert.ok(!q.detail.includes('old/R4'), 'a recent build is not mentioned');
     assert.ok(exists('old/R1'), 'nothing removed when the preview is declined');
 
     inputAnswers = ['2', ''];
     answers = [true];
     await vscode.commands.executeCommand('devserverStaging.cleanUp', folder);
     // Keep 2 of 4: R1 and R2 are beyond; R2 is held.
-    assert.equal(asked[1]!.message, 'Remove 1 build from old and free 1.0 MiB?');
-    assert.match(asked[1]!.detail, /old\/R1 — 1\.0 MiB — not among the 2 most recently used/);
+    assert.equal(asked[1].message, 'Remove 1 build from old and free 1.0 MiB?');
+    assert.match(asked[1].detail, /old\/R1 — 1\.0 MiB — not among the 2 most recently used/);
     assert.deepEqual(['R1', 'R2', 'R3', 'R4'].filter((v) => exists(`old/${v}`)), ['R2', 'R3', 'R4']);
     assert.ok(locked('old/R2'), 'the held build is untouched');
     assert.equal(told.length, 1);
-    assert.equal(told[0]!.severity, 'info');
-    assert.match(told[0]!.message, new RegExp(`^Removed 1 build from old \\(1\\.0 MiB\\)\\. Kept, because locked: old/R2 \\(held by \\S+@\\S+ \\(pid ${holder.pid}\\)\\)\\.$`));
+    assert.equal(told[0].severity, 'info');
+    assert.match(told[0].message, new RegExp(`^Removed 1 build from old \\(1\\.0 MiB\\)\\. Kept, because locked: old/R2 \\(held by \\S+@\\S+ \\(pid ${holder.pid}\\)\\)\\.$`));
     holder.kill('SIGTERM');
     await exitOf(holder);
   });
@@ -300,8 +303,8 @@ describe('dialogs', function () {
     ];
     await vscode.commands.executeCommand('devserverStaging.cleanUp', folder, undefined, { olderThanMs: 30 * 86_400_000 });
     assert.equal(asked.length, 2);
-    assert.equal(asked[0]!.message, 'Remove 1 build from moving and free 1.0 MiB?');
-    assert.equal(asked[1]!.message, 'The builds to remove changed while you were asked. Remove 2 builds from moving and free 2.0 MiB?');
+    assert.equal(asked[0].message, 'Remove 1 build from moving and free 1.0 MiB?');
+    assert.equal(asked[1].message, 'The builds to remove changed while you were asked. Remove 2 builds from moving and free 2.0 MiB?');
     assert.ok(exists('moving/R1') && exists('moving/R2'), 'nothing removed on the second No');
   });
 
@@ -316,14 +319,14 @@ describe('dialogs', function () {
     answers = [true];
     await vscode.commands.executeCommand('devserverStaging.forceReleaseAllStale', await nodeOf('st'));
     assert.equal(picks.length, 1);
-    assert.deepEqual(picks[0]!.items.map((i) => [i.label, i.description, i.picked]), [
+    assert.deepEqual(picks[0].items.map((i) => [i.label, i.description, i.picked]), [
       ['st/R1', 'stale · chrome-bot@buildbot-7', true],
       ['st/R2', 'stale · chrome-bot@buildbot-7', true],
     ]);
-    assert.match(picks[0]!.items[0]!.detail ?? '', /last heartbeat 60 min ago · on another machine/);
+    assert.match(picks[0].items[0].detail ?? '', /last heartbeat 60 min ago · on another machine/);
     assert.equal(asked.length, 1);
-    assert.equal(asked[0]!.message, 'Force-release 2 stale locks?');
-    assert.equal(asked[0]!.button, 'Force Release 2');
+    assert.equal(asked[0].message, 'Force-release 2 stale locks?');
+    assert.equal(asked[0].button, 'Force Release 2');
     assert.deepEqual([locked('st/R1'), locked('st/R2'), locked('st/R3')], [false, false, true]);
     assert.deepEqual(told.map((t) => t.message), ['Force-released 2 stale locks.']);
     const audit = fs.readFileSync(path.join(staticDir, '.devserver-staging', 'audit.log'), 'utf8');
@@ -351,7 +354,7 @@ describe('dialogs', function () {
       // The user settings' list is not in force here: removing from it would change nothing.
       await vscode.commands.executeCommand('devserverStaging.removeStaticDir', undefined, undefined, { dir: staticDir });
       assert.equal(told.length, 1);
-      assert.match(told[0]!.message, /does not come from the workspace settings/);
+      assert.match(told[0].message, /does not come from the workspace settings/);
       assert.deepEqual(settings().inspect<string[]>('staticDirs')!.globalValue, [staticDir]);
     } finally {
       await settings().update('staticDirs', undefined, vscode.ConfigurationTarget.Workspace);
@@ -374,7 +377,7 @@ describe('dialogs', function () {
     const tabs = (): string[] => vscode.window.tabGroups.all.flatMap((g) => g.tabs).map((t) => (t.input instanceof vscode.TabInputText ? t.input.uri.fsPath : ''));
     try {
       const notes = await byName('notes.txt');
-      assert.equal((ext.tree.getTreeItem(notes) as vscode.TreeItem).command?.command, 'devserverStaging.openArtifact');
+      assert.equal((ext.tree.getTreeItem(notes)).command?.command, 'devserverStaging.openArtifact');
       await vscode.commands.executeCommand('devserverStaging.openArtifact', notes);
       const tab = await waitFor(() => vscode.window.tabGroups.all.flatMap((g) => g.tabs).find((t) => t.input instanceof vscode.TabInputText && t.input.uri.fsPath === path.join(dir, 'notes.txt')), 5_000, 'the text in an editor');
       assert.equal(tab.isPreview, true, 'a preview editor');
@@ -382,21 +385,21 @@ describe('dialogs', function () {
       press = (_m, actions) => (actions.includes('Copy Path') ? 'Copy Path' : undefined);
       await vscode.commands.executeCommand('devserverStaging.openArtifact', await byName('image.bin'));
       assert.equal(told.length, 1);
-      assert.equal(told[0]!.message, 'image.bin is a binary file (8 B); it is not opened as text.');
-      assert.ok(told[0]!.actions.includes('Copy Path'));
-      assert.equal(told[0]!.actions.includes('Open with Hex Editor'), vscode.extensions.getExtension('ms-vscode.hexeditor') !== undefined);
+      assert.equal(told[0].message, 'image.bin is a binary file (8 B); it is not opened as text.');
+      assert.ok(told[0].actions.includes('Copy Path'));
+      assert.equal(told[0].actions.includes('Open with Hex Editor'), vscode.extensions.getExtension('ms-vscode.hexeditor') !== undefined);
       await waitFor(async () => ((await vscode.env.clipboard.readText()) === path.join(dir, 'image.bin') ? true : undefined), 2_000, 'the path on the clipboard');
       assert.ok(!tabs().includes(path.join(dir, 'image.bin')), 'never opened as text');
 
       await vscode.commands.executeCommand('devserverStaging.openArtifact', await byName('escape.txt'));
-      assert.equal(told[1]!.message, 'escape.txt is not opened: it is a link that leads outside the static directory.');
+      assert.equal(told[1].message, 'escape.txt is not opened: it is a link that leads outside the static directory.');
       assert.ok(!tabs().includes(path.join(outside, 'secret.txt')));
 
       if (fifo) {
         const started = Date.now();
         await vscode.commands.executeCommand('devserverStaging.openArtifact', await byName('pipe'));
         assert.ok(Date.now() - started < 2_000, 'no wait for a writer');
-        assert.equal(told[2]!.message, 'pipe is not opened: it is not a regular file (a FIFO, socket or device).');
+        assert.equal(told[2].message, 'pipe is not opened: it is not a regular file (a FIFO, socket or device).');
       }
     } finally {
       await vscode.commands.executeCommand('workbench.action.closeAllEditors');
@@ -421,11 +424,11 @@ describe('dialogs', function () {
     answers = [true];
     await vscode.commands.executeCommand('devserverStaging.addArtifacts', undefined, undefined, { staticDir, tag: 'err/R1', sources: [source] });
     await waitFor(() => (told.length > 0 ? true : undefined), 5_000, 'the error');
-    assert.equal(told[0]!.severity, 'error');
-    assert.match(told[0]!.message, new RegExp(`^err/R1 is held by \\S+@\\S+ \\(pid ${holder.pid}\\) since .+ \\(\\d+ s ago\\)\\.$`));
-    assert.deepEqual(told[0]!.actions, ['Force Release…', 'Show Log']);
+    assert.equal(told[0].severity, 'error');
+    assert.match(told[0].message, new RegExp(`^err/R1 is held by \\S+@\\S+ \\(pid ${holder.pid}\\) since .+ \\(\\d+ s ago\\)\\.$`));
+    assert.deepEqual(told[0].actions, ['Force Release…', 'Show Log']);
     await waitFor(() => (locked('err/R1') ? undefined : true), 5_000, 'the button to force-release the lock');
-    assert.match(asked[0]!.message, /^Force-release the lock on err\/R1\?$/, 'after its own question naming the holder');
+    assert.match(asked[0].message, /^Force-release the lock on err\/R1\?$/, 'after its own question naming the holder');
     await exitOf(holder);
     cleanup(path.dirname(source));
   });
@@ -437,8 +440,8 @@ describe('dialogs', function () {
     fs.writeFileSync(source, 'extra');
     await vscode.commands.executeCommand('devserverStaging.addArtifacts', undefined, undefined, { staticDir, tag: 'err/R2', sources: [source] });
     await waitFor(() => (told.length > 0 ? true : undefined), 5_000, 'the error');
-    assert.match(told[0]!.message, /^The manifest of err\/R2 is damaged: it is not JSON .*\. Nothing was changed\. To repair it, move the manifest aside and stage the build’s sources again with Add Artifacts…, or destroy the build and stage it anew\.$/);
-    assert.deepEqual(told[0]!.actions, ['Open Manifest', 'Destroy…', 'Show Log']);
+    assert.match(told[0].message, /^The manifest of err\/R2 is damaged: it is not JSON .*\. Nothing was changed\. To repair it, move the manifest aside and stage the build’s sources again with Add Artifacts…, or destroy the build and stage it anew\.$/);
+    assert.deepEqual(told[0].actions, ['Open Manifest', 'Destroy…', 'Show Log']);
     // Its Destroy… button asks about that build, and destroys it.
     press = (_m, actions) => (actions.includes('Destroy…') ? 'Destroy…' : undefined);
     told = [];
@@ -452,16 +455,16 @@ describe('dialogs', function () {
   it('Stage Build… from a build’s row suggests a tag in its folder; a staged build is revealed, and the time excludes a question', async () => {
     inputAnswers = [undefined];
     await vscode.commands.executeCommand('devserverStaging.stageBuild', await nodeOf('eve/R1'));
-    assert.equal(inputs[0]!.value, 'eve/', 'the build’s folder, not a tag inside the build');
+    assert.equal(inputs[0].value, 'eve/', 'the build’s folder, not a tag inside the build');
     await vscode.commands.executeCommand('devserverStaging.stageBuild', await nodeOf('eve'));
-    assert.equal(inputs[1]!.value, 'eve/');
+    assert.equal(inputs[1].value, 'eve/');
 
     await vscode.commands.executeCommand('devserverStaging.areas.focus');
     const source = tempDir('dss-dlg-src-');
     fs.writeFileSync(path.join(source, 'notes.txt'), 'different');
     await vscode.commands.executeCommand('devserverStaging.stageBuild', undefined, undefined, { staticDir, tag: 'eve/R9', sources: [source] });
-    assert.match(told[0]!.message, /^eve\/R9: 1 added, 0 unchanged, 0 replaced \(9 B\) in \d+\.\d s\.$/);
-    assert.deepEqual(told[0]!.actions, ['Reveal']);
+    assert.match(told[0].message, /^eve\/R9: 1 added, 0 unchanged, 0 replaced \(9 B\) in \d+\.\d s\.$/);
+    assert.deepEqual(told[0].actions, ['Reveal']);
     await waitFor(() => (ext.view.selection.some((n) => n.kind === 'build' && n.tag === 'eve/R9') ? true : undefined), 5_000, 'the new build revealed and selected').catch((e: unknown) => {
       throw new Error(`${String(e)}; the view is ${ext.view.visible ? 'visible' : 'hidden'}, its selection: ${ext.view.selection.map((n) => (n.kind === 'build' ? n.tag : n.kind)).join(', ')}`);
     });
@@ -472,7 +475,7 @@ describe('dialogs', function () {
     await vscode.commands.executeCommand('devserverStaging.addArtifacts', undefined, undefined, { staticDir, tag: 'eve/R9', sources: [path.join(source, 'notes.txt')] });
     assert.equal(asked[0]?.button, 'Overwrite', JSON.stringify(told));
     assert.equal(fs.readFileSync(path.join(staticDir, 'eve/R9/notes.txt'), 'utf8'), 'other content');
-    const secs = Number(/ in (\d+\.\d) s\.$/.exec(told[1]!.message)?.[1]);
+    const secs = Number(/ in (\d+\.\d) s\.$/.exec(told[1].message)?.[1]);
     assert.ok(secs < 1.5, `took ${secs} s by the message, the question's time left out`);
     cleanup(source);
   });

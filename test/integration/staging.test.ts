@@ -9,7 +9,7 @@ import type { Node } from '../../src/tree/provider';
 import { startServer, type TestServer } from '../fixtures';
 import { cleanup, snapshot, tempDir, waitFor } from '../helpers';
 import { api } from './activate.test';
-import { nodeOf } from './walk';
+import { labelOf, nodeOf } from './walk';
 
 let ext: DevserverStagingApi;
 let staticDir: string;
@@ -80,16 +80,16 @@ describe('staging from VS Code', function () {
       throw new Error(`${String(e)}; last seen: ${last}`);
     });
     const shown = children.map((n) => {
-      const item = ext.tree.getTreeItem(n) as vscode.TreeItem;
-      return `${n.kind}:${String(item.label)}:${String(item.description)}`;
+      const item = ext.tree.getTreeItem(n);
+      return `${n.kind}:${labelOf(item)}:${String(item.description)}`;
     });
     assert.ok(shown.includes('artifact:payloads:undefined'), `an artifact folder, without a size: ${shown.join(', ')}`);
     assert.ok(shown.includes('artifact:autotest.tar:4.9 KiB'), shown.join(', '));
     assert.ok(shown.includes('artifact:chromiumos_test_image.tar.xz:293 KiB'), shown.join(', '));
     const artifact = children.find((n) => n.kind === 'artifact' && !n.artifact.directory)!;
-    assert.equal((ext.tree.getTreeItem(artifact) as vscode.TreeItem).command?.command, 'devserverStaging.openArtifact');
+    assert.equal((ext.tree.getTreeItem(artifact)).command?.command, 'devserverStaging.openArtifact');
     const r7 = (await childrenOf('eve')).find((n) => n.kind === 'build' && n.tag === 'eve/R7')!;
-    const tip = ((await ext.tree.resolveTreeItem(ext.tree.getTreeItem(r7) as vscode.TreeItem, r7)).tooltip as vscode.MarkdownString).value;
+    const tip = ((await ext.tree.resolveTreeItem(ext.tree.getTreeItem(r7), r7)).tooltip as vscode.MarkdownString).value;
     assert.match(tip, /Contents: 3 artifacts, 299 KiB/);
   });
 
@@ -128,13 +128,13 @@ describe('staging from VS Code', function () {
     const missing = path.join(staticDir, '..', `${path.basename(staticDir)}-missing`);
     await vscode.workspace.getConfiguration('devserverStaging').update('staticDirs', [staticDir, missing], vscode.ConfigurationTarget.Global);
     const root = await waitFor(async () => (await ext.tree.getChildren()).find((r) => r.kind === 'staticDir' && r.dir === missing), 5_000, 'the missing root');
-    const item = ext.tree.getTreeItem(root) as vscode.TreeItem;
+    const item = ext.tree.getTreeItem(root);
     assert.equal(item.contextValue, 'staticDir.problem');
     assert.equal(item.description, 'does not exist');
     await vscode.commands.executeCommand('devserverStaging.createStaticDir', root);
     assert.ok(fs.statSync(missing).isDirectory());
     const again = (await ext.tree.getChildren()).find((r) => r.kind === 'staticDir' && r.dir === missing)!;
-    assert.equal((ext.tree.getTreeItem(again) as vscode.TreeItem).contextValue, 'staticDir');
+    assert.equal((ext.tree.getTreeItem(again)).contextValue, 'staticDir');
     cleanup(missing);
   });
 });

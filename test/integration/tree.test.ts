@@ -9,7 +9,7 @@ import type { RowNode as AreaNode } from '../../src/tree/provider';
 import type { Node } from '../../src/tree/provider';
 import { cleanup, exitOf, killAll, report, sleep, waitFor } from '../helpers';
 import { api } from './activate.test';
-import { nodeOf as walk } from './walk';
+import { labelOf, nodeOf as walk } from './walk';
 import { TAGS, holdWithCli, makeBuild, makeFixture, type Fixture } from './fixture';
 
 let ext: DevserverStagingApi;
@@ -25,7 +25,7 @@ function nodeOf(tag: string): Promise<AreaNode> {
 }
 
 function itemOf(node: Node): vscode.TreeItem {
-  return ext.tree.getTreeItem(node) as vscode.TreeItem;
+  return ext.tree.getTreeItem(node);
 }
 
 function iconOf(item: vscode.TreeItem): string {
@@ -83,21 +83,21 @@ describe('the Staging Areas tree', function () {
 
   it('shows the static directory, its folders with counts, and their builds newest first', async () => {
     const [root] = await ext.tree.getChildren();
-    assert.equal(itemOf(root!).contextValue, 'staticDir');
+    assert.equal(itemOf(root).contextValue, 'staticDir');
     const folders = await ext.tree.getChildren(root);
     assert.deepEqual(folders.map((n) => (n as AreaNode).entry.name), ['eve-release', 'hatch-paladin', 'octopus-release']);
-    const eve = itemOf(folders[0]!);
+    const eve = itemOf(folders[0]);
     assert.equal(eve.contextValue, 'folder');
     assert.equal(iconOf(eve), 'folder');
     assert.equal(eve.description, '3 builds · 1 held');
-    assert.equal(itemOf(folders[2]!).description, '1 build · 1 stale');
+    assert.equal(itemOf(folders[2]).description, '1 build · 1 stale');
     const builds = (await ext.tree.getChildren(folders[0])).map((n) => (n as AreaNode).entry.name);
     assert.deepEqual(builds, ['R120-15662.0.0', 'R10-12871.0.0', 'R9-12739.0.0']);
   });
 
   it('lists a build\'s artifacts and never its bookkeeping', async () => {
     const inside = await ext.tree.getChildren(await nodeOf(TAGS.legacy));
-    assert.deepEqual(inside.map((n) => String(itemOf(n).label)), ['autotest.tar']);
+    assert.deepEqual(inside.map((n) => labelOf(itemOf(n))), ['autotest.tar']);
   });
 
   it('shows each lock state with its own icon, words and context value', async function () {

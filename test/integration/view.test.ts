@@ -15,15 +15,15 @@ import type { Node, RowNode } from '../../src/tree/provider';
 import { cleanup, cli, killAll, tempDir, waitFor } from '../helpers';
 import { api } from './activate.test';
 import { holdWithCli, makeBuild } from './fixture';
-import { nodeOf as walk } from './walk';
+import { labelOf, nodeOf as walk } from './walk';
 
 let ext: DevserverStagingApi;
 let staticDir: string;
 let source: string;
 
 const config = (): vscode.WorkspaceConfiguration => vscode.workspace.getConfiguration('devserverStaging');
-const itemOf = (n: Node): vscode.TreeItem => ext.tree.getTreeItem(n) as vscode.TreeItem;
-const labels = async (n: Node | undefined): Promise<string[]> => (await ext.tree.getChildren(n)).map((c) => String(itemOf(c).label));
+const itemOf = (n: Node): vscode.TreeItem => ext.tree.getTreeItem(n);
+const labels = async (n: Node | undefined): Promise<string[]> => (await ext.tree.getChildren(n)).map((c) => labelOf(itemOf(c)));
 const nodeOf = (tag: string): Promise<RowNode> => walk(ext, staticDir, tag);
 
 describe('the view of builds', function () {
@@ -58,7 +58,7 @@ describe('the view of builds', function () {
     assert.equal(itemOf(lab).contextValue, 'folder');
     assert.equal(itemOf(await nodeOf('lab/octopus')).description, '1 build');
     const inside = await ext.tree.getChildren(await nodeOf('eve/R120-2.0.0'));
-    const sub = inside.find((n) => String(itemOf(n).label) === 'sub');
+    const sub = inside.find((n) => labelOf(itemOf(n)) === 'sub');
     assert.equal(sub !== undefined ? itemOf(sub).contextValue : undefined, 'artifactFolder');
     assert.deepEqual(await labels(sub), ['staged.timestamp'], 'inside an artifact folder every file is an artifact');
   });
@@ -83,7 +83,7 @@ describe('the view of builds', function () {
 
   it('goes to any build from one quick pick, clearing a filter that hides it', async () => {
     await vscode.commands.executeCommand('devserverStaging.filter', { text: 'kevin' });
-    const node = (await vscode.commands.executeCommand('devserverStaging.goToBuild', { staticDir, tag: 'lab/octopus/R1-0.0.1' })) as RowNode | undefined;
+    const node = await vscode.commands.executeCommand<RowNode | undefined>('devserverStaging.goToBuild', { staticDir, tag: 'lab/octopus/R1-0.0.1' });
     assert.equal(node?.tag, 'lab/octopus/R1-0.0.1');
     assert.equal(ext.view.message, undefined, 'the filter that hid it is gone');
     await waitFor(() => (ext.view.selection[0]?.kind === 'build' && ext.view.selection[0].tag === 'lab/octopus/R1-0.0.1' ? true : undefined), 5_000, 'the build selected in the view');
@@ -114,7 +114,7 @@ describe('the view of builds', function () {
   });
 
   it('shows a build\'s details: artifacts with size, sha256 and source, and its stagings', async () => {
-    const uri = (await vscode.commands.executeCommand('devserverStaging.showBuildDetails', await nodeOf('lab/octopus/R1-0.0.1'))) as vscode.Uri;
+    const uri = await vscode.commands.executeCommand<vscode.Uri>('devserverStaging.showBuildDetails', await nodeOf('lab/octopus/R1-0.0.1'));
     const text = (await vscode.workspace.openTextDocument(uri)).getText();
     const sha = createHash('sha256').update('staged for the view test\n').digest('hex');
     assert.match(text, /^# lab\/octopus\/R1-0\.0\.1/);
@@ -131,11 +131,11 @@ describe('the view of builds', function () {
     assert.equal(itemOf(big).description, '1,005 builds');
     const rows = await ext.tree.getChildren(big);
     assert.equal(rows.length, 1_001);
-    assert.equal(String(itemOf(rows[0]!).label), 'R2004-1.0.0');
-    const more = rows[1_000]!;
+    assert.equal(labelOf(itemOf(rows[0])), 'R2004-1.0.0');
+    const more = rows[1_000];
     assert.equal(more.kind, 'more');
-    assert.equal(String(itemOf(more).label), 'Show 5 more…');
-    const node = (await vscode.commands.executeCommand('devserverStaging.goToBuild', { staticDir, tag: 'big/R1000-1.0.0' })) as RowNode | undefined;
+    assert.equal(labelOf(itemOf(more)), 'Show 5 more…');
+    const node = await vscode.commands.executeCommand<RowNode | undefined>('devserverStaging.goToBuild', { staticDir, tag: 'big/R1000-1.0.0' });
     assert.equal(node?.tag, 'big/R1000-1.0.0');
     const after = await ext.tree.getChildren(big);
     assert.equal(after.length, 1_005, 'the page grew to hold it, and no "more" row is left');
@@ -146,7 +146,7 @@ describe('the view of builds', function () {
     const file = path.join(staticDir, tag, 'notes.txt');
     const good = fs.readFileSync(file);
     fs.writeFileSync(file, 'staged for the view tesT\n');
-    const [bad] = (await vscode.commands.executeCommand('devserverStaging.verifyBuild', await nodeOf(tag))) as { ok: boolean; problems: { path: string; kind: string }[] }[];
+    const [bad] = await vscode.commands.executeCommand<{ ok: boolean; problems: { path: string; kind: string }[] }[]>('devserverStaging.verifyBuild', await nodeOf(tag));
     assert.deepEqual(bad?.problems.map((p) => `${p.path} ${p.kind}`), ['notes.txt changed']);
     const row = itemOf(await nodeOf(tag));
     assert.equal(row.contextValue, 'build.free.damaged');
@@ -156,7 +156,7 @@ describe('the view of builds', function () {
     assert.deepEqual(await labels((await ext.tree.getChildren())[0]), ['lab']);
     await vscode.commands.executeCommand('devserverStaging.clearFilter');
     fs.writeFileSync(file, good);
-    const [whole] = (await vscode.commands.executeCommand('devserverStaging.verifyBuild', await nodeOf(tag))) as { ok: boolean }[];
+    const [whole] = await vscode.commands.executeCommand<{ ok: boolean }[]>('devserverStaging.verifyBuild', await nodeOf(tag));
     assert.equal(whole?.ok, true);
     assert.equal(itemOf(await nodeOf(tag)).contextValue, 'build.free');
   });
@@ -173,7 +173,7 @@ describe('the view of builds', function () {
     const node = await nodeOf(tag);
     const tip = ((await ext.tree.resolveTreeItem(itemOf(node), node)).tooltip as vscode.MarkdownString).value;
     assert.match(tip, /Last held: by \S+@\S+ for \d+ (ms|s) \(released, /);
-    const uri = (await vscode.commands.executeCommand('devserverStaging.showBuildDetails', node)) as vscode.Uri;
+    const uri = await vscode.commands.executeCommand<vscode.Uri>('devserverStaging.showBuildDetails', node);
     const text = (await vscode.workspace.openTextDocument(uri)).getText();
     assert.match(text, /## History/);
     assert.match(text, /\| released \| \S+@\S+, pid \d+ \| held [^|]*; history test \|/);

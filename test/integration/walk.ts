@@ -1,5 +1,6 @@
 /** Walking the extension's tree as VS Code does, from a static directory's root down to a tag. */
 import { strict as assert } from 'assert';
+import type * as vscode from 'vscode';
 import type { DevserverStagingApi } from '../../src/extension';
 import type { RowNode as AreaNode } from '../../src/tree/provider';
 import type { Node } from '../../src/tree/provider';
@@ -20,4 +21,9 @@ export async function nodeOf(ext: DevserverStagingApi, staticDir: string, tag: s
     assert.ok(node, `${prefix} is in the tree`);
   }
   return node;
+}
+
+/** A row's label as text, whether VS Code was given a string or a label with highlights. */
+export function labelOf(item: vscode.TreeItem): string {
+  return typeof item.label === 'string' ? item.label : (item.label?.label ?? '');
 }

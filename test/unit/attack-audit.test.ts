@@ -66,7 +66,7 @@ describe('attack: force-release and destroy that cannot be recorded', function (
         // A live holder, of the same user, whose lock the force-release would remove.
         const lockDir = path.join(s.staticDir, 'board/held/devserver.lock');
         const argv = user === undefined ? [process.execPath, CLI] : ['runuser', '-u', user, '--', process.execPath, CLI];
-        const holder = spawn(argv[0]!, [...argv.slice(1), 'lock', 'board/held', '--', 'sleep', '60'], { env: { ...process.env, DEVSERVER_STATIC_DIR: s.staticDir }, stdio: 'ignore' });
+        const holder = spawn(argv[0], [...argv.slice(1), 'lock', 'board/held', '--', 'sleep', '60'], { env: { ...process.env, DEVSERVER_STATIC_DIR: s.staticDir }, stdio: 'ignore' });
         try {
           await waitFor(() => (fs.existsSync(path.join(lockDir, 'owner.json')) ? true : undefined), 15_000, 'the holder to take board/held');
           const ownerBefore = fs.readFileSync(path.join(lockDir, 'owner.json'), 'utf8');

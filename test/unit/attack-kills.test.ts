@@ -68,7 +68,7 @@ describe('attack: kill storms at random instants', function () {
       async (lane) => {
         while (kills < KILLS) {
           const i = n++;
-          const kind: Kind = (['lock', 'stage --add', 'stage new'] as const)[i % 3]!;
+          const kind: Kind = (['lock', 'stage --add', 'stage new'] as const)[i % 3];
           const tag = kind === 'stage new' ? `lane${lane}/new${i}` : `lane${lane}/base`;
           const args = kind === 'lock' ? ['lock', tag, '--', 'true'] : kind === 'stage --add' ? ['stage', '--add', '--overwrite', tag, src] : ['stage', tag, src];
           const child = spawn(process.execPath, [CLI, ...args], { env: { ...process.env, DEVSERVER_STATIC_DIR: staticDir }, stdio: 'ignore' });

@@ -83,7 +83,7 @@ describe('attack: a lock lost mid-staging', function () {
           const at = (late ? 0.5 + Math.random() * 0.5 : Math.random() * 0.5) * span;
           const stager = spawn(process.execPath, [CLI, 'stage', '--add', tag, first.dir], { env: { ...process.env, DEVSERVER_STATIC_DIR: staticDir }, stdio: ['ignore', 'ignore', 'pipe'] });
           let firstErr = '';
-          stager.stderr!.on('data', (d: Buffer) => (firstErr += d.toString()));
+          stager.stderr.on('data', (d: Buffer) => (firstErr += d.toString()));
           const firstExit = new Promise<number | null>((r) => stager.once('exit', (code) => r(code)));
           await sleep(at);
           const fr = await cliTimed(staticDir, ['force-release', tag], { timeoutMs: 20_000 });

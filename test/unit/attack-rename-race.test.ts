@@ -74,7 +74,7 @@ describe('attack: a directory exchanged with a link to outside while commands ru
   }
 
   function startSwapper(): void {
-    swapper = spawn(swapperCmd[0]!, [...swapperCmd.slice(1), 'board', 'board.x'], { cwd: staticDir, stdio: ['ignore', 'pipe', 'inherit'] });
+    swapper = spawn(swapperCmd[0], [...swapperCmd.slice(1), 'board', 'board.x'], { cwd: staticDir, stdio: ['ignore', 'pipe', 'inherit'] });
   }
 
   async function stopSwapper(): Promise<number> {
@@ -87,7 +87,7 @@ describe('attack: a directory exchanged with a link to outside while commands ru
     s.kill('SIGTERM');
     await done;
     // Leave `board` the real directory again.
-    if (fs.lstatSync(path.join(staticDir, 'board')).isSymbolicLink()) spawnSync(swapperCmd[0]!, [...swapperCmd.slice(1), 'board', 'board.x', '1'], { cwd: staticDir });
+    if (fs.lstatSync(path.join(staticDir, 'board')).isSymbolicLink()) spawnSync(swapperCmd[0], [...swapperCmd.slice(1), 'board', 'board.x', '1'], { cwd: staticDir });
     return Number(out.trim()) || 0;
   }
 

@@ -62,7 +62,7 @@ describe('attack: two real users, a holder with umask 077 and --stale 60', funct
         stdio: ['ignore', 'ignore', 'pipe'],
       });
       let heldErr = '';
-      held.stderr!.on('data', (d: Buffer) => (heldErr += d.toString()));
+      held.stderr.on('data', (d: Buffer) => (heldErr += d.toString()));
       const heldExit = new Promise<number | null>((r) => held.once('exit', (code) => r(code)));
       try {
         await waitFor(() => (fs.existsSync(running) ? true : undefined), 15_000, `${holder}'s command to start`);

@@ -156,7 +156,7 @@ describe('attack: the readers of a build (verify, the model, the details page)',
    */
   async function duringExchanges(a: string, b: string, ms: number, step: () => Promise<void>): Promise<{ swaps: string; runs: number }> {
     const cmd = swapper as string[];
-    const s = spawn(cmd[0]!, [...cmd.slice(1), a, b], { stdio: ['ignore', 'pipe', 'inherit'] });
+    const s = spawn(cmd[0], [...cmd.slice(1), a, b], { stdio: ['ignore', 'pipe', 'inherit'] });
     let runs = 0;
     try {
       for (const until = Date.now() + ms; Date.now() < until; runs++) await step();
@@ -176,7 +176,7 @@ describe('attack: the readers of a build (verify, the model, the details page)',
         const size = fs.statSync(path.join(area(), name)).size;
         let grown = 0;
         for (let attempt = 0; attempt < 4 && grown < 2; attempt++) {
-          const g = spawn(grow[0]!, [...grow.slice(1), path.join(area(), name), String(TIB)], { stdio: ['ignore', 'pipe', 'inherit'] });
+          const g = spawn(grow[0], [...grow.slice(1), path.join(area(), name), String(TIB)], { stdio: ['ignore', 'pipe', 'inherit'] });
           assert.equal(await line(g), 'ready');
           const t0 = Date.now();
           const { value: r, stallMs } = await longestStall(() => verify(staticDir, 'eve/R1')).finally(() => stop(g));
@@ -224,7 +224,7 @@ describe('attack: the readers of a build (verify, the model, the details page)',
     it('hostile manifests: names that climb, absolute, with NUL or a newline, not objects: ECORRUPT; duplicate names: the last; an entry through a linked folder: missing, never read through it', async () => {
       const file = path.join(area(), MANIFEST_FILE);
       const good = JSON.parse(fs.readFileSync(file, 'utf8')) as { artifacts: Record<string, Record<string, unknown>> };
-      const entry = good.artifacts['sub/f1.bin']!;
+      const entry = good.artifacts['sub/f1.bin'];
       const write = (text: string): void => {
         fs.rmSync(file);
         fs.writeFileSync(file, text);
@@ -251,7 +251,7 @@ describe('attack: the readers of a build (verify, the model, the details page)',
       write(JSON.stringify(withLink));
       const r = await verify(staticDir, 'eve/R1');
       assert.deepEqual(brief(r), ['unlisted out', 'missing out/f1.bin']);
-      assert.match(r.problems[1]!.detail ?? '', /out is a symbolic link, not a directory/);
+      assert.match(r.problems[1].detail ?? '', /out is a symbolic link, not a directory/);
     });
 
     it('a FIFO as the build, as a folder on the way, a device as an artifact: reported, nothing waited on', async function () {
@@ -286,7 +286,7 @@ describe('attack: the readers of a build (verify, the model, the details page)',
       fs.writeFileSync(path.join(area(), evil), '');
       const r = await verify(staticDir, 'eve/R1');
       assert.deepEqual(brief(r), [`unlisted ${evil}`, 'unlisted \uFFFD.bin']);
-      assert.match(r.problems[1]!.detail ?? '', /not valid UTF-8/);
+      assert.match(r.problems[1].detail ?? '', /not valid UTF-8/);
       const lines = r.problems.map(formatProblem);
       assert.ok(lines.every((l) => !/[\u0000-\u001f\u007f-\u009f]/.test(l)), JSON.stringify(lines));
       const cliRun = await cliTimed(staticDir, ['verify', 'eve/R1'], { timeoutMs: 20_000 });
@@ -318,7 +318,7 @@ describe('attack: the readers of a build (verify, the model, the details page)',
           try {
             const r = await verify(staticDir, 'eve/R1');
             if (r.ok) whole++;
-            key = r.ok ? 'WHOLE' : brief(r).length === 1 ? brief(r)[0]! : `${brief(r).length} problems`;
+            key = r.ok ? 'WHOLE' : brief(r).length === 1 ? brief(r)[0] : `${brief(r).length} problems`;
           } catch (err) {
             key = `error ${(err as { code?: string }).code}`;
           }
@@ -550,7 +550,6 @@ describe('attack: the readers of a build (verify, the model, the details page)',
     it('rendered as VS Code renders Markdown (markdown-it, HTML on, linkify on): text only', function () {
       let render: (s: string) => string;
       try {
-        // eslint-disable-next-line @typescript-eslint/no-require-imports
         const MarkdownIt = require('markdown-it') as new (o: object) => { render(s: string): string };
         const mdIt = new MarkdownIt({ html: true, linkify: true });
         render = (s) => mdIt.render(s);

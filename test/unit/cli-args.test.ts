@@ -36,7 +36,7 @@ async function commanderReads(argv: readonly string[], env: string | undefined):
     );
     program.configureOutput({ writeOut: () => undefined, writeErr: () => undefined, outputError: () => undefined });
     for (const c of program.commands) c.configureOutput({ writeOut: () => undefined, writeErr: () => undefined, outputError: () => undefined });
-    await program.parseAsync(argv as string[], { from: 'user' });
+    await program.parseAsync(argv, { from: 'user' });
     return reading ?? { refused: 0 };
   } catch (err) {
     return { refused: (err as { exitCode?: number }).exitCode ?? -1 };
@@ -120,7 +120,7 @@ function* randomCommandLines(count: number): Generator<string[]> {
     seed = (seed * 1103515245 + 12345) & 0x7fffffff;
     return seed % n;
   };
-  const pick = <T>(xs: readonly T[]): T => xs[next(xs.length)]!;
+  const pick = <T>(xs: readonly T[]): T => xs[next(xs.length)];
   const values = ['5', '0.5', '-1', 'x', '2G', '30d', '', 'eve/R1', '--', '-d', '--json'];
   const words = ['eve/R1', 'eve', 'a b', '-', '--', 'true', 'list', 'status', 'help', '-x', '--json', '-h', '-f', '-d', '-dX'];
   for (let i = 0; i < count; i++) {

@@ -131,7 +131,7 @@ describe('devserver-stage as scripts use it', () => {
       assert.equal(r.stdout, '', what);
       const lines = r.stderr.trimEnd().split('\n');
       assert.equal(lines.length, 1, `${what}: one line: ${r.stderr}`);
-      const body = JSON.parse(lines[0]!) as { error: { code: string; message: string } };
+      const body = JSON.parse(lines[0]) as { error: { code: string; message: string } };
       assert.deepEqual(Object.keys(body), ['error'], what);
       assert.equal(body.error.code, code, what);
       assert.match(body.error.message, message, what);

@@ -155,7 +155,7 @@ describe('devserver-stage stage, du and prune', () => {
       assert.equal(result.bytes, 300_000 + 13);
       const lines = r.stderr.split('\n').filter((l) => l !== '');
       assert.ok(lines.length >= 1 && lines.length <= 2, `one line per artifact at most:\n${r.stderr}`);
-      assert.match(lines[lines.length - 1]!, /^done: .*2 artifacts, 293 KiB so far$/);
+      assert.match(lines[lines.length - 1], /^done: .*2 artifacts, 293 KiB so far$/);
       assert.ok(!r.stderr.includes('\r'), 'no terminal redraws when stderr is not a terminal');
       // The option works after the command too.
       const after = await tool(staticDir, ['stage', '--add', 'eve/R2', build, '--json']);
@@ -285,11 +285,11 @@ describe('devserver-stage stage, du and prune', () => {
       const r = await tool(staticDir, ['du']);
       assert.equal(r.code, 0, r.stderr);
       const lines = r.stdout.trimEnd().split('\n');
-      assert.match(lines[0]!, /^TAG\s+SIZE\s+ARTIFACTS\s+LAST USED\s+STATE$/);
-      assert.match(lines[1]!, /^eve\/R9\s+29\d KiB\s+2\s+4 d ago\s+free$/);
-      assert.match(lines[2]!, /^kevin\/R1\s+.*3 d ago\s+free$/);
-      assert.match(lines[3]!, /^eve\/R10\s+.*2 d ago\s+free$/);
-      assert.match(lines[4]!, /^TOTAL \(3 areas\)\s+\d{3} KiB\s+6$/);
+      assert.match(lines[0], /^TAG\s+SIZE\s+ARTIFACTS\s+LAST USED\s+STATE$/);
+      assert.match(lines[1], /^eve\/R9\s+29\d KiB\s+2\s+4 d ago\s+free$/);
+      assert.match(lines[2], /^kevin\/R1\s+.*3 d ago\s+free$/);
+      assert.match(lines[3], /^eve\/R10\s+.*2 d ago\s+free$/);
+      assert.match(lines[4], /^TOTAL \(3 areas\)\s+\d{3} KiB\s+6$/);
       assert.equal(lines.length, 5);
       const board = await tool(staticDir, ['du', 'kevin']);
       assert.match(board.stdout, /TOTAL \(1 area\)/);

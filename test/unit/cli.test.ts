@@ -185,9 +185,9 @@ describe('devserver-stage', () => {
       .split('\n')
       .map((l) => JSON.parse(l) as { action: string; tag: string; previous: { holder: { pid: number } } });
     assert.equal(audit.length, 1);
-    assert.equal(audit[0]!.action, 'force-release');
-    assert.equal(audit[0]!.tag, 'stuck');
-    assert.equal(audit[0]!.previous.holder.pid, process.pid);
+    assert.equal(audit[0].action, 'force-release');
+    assert.equal(audit[0].tag, 'stuck');
+    assert.equal(audit[0].previous.holder.pid, process.pid);
     await waitFor(() => (lease.state === 'lost' ? true : undefined), 5_000, 'the holder to learn it lost the lock');
     const again = await cli(staticDir, ['force-release', 'stuck']);
     assert.equal(again.code, 1);

@@ -156,7 +156,7 @@ describe('concurrency (multi-process)', function () {
     const loserCodes = new Map<string, number>();
     const t0 = performance.now();
     for (let trial = 0; trial < TRIALS; trial++) {
-      const kind = kinds[trial % kinds.length]!;
+      const kind = kinds[trial % kinds.length];
       const tag = `race/t${trial}`;
       const dir = path.join(staticDir, 'race', `t${trial}`);
       fs.mkdirSync(dir, { recursive: true });
@@ -188,7 +188,7 @@ describe('concurrency (multi-process)', function () {
       // Everyone has answered while the winner still holds: a second winner cannot be a later, sequential one.
       const winners = outcome.map((r, i) => ({ ...r, worker: i })).filter((r) => r.won);
       winnersPerTrial.set(winners.length, (winnersPerTrial.get(winners.length) ?? 0) + 1);
-      for (const w of winners) winsByWorker[w.worker]!++;
+      for (const w of winners) winsByWorker[w.worker]++;
       for (const r of outcome) if (!r.won) loserCodes.set(String(r.code), (loserCodes.get(String(r.code)) ?? 0) + 1);
       const summary = outcome.map((r, i) => `${i}:${r.won ? 'won' : String(r.code)}`).join(' ');
       if (winners.length !== 1) failures.push(`trial ${trial} (${kind}): ${winners.length} winners [${summary}]`);
@@ -198,16 +198,16 @@ describe('concurrency (multi-process)', function () {
       }
       if (winners.length === 1) {
         const token = readToken(path.join(dir, LOCK_NAME));
-        if (token !== winners[0]!.token) failures.push(`trial ${trial} (${kind}): the lock on disk is not the winner's (token ${token})`);
+        if (token !== winners[0].token) failures.push(`trial ${trial} (${kind}): the lock on disk is not the winner's (token ${token})`);
       }
 
       await Promise.all(
         winners.map((w) => {
-          const child = workers[w.worker]!;
+          const child = workers[w.worker];
           const p = expectMessage(child, (m) => m.type === 'released' && m.trial === trial, 30_000, `released ${trial}`);
           child.send({ type: 'release', trial });
           return p.then((m) => {
-            if (m.error !== undefined) failures.push(`trial ${trial} (${kind}): release failed: ${String(m.error)}`);
+            if (m.error !== undefined) failures.push(`trial ${trial} (${kind}): release failed: ${JSON.stringify(m.error)}`);
           });
         }),
       );
@@ -438,7 +438,7 @@ describe('concurrency (multi-process)', function () {
           holder.send('release');
           const m = await answer;
           await exitOf(holder);
-          report(`round ${round} (${how}): old holder's release answered ${m.type}${m.code !== undefined ? ` ${String(m.code)}` : ''}`);
+          report(`round ${round} (${how}): old holder's release answered ${m.type}${m.code !== undefined ? ` ${JSON.stringify(m.code)}` : ''}`);
           assert.equal(readToken(lockPath), lease.holder.token, `round ${round} (${how}): the new holder's lock must still be in place`);
         }
         await sleep(timing.refreshMs + 500);

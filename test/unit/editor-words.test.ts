@@ -66,9 +66,9 @@ describe('words a VS Code user reads', () => {
         assert.doesNotMatch(m, CLI_HINT, m);
         assert.ok(m.length > 20 && m.endsWith('.'), m);
       }
-      assert.match(messages[0]!, /is held: a lock by \S+@\S+ \(pid \d+\)/);
-      assert.match(messages[2]!, /is damaged: it is not JSON/);
-      assert.match(messages[5]!, /^No static directory given\.$/);
+      assert.match(messages[0], /is held: a lock by \S+@\S+ \(pid \d+\)/);
+      assert.match(messages[2], /is damaged: it is not JSON/);
+      assert.match(messages[5], /^No static directory given\.$/);
     } finally {
       cleanup(dir);
     }

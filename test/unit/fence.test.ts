@@ -55,7 +55,7 @@ describe('fencing', function () {
     const next = await acquire(staticDir, 'b/R1', { createOnce: false });
     tokens.push(next.fence);
     await next.release();
-    for (let i = 1; i < tokens.length; i++) assert.ok(tokens[i]! > tokens[i - 1]!, `tokens must grow: ${tokens.join(', ')}`);
+    for (let i = 1; i < tokens.length; i++) assert.ok(tokens[i] > tokens[i - 1], `tokens must grow: ${tokens.join(', ')}`);
   });
 
   it('shows the token in status --json, hands it to lock -- COMMAND, and records it in the manifest', async () => {
@@ -64,8 +64,8 @@ describe('fencing', function () {
     fs.writeFileSync(path.join(src, 'a.bin'), 'a');
     const staged = await stage(staticDir, 'b/R2', [src]);
     const manifest = JSON.parse(fs.readFileSync(path.join(staged.dir, MANIFEST_FILE), 'utf8')) as { artifacts: Record<string, { fence?: number }> };
-    assert.equal(typeof manifest.artifacts['a.bin']!.fence, 'number');
-    const before = manifest.artifacts['a.bin']!.fence!;
+    assert.equal(typeof manifest.artifacts['a.bin'].fence, 'number');
+    const before = manifest.artifacts['a.bin'].fence!;
     const printed = await cli(staticDir, ['lock', 'b/R2', '--', 'sh', '-c', 'echo "$DEVSERVER_STAGING_FENCE"']);
     assert.equal(printed.code, 0, printed.stderr);
     assert.ok(Number(printed.stdout.trim()) > before, `lock -- COMMAND saw ${printed.stdout.trim()}, after ${before}`);

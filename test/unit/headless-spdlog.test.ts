@@ -28,7 +28,6 @@ interface Spdlog {
   createAsyncRotatingLogger(name: string, file: string, size: number, count: number): Promise<Logger>;
 }
 
-// eslint-disable-next-line @typescript-eslint/no-require-imports
 const spdlog = require(path.join(ROOT, 'scripts', 'vscode', 'spdlog.cjs')) as Spdlog;
 
 /** VS Code's own pattern for a log line (its log view finds levels and times with it). */

@@ -140,7 +140,7 @@ describe('history of every build', function () {
         expected.get(tag),
         `history of ${tag}`,
       );
-      for (let i = 1; i < events.length; i++) assert.ok(events[i]!.time >= events[i - 1]!.time, `${tag}: not in time order at ${i}`);
+      for (let i = 1; i < events.length; i++) assert.ok(events[i].time >= events[i - 1].time, `${tag}: not in time order at ${i}`);
       // The fencing token of each lock: one more per holder, the removed lock's on a removal.
       assert.deepEqual(
         events.map((e) => e.fence),
@@ -207,8 +207,8 @@ describe('history of every build', function () {
     const events = await history(staticDir, { tag });
     const fences = events.map((e) => e.fence!);
     assert.equal(fences.at(-1), COUNT - 1, 'the newest event is kept');
-    assert.deepEqual(fences, Array.from({ length: fences.length }, (_, i) => fences[0]! + i), 'what is kept is contiguous and in order');
-    assert.ok(fences[0]! > 0 && events.length * 500 > HISTORY_SEGMENT_BYTES, `kept ${events.length} events from ${fences[0]}`);
+    assert.deepEqual(fences, Array.from({ length: fences.length }, (_, i) => fences[0] + i), 'what is kept is contiguous and in order');
+    assert.ok(fences[0] > 0 && events.length * 500 > HISTORY_SEGMENT_BYTES, `kept ${events.length} events from ${fences[0]}`);
     assert.deepEqual((await history(staticDir, { tag, limit: 3 })).map((e) => e.fence), [COUNT - 3, COUNT - 2, COUNT - 1]);
     report(`${COUNT} records: ${names.join(', ')}, ${(total / 1024 / 1024).toFixed(2)} MiB, the newest ${events.length} kept`);
   });
@@ -308,8 +308,8 @@ describe('history of every build', function () {
         assert.equal(r.code, 0, r.stderr);
         const warnings = r.stderr.split('\n').filter((l) => l !== '');
         assert.equal(warnings.length, 1, r.stderr);
-        assert.match(warnings[0]!, /^devserver-stage: warning: Could not record the history of eve-release\/R7 .*\(the operation itself went through\)/);
-        assert.match(warnings[0]!, c.refusal);
+        assert.match(warnings[0], /^devserver-stage: warning: Could not record the history of eve-release\/R7 .*\(the operation itself went through\)/);
+        assert.match(warnings[0], c.refusal);
         const status = await cliTimed(staticDir, ['--json', 'status', tag], { timeoutMs: 15_000 });
         assert.equal((JSON.parse(status.stdout) as { state: string }).state, 'free');
 
@@ -372,7 +372,7 @@ describe('history of every build', function () {
         .split('\n')
         .slice(1)
         .filter((l) => l !== '')
-        .map((l) => l.split(/\s+/)[1]!);
+        .map((l) => l.split(/\s+/)[1]);
 
     it('one line per event, oldest first, with who, when, durations and token; --since 30m, 12h, 2d; --limit', async () => {
       fixture();
@@ -380,15 +380,15 @@ describe('history of every build', function () {
       assert.equal(r.code, 0, r.stderr);
       assert.equal(r.stderr, '');
       const lines = r.stdout.trimEnd().split('\n');
-      assert.match(lines[0]!, /^TIME\s+EVENT\s+TAG\s+BY\s+DETAILS$/);
+      assert.match(lines[0], /^TIME\s+EVENT\s+TAG\s+BY\s+DETAILS$/);
       assert.deepEqual(kindsIn(r.stdout), ['acquired', 'released', 'staged', 'force-released', 'verified']);
-      assert.match(lines[1]!, /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ\s+acquired\s+eve-release\/R120-15662\.0\.0\s+builder@build1:41\s+fence 7, waited 250 ms, for nightly eve$/);
-      assert.match(lines[2]!, /released .* fence 7, held 2 min$/);
-      assert.match(lines[3]!, /staged .* fence 8, 12 artifacts written, 1 identical, 3\.0 GiB$/);
+      assert.match(lines[1], /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ\s+acquired\s+eve-release\/R120-15662\.0\.0\s+builder@build1:41\s+fence 7, waited 250 ms, for nightly eve$/);
+      assert.match(lines[2], /released .* fence 7, held 2 min$/);
+      assert.match(lines[3], /staged .* fence 8, 12 artifacts written, 1 identical, 3\.0 GiB$/);
       // A co-user's bytes are shown, not obeyed: the escape sequence is printed escaped.
-      assert.match(lines[4]!, /force-released .*admin@build2:5 .*fence 8, held 2 h, from "\\u001b\[31mmallory@build3:99"$/);
+      assert.match(lines[4], /force-released .*admin@build2:5 .*fence 8, held 2 h, from "\\u001b\[31mmallory@build3:99"$/);
       assert.ok(!r.stdout.includes('\u001b'), 'an escape sequence reached the terminal');
-      assert.match(lines[5]!, /verified .* DAMAGED: 2 problems, 12 files, 3\.0 GiB$/);
+      assert.match(lines[5], /verified .* DAMAGED: 2 problems, 12 files, 3\.0 GiB$/);
 
       const since = async (d: string): Promise<string[]> => {
         const s = await cliTimed(staticDir, ['history', tag, '--since', d], { timeoutMs: 15_000 });
@@ -425,7 +425,7 @@ describe('history of every build', function () {
           ['verified', 'builder', undefined],
         ],
       );
-      assert.equal(events[0]!.previous?.user, '\u001b[31mmallory');
+      assert.equal(events[0].previous?.user, '\u001b[31mmallory');
       const none = await cliTimed(staticDir, ['--json', 'history', 'no/such/R1'], { timeoutMs: 15_000 });
       assert.deepEqual([none.code, none.stdout, none.stderr], [0, '', '']);
     });

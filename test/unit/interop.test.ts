@@ -261,7 +261,7 @@ describe('interop with the Python devserver (python3-lockfile)', function () {
       } else {
         // Without the '-', where the pid ends is unknowable: the core must not guess.
         assert.equal(info.legacy?.pid, undefined);
-        assert.ok(info.legacy!.pidAndHash.startsWith(String(acquired.pid)));
+        assert.ok(info.legacy.pidAndHash.startsWith(String(acquired.pid)));
       }
     });
   }
@@ -346,7 +346,7 @@ describe('interop with the Python devserver (python3-lockfile)', function () {
     assert.deepEqual(fs.readdirSync(area), [], 'nothing of the lock is left');
 
     const lines = fs.readFileSync(path.join(staticDir, META_DIR, AUDIT_LOG), 'utf8').trim().split('\n');
-    const entry = JSON.parse(lines[lines.length - 1]!) as {
+    const entry = JSON.parse(lines[lines.length - 1]) as {
       action: string;
       tag: string;
       by: { pid: number };

@@ -92,8 +92,8 @@ describe('a damaged manifest', () => {
     assert.deepEqual(snapshot(dir), before, 'the area is as it was');
 
     const [area] = await usage(staticDir);
-    assert.match(area!.damaged ?? '', /artifact "zz" is null/);
-    assert.equal(area!.artifacts, 2, 'the names it lists are still counted');
+    assert.match(area.damaged ?? '', /artifact "zz" is null/);
+    assert.equal(area.artifacts, 2, 'the names it lists are still counted');
     const du = await run(process.execPath, [CLI, 'du'], env);
     assert.equal(du.code, 0, du.stderr);
     assert.match(du.stdout, /eve\/R1 .*free \(manifest damaged\)/);
@@ -101,8 +101,8 @@ describe('a damaged manifest', () => {
     // Not JSON at all: du counts the files instead.
     fs.writeFileSync(manifestPath, '{"version": 1, "artifacts": {"a.bin": {');
     const [unparsed] = await usage(staticDir);
-    assert.match(unparsed!.damaged ?? '', /not JSON/);
-    assert.equal(unparsed!.artifacts, 1);
+    assert.match(unparsed.damaged ?? '', /not JSON/);
+    assert.equal(unparsed.artifacts, 1);
 
     // The repair the message names: move it aside and stage the sources again.
     fs.renameSync(manifestPath, `${manifestPath}.damaged`);
@@ -110,6 +110,6 @@ describe('a damaged manifest', () => {
     assert.deepEqual(repaired.skipped.map((e) => e.name), ['a.bin']);
     assert.deepEqual(repaired.added.map((e) => e.name), ['b.bin']);
     assert.deepEqual(Object.keys(parseManifest(fs.readFileSync(manifestPath, 'utf8'), manifestPath).artifacts), ['a.bin', 'b.bin']);
-    assert.equal((await usage(staticDir))[0]!.damaged, undefined);
+    assert.equal((await usage(staticDir))[0].damaged, undefined);
   });
 });

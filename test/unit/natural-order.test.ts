@@ -40,8 +40,8 @@ describe('naturalOrder', () => {
       let ties = 0;
       for (let i = 0; i < names.length; i++) {
         for (let k = 0; k < 100; k++) {
-          const a = names[i]!;
-          const b = names[(i * 31 + k * 97) % names.length]!;
+          const a = names[i];
+          const b = names[(i * 31 + k * 97) % names.length];
           const want = sign(collator.compare(a, b));
           if (want === 0) ties++;
           assert.equal(sign(naturalOrder.compare(a, b)), want, `${JSON.stringify(a)} vs ${JSON.stringify(b)}`);

@@ -112,10 +112,10 @@ describe('nested areas', function () {
     const results = workers.map((w) => expectMessage<Msg & { entered: number; refused: number; overlaps: number; errors: string[] }>(w, (m) => m.type === 'done', 55_000, 'done'));
     for (const w of workers) w.send({ type: 'go' });
     const done = await Promise.all(results);
-    report(`b/n1: ${done[0]!.entered} entered, ${done[0]!.refused} refused; b/n1/sub: ${done[1]!.entered} entered, ${done[1]!.refused} refused; both inside at once: ${done[0]!.overlaps + done[1]!.overlaps}`);
+    report(`b/n1: ${done[0].entered} entered, ${done[0].refused} refused; b/n1/sub: ${done[1].entered} entered, ${done[1].refused} refused; both inside at once: ${done[0].overlaps + done[1].overlaps}`);
     for (const d of done) assert.deepEqual(d.errors, []);
-    assert.equal(done[0]!.overlaps + done[1]!.overlaps, 0);
-    assert.ok(done[0]!.entered > 0 && done[1]!.entered > 0, 'both got in at some point');
+    assert.equal(done[0].overlaps + done[1].overlaps, 0);
+    assert.ok(done[0].entered > 0 && done[1].entered > 0, 'both got in at some point');
   });
 
   it('what the check inside costs on an area of 2,000 files in 20 directories', async () => {
@@ -134,7 +134,7 @@ describe('nested areas', function () {
         }
         return out.sort((a, b) => a - b);
       })();
-    const median = (xs: number[]): string => xs[Math.floor(xs.length / 2)]!.toFixed(3);
+    const median = (xs: number[]): string => xs[Math.floor(xs.length / 2)].toFixed(3);
     const walk = await times(200, () => findHeldInside(area, DEFAULT_TIMING, Date.now(), syncIo));
     fs.mkdirSync(path.join(staticDir, 'small'));
     const cycleBig = await times(100, async () => (await acquire(staticDir, 'big', { createOnce: false })).release());

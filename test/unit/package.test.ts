@@ -90,8 +90,8 @@ const MARKETPLACE_CATEGORIES = [
 /** The images a Markdown text shows, in the order they come: `![alt](src)` and `<img src="…">`. */
 function imagesOf(markdown: string): string[] {
   const found: { at: number; src: string }[] = [];
-  for (const m of markdown.matchAll(/!\[[^\]]*\]\(\s*<?([^)\s>]+)>?(?:\s+"[^"]*")?\s*\)/g)) found.push({ at: m.index, src: m[1]! });
-  for (const m of markdown.matchAll(/<img\s[^>]*\bsrc=["']([^"']+)["']/gi)) found.push({ at: m.index, src: m[1]! });
+  for (const m of markdown.matchAll(/!\[[^\]]*\]\(\s*<?([^)\s>]+)>?(?:\s+"[^"]*")?\s*\)/g)) found.push({ at: m.index, src: m[1] });
+  for (const m of markdown.matchAll(/<img\s[^>]*\bsrc=["']([^"']+)["']/gi)) found.push({ at: m.index, src: m[1] });
   return found.sort((a, b) => a.at - b.at).map((f) => f.src);
 }
 
@@ -112,7 +112,7 @@ function shows(when: string, contextValue: string, isWeb = false): boolean {
     if ((m = /^view == (\S+)$/.exec(term))) return m[1] === 'devserverStaging.areas';
     if ((m = /^viewItem == (\S+)$/.exec(term))) return contextValue === m[1];
     if ((m = /^viewItem != (\S+)$/.exec(term))) return contextValue !== m[1];
-    if ((m = /^viewItem =~ \/(.*)\/$/.exec(term))) return new RegExp(m[1]!).test(contextValue);
+    if ((m = /^viewItem =~ \/(.*)\/$/.exec(term))) return new RegExp(m[1]).test(contextValue);
     if (term === '!isWeb') return !isWeb;
     throw new Error(`a when clause this test cannot read: ${term}`);
   });
@@ -125,7 +125,7 @@ describe('the manifest', () => {
   const title = (c: Command): string => nls[c.title.replace(/%/g, '')] ?? c.title;
   /** The rows whose context menu (or inline buttons, with group 'inline') offer `command`. */
   const rowsOf = (command: string, inline = false): string[] =>
-    CONTEXT_VALUES.filter((v) => menus['view/item/context']!.some((e) => e.command === command && (e.group === 'inline') === inline && shows(e.when ?? '', v)));
+    CONTEXT_VALUES.filter((v) => menus['view/item/context'].some((e) => e.command === command && (e.group === 'inline') === inline && shows(e.when ?? '', v)));
 
   it('gives every command a localized title and the category', () => {
     for (const c of commands) {
@@ -139,7 +139,7 @@ describe('the manifest', () => {
     const byId = new Map(commands.map((c) => [c.command, c]));
     for (const [menu, entries] of Object.entries(menus)) for (const e of entries) assert.ok(byId.has(e.command), `${menu} names ${e.command}`);
     for (const k of manifest.contributes.keybindings) assert.ok(byId.has(k.command), `a keybinding names ${k.command}`);
-    for (const e of [...menus['view/item/context']!, ...menus['view/title']!]) {
+    for (const e of [...menus['view/item/context'], ...menus['view/title']]) {
       if (e.group === 'inline' || e.group?.startsWith('navigation') === true) assert.ok(byId.get(e.command)!.icon, `${e.command} is shown as a button and has an icon`);
     }
   });
@@ -165,12 +165,12 @@ describe('the manifest', () => {
 
   it('puts destructive commands in their own group', () => {
     for (const id of ['devserverStaging.destroy', 'devserverStaging.destroyFolderBuilds', 'devserverStaging.forceRelease', 'devserverStaging.forceReleaseAllStale', 'devserverStaging.cleanUp']) {
-      for (const e of menus['view/item/context']!.filter((e) => e.command === id && e.group !== 'inline')) assert.match(e.group ?? '', /^8_destructive@/, id);
+      for (const e of menus['view/item/context'].filter((e) => e.command === id && e.group !== 'inline')) assert.match(e.group ?? '', /^8_destructive@/, id);
     }
   });
 
   it('shows a missing static directory with two different buttons: create it, or add another', () => {
-    const inline = menus['view/item/context']!.filter((e) => e.group?.startsWith('inline') === true && shows(e.when ?? '', 'staticDir.problem'));
+    const inline = menus['view/item/context'].filter((e) => e.group?.startsWith('inline') === true && shows(e.when ?? '', 'staticDir.problem'));
     const icons = inline.map((e) => commands.find((c) => c.command === e.command)!.icon);
     assert.deepEqual(inline.map((e) => e.command), ['devserverStaging.createStaticDir', 'devserverStaging.chooseStaticDir']);
     assert.equal(new Set(icons).size, 2, `distinct icons: ${icons.join(', ')}`);
@@ -194,7 +194,7 @@ describe('the manifest', () => {
   });
 
   it('hides from the palette the commands that need a row', () => {
-    const hidden = menus['commandPalette']!.filter((e) => e.when === 'false').map((e) => e.command).sort();
+    const hidden = menus['commandPalette'].filter((e) => e.when === 'false').map((e) => e.command).sort();
     assert.deepEqual(hidden, ['devserverStaging.createStaticDir', 'devserverStaging.destroyFolderBuilds', 'devserverStaging.openArtifact', 'devserverStaging.showMore']);
   });
 
@@ -230,7 +230,7 @@ describe('the manifest', () => {
   });
 
   it('words the welcome view as it renders: no code spans, the button named as the command', () => {
-    const text = nls[manifest.contributes.viewsWelcome[0]!.contents.replace(/%/g, '')]!;
+    const text = nls[manifest.contributes.viewsWelcome[0].contents.replace(/%/g, '')];
     assert.doesNotMatch(text, /`/);
     const add = commands.find((c) => c.command === 'devserverStaging.chooseStaticDir')!;
     assert.ok(text.includes(`[${title(add)}](command:devserverStaging.chooseStaticDir)`), text);
@@ -260,7 +260,7 @@ describe('the README', () => {
 
   it('names every command of the manifest, by its title and its id', () => {
     for (const c of manifest.contributes.commands) {
-      const title = nls[c.title.replace(/%/g, '')]!;
+      const title = nls[c.title.replace(/%/g, '')];
       assert.ok(text.includes(`**${title}** (\`${c.command}\`)`), `the README's commands table has ${title} (${c.command})`);
     }
   });
@@ -284,9 +284,9 @@ describe('the README', () => {
     const top = await run(process.execPath, [CLI, '--help']);
     assert.equal(top.code, 0, top.stderr);
     const section = (help: string, name: string): string => help.split(`${name}:\n`)[1]?.split('\n\n')[0] ?? '';
-    const commands = [...section(top.stdout, 'Commands').matchAll(/^ {2}([a-z][\w-]*)/gm)].map((m) => m[1]!).filter((c) => c !== 'help');
+    const commands = [...section(top.stdout, 'Commands').matchAll(/^ {2}([a-z][\w-]*)/gm)].map((m) => m[1]).filter((c) => c !== 'help');
     assert.ok(commands.length >= 10, commands.join(' '));
-    const optionsOf = (help: string): string[] => [...section(help, 'Options').matchAll(/^ {2}(?:-\w, )?(--[\w-]+)/gm)].map((m) => m[1]!).filter((o) => o !== '--help');
+    const optionsOf = (help: string): string[] => [...section(help, 'Options').matchAll(/^ {2}(?:-\w, )?(--[\w-]+)/gm)].map((m) => m[1]).filter((o) => o !== '--help');
     for (const option of optionsOf(top.stdout)) assert.ok(text.includes(`\`${option}`) || text.includes(`, \`${option}`), `the README has the global option ${option}`);
     for (const command of commands) {
       assert.ok(text.includes(`| \`${command}`), `the README's table has ${command}`);
@@ -405,7 +405,7 @@ describe('the .vsix', function () {
     const escaped = (t: string): string => t.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;').replace(/'/g, '&apos;').replace(/"/g, '&quot;');
     assert.ok(xml.includes(`>${escaped(manifest.description)}</Description>`), 'the description');
     assert.match(xml, new RegExp(`<Categories>${manifest.categories.join(',')}</Categories>`));
-    const tags = /<Tags>([^<]*)<\/Tags>/.exec(xml)![1]!.split(',');
+    const tags = /<Tags>([^<]*)<\/Tags>/.exec(xml)![1].split(',');
     for (const k of manifest.keywords) assert.ok(tags.includes(k), `tag ${k}`);
     assert.ok(tags.length <= 30, `${tags.length} tags: the Marketplace takes at most 30`);
     assert.ok(xml.includes(`Branding.Color" Value="${manifest.galleryBanner.color}"`), 'the banner colour');

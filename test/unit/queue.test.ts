@@ -130,7 +130,7 @@ describe('fair queue (multi-process)', function () {
     const spent = { spawn: 0, join: 0, drain: 0 };
     const t0 = performance.now();
     for (let round = 0; round < ROUNDS; round++) {
-      const kind = kinds[round % kinds.length]!;
+      const kind = kinds[round % kinds.length];
       const orderDir = path.join(staticDir, 'rounds', String(round));
       fs.mkdirSync(orderDir, { recursive: true });
       const holder = await acquire(staticDir, tag, { createOnce: false });
@@ -145,23 +145,23 @@ describe('fair queue (multi-process)', function () {
       for (const [i, w] of line.entries()) {
         // The quitter gives up while the lock is still held; the others wait as long as it takes.
         joined.push(await join(w, round, tag, orderDir, i === quitter ? 250 : 60_000));
-        assert.ok(joined[i]!.positions[0]! <= i + 1, `waiter ${i} of round ${round} joined at ${joined[i]!.positions[0]}, behind fewer than ${i}`);
-        if (kind !== 'timeout') assert.equal(joined[i]!.positions[0], i + 1, `round ${round}: the ${i + 1}th to come is ${i + 1}th in line`);
+        assert.ok(joined[i].positions[0] <= i + 1, `waiter ${i} of round ${round} joined at ${joined[i].positions[0]}, behind fewer than ${i}`);
+        if (kind !== 'timeout') assert.equal(joined[i].positions[0], i + 1, `round ${round}: the ${i + 1}th to come is ${i + 1}th in line`);
       }
       for (const i of victims) {
-        joined[i]!.w.child.kill('SIGKILL');
-        await exitOf(joined[i]!.w.child);
+        joined[i].w.child.kill('SIGKILL');
+        await exitOf(joined[i].w.child);
         killed++;
       }
       if (quitter >= 0) {
-        const gaveUp = await joined[quitter]!.outcome!;
+        const gaveUp = await joined[quitter].outcome!;
         assert.equal(gaveUp.type, 'failed');
         assert.equal(gaveUp.code, 'ELOCKED', String(gaveUp.message));
         assert.match(String(gaveUp.message), /is held: a lock by .*\. \d+ (is|are) waiting for it in line \(.*queue/);
         timedOut++;
         // A waiter that gives up takes its ticket with it, at once.
         const pids = (await queueOf(staticDir, tag)).map((e) => e.waiter?.pid);
-        assert.ok(!pids.includes(joined[quitter]!.w.child.pid), `the quitter's ticket is gone: ${JSON.stringify(pids)}`);
+        assert.ok(!pids.includes(joined[quitter].w.child.pid), `the quitter's ticket is gone: ${JSON.stringify(pids)}`);
       }
       if (victims.size > 0) {
         // Their tickets no longer count: judged stale by their pid (gone on this machine) until
@@ -229,7 +229,7 @@ describe('fair queue (multi-process)', function () {
       const [a] = await pool.take(1);
       const remote = await pool.start(elsewhere);
       const [b] = await pool.take(1);
-      const joined = [await join(a!, round, tag, orderDir, 60_000), await join(remote, round, tag, orderDir, 60_000), await join(b!, round, tag, orderDir, 60_000)];
+      const joined = [await join(a, round, tag, orderDir, 60_000), await join(remote, round, tag, orderDir, 60_000), await join(b, round, tag, orderDir, 60_000)];
       const q = await queueOf(staticDir, tag, timing);
       assert.equal(q[1]?.waiter?.hostname, 'queue-other-host');
       assert.equal(q[1]?.waiterAlive, undefined, 'a waiter on another host cannot be checked by its pid');
@@ -242,11 +242,11 @@ describe('fair queue (multi-process)', function () {
       }
       const releasedAt = wallMs();
       await holder.release();
-      const live = kill ? [joined[0]!, joined[2]!] : joined;
+      const live = kill ? [joined[0], joined[2]] : joined;
       for (const j of live) assert.equal((await j.outcome!).type, 'released');
       assert.deepEqual(entries(orderDir), live.map((j) => j.w.id));
       if (kill) {
-        const last = enteredAt(joined[2]!);
+        const last = enteredAt(joined[2]);
         report(`a waiter killed on another host: the one behind it entered ${ms(last - releasedAt)} after the release (stale after ${timing.staleMs} ms without a refresh)`);
         // Judged by its heartbeat only: not before its ticket went stale (its last refresh was at
         // most refreshMs before the kill), and within a few polls after.
@@ -254,7 +254,7 @@ describe('fair queue (multi-process)', function () {
       } else {
         report(`a live waiter on another host kept its place for ${(2 * timing.staleMs) / 1000} s (twice the stale threshold) by refreshing its ticket`);
       }
-      pool.giveBack([a!, b!, remote]);
+      pool.giveBack([a, b, remote]);
     }
     assert.deepEqual(queueLeftovers(staticDir), []);
   });
@@ -274,11 +274,11 @@ describe('fair queue (multi-process)', function () {
       const qdir = await queueDirOf(staticDir, tag);
       fs.mkdirSync(qdir, { recursive: true });
       const planted = ['0000000001', '0000000002', '0000000003', '0000000004', '0000000005'];
-      assert.equal(spawnSync('mkfifo', [path.join(qdir, planted[0]!)]).status, 0);
-      fs.symlinkSync(canary, path.join(qdir, planted[1]!));
-      fs.mkdirSync(path.join(qdir, planted[2]!));
-      fs.writeFileSync(path.join(qdir, planted[3]!), 'not a record {');
-      fs.writeFileSync(path.join(qdir, planted[4]!), Buffer.alloc(100 * 1024, 'x'));
+      assert.equal(spawnSync('mkfifo', [path.join(qdir, planted[0])]).status, 0);
+      fs.symlinkSync(canary, path.join(qdir, planted[1]));
+      fs.mkdirSync(path.join(qdir, planted[2]));
+      fs.writeFileSync(path.join(qdir, planted[3]), 'not a record {');
+      fs.writeFileSync(path.join(qdir, planted[4]), Buffer.alloc(100 * 1024, 'x'));
       fs.writeFileSync(path.join(qdir, 'README'), 'not a ticket');
       const q = await queueOf(staticDir, tag, timing);
       assert.deepEqual(
@@ -286,8 +286,8 @@ describe('fair queue (multi-process)', function () {
         planted.map((_, i) => [i + 1, true]),
         'planted tickets that cannot be read count as waiting while fresh',
       );
-      assert.match(q[0]!.unreadable!, /FIFO/);
-      assert.match(q[1]!.unreadable!, /symbolic link/);
+      assert.match(q[0].unreadable!, /FIFO/);
+      assert.match(q[1].unreadable!, /symbolic link/);
 
       const pool = new Pool(staticDir, timing);
       const orderDir = path.join(staticDir, 'rounds', '0');
@@ -299,11 +299,11 @@ describe('fair queue (multi-process)', function () {
         [6, 7, 8],
         'behind the planted tickets',
       );
-      const plantedAt = fs.lstatSync(path.join(qdir, planted[0]!)).mtimeMs;
+      const plantedAt = fs.lstatSync(path.join(qdir, planted[0])).mtimeMs;
       await holder.release();
       for (const j of joined) assert.equal((await j.outcome!).type, 'released');
       assert.deepEqual(entries(orderDir), joined.map((j) => j.w.id), 'the order held');
-      const firstIn = enteredAt(joined[0]!);
+      const firstIn = enteredAt(joined[0]);
       report(`planted tickets held the line ${ms(firstIn - plantedAt)} after they were planted (stale after ${timing.staleMs} ms)`);
       // Not skipped while fresh; not waited on for long once stale (a few polls of slack).
       assert.ok(firstIn - plantedAt >= timing.staleMs, 'planted tickets count until stale');
@@ -370,9 +370,9 @@ describe('fair queue (multi-process)', function () {
       q.map((e) => e.waiter?.pid),
       waiters.map((w) => w.child.pid),
     );
-    assert.match(q[0]!.waiter!.purpose!, /^sh -c/);
+    assert.match(q[0].waiter!.purpose!, /^sh -c/);
     // Ctrl-C to the second in line: it stops waiting (exit 130) and takes its ticket along.
-    const quitter = waiters[1]!;
+    const quitter = waiters[1];
     assert.ok(catchesSignal(quitter.child.pid!, 'SIGINT'));
     const stoppedAt = performance.now();
     quitter.child.kill('SIGINT');

@@ -190,7 +190,7 @@ describe('clock skew between hosts (libfaketime)', function () {
         return r;
       };
       const seen = await judgeFor(timing.staleMs + timing.refreshMs + 300, 200, ask);
-      const last = seen[seen.length - 1]!;
+      const last = seen[seen.length - 1];
       report(`judge measured a filesystem clock offset of ${last.skewMs} ms; naive ages ${Math.round(Math.min(...seen.map((s) => s.naiveAgeMs!)))}..${Math.round(Math.max(...seen.map((s) => s.naiveAgeMs!)))} ms`);
       assert.deepEqual([...new Set(seen.map((s) => s.state))], ['held'], JSON.stringify(seen.find((s) => s.state !== 'held')));
       assert.ok(Math.abs(last.skewMs + offsetS * 1000) <= 1_000, `measured offset ${last.skewMs} ms`);
@@ -431,7 +431,7 @@ describe('a network filesystem shared by two clients (sshfs)', function () {
   }
 
   it('follows locks taken through the other mount by polling, as the view and watch do there', async () => {
-    const p95 = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.ceil(0.95 * xs.length) - 1]!;
+    const p95 = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.ceil(0.95 * xs.length) - 1];
     // sshfs as mounted by default: its own directory cache and FUSE's one-second name and
     // attribute caches come on top of the polling interval.
     const plain = await pollDelays(mountA, 'poll-default', 12);
@@ -611,11 +611,11 @@ describe('a network filesystem shared by two clients (sshfs)', function () {
       const times = (await Promise.all(entered)).map((m) => m.atMs as number);
       const order = fs.readdirSync(orderDir).map(Number).sort((a, b) => a - b).map((k) => Number(fs.readFileSync(path.join(orderDir, String(k)), 'utf8')));
       assert.deepEqual(order, [0, 1, 2, 3], `round ${round}: entered ${order.join(' ')}`);
-      for (const [i, t] of [releasedAt, ...times].slice(0, -1).entries()) handoffs.push(times[i]! - t);
+      for (const [i, t] of [releasedAt, ...times].slice(0, -1).entries()) handoffs.push(times[i] - t);
       await Promise.all(waiters.map((w) => expectMessage(w, (m) => m.type === 'released' && m.round === round, 30_000, 'released')));
     }
     handoffs.sort((a, b) => a - b);
-    report(`${ROUNDS} rounds of 4 waiters through two sshfs clients, all in order; handoffs median ${Math.round(handoffs[Math.floor(handoffs.length / 2)]!)} ms, max ${Math.round(handoffs.at(-1)!)} ms`);
+    report(`${ROUNDS} rounds of 4 waiters through two sshfs clients, all in order; handoffs median ${Math.round(handoffs[Math.floor(handoffs.length / 2)])} ms, max ${Math.round(handoffs.at(-1)!)} ms`);
     assert.deepEqual(fs.readdirSync(path.join(exportDir, META_DIR, 'queue')), [], 'the last to leave removes the line');
   });
 });

@@ -263,9 +263,9 @@ describe('staging sources', function () {
       const entries: IncomingEntry[] = [];
       for await (const e of openSource(file, context().ctx)) entries.push(e);
       assert.equal(entries.length, 1);
-      assert.deepEqual(await seenOf(entries[0]!), { name: 'b.bin', type: 'file', size: 100_000, sha256: h('sub/b.bin') });
-      assert.equal(entries[0]!.localPath, file);
-      assert.equal(entries[0]!.source, file);
+      assert.deepEqual(await seenOf(entries[0]), { name: 'b.bin', type: 'file', size: 100_000, sha256: h('sub/b.bin') });
+      assert.equal(entries[0].localPath, file);
+      assert.equal(entries[0].source, file);
     });
 
     it('reports a missing path as ESOURCE "does not exist", naming it', async () => {
@@ -654,8 +654,8 @@ describe('staging sources', function () {
         seen.push(await seenOf(e));
       }
       assert.deepEqual(seen, [{ name: 'plain.txt', type: 'file', size: plain.length, sha256: sha(plain) }]);
-      assert.equal(entries[0]!.source, url);
-      assert.equal(entries[0]!.localPath, undefined);
+      assert.equal(entries[0].source, url);
+      assert.equal(entries[0].localPath, undefined);
 
       assert.deepEqual(await collect(openSource(`${base}/files/name%20with%20space.bin`, context().ctx)), [
         { name: 'name with space.bin', type: 'file', size: 6, sha256: sha('spaced') },
@@ -680,8 +680,8 @@ describe('staging sources', function () {
         const sources: string[] = [];
         assert.deepEqual(await collect(openSource(`${base}${route}`, ctx), sources), zipListing());
         assert.equal(parts.length, 1);
-        assert.ok(parts[0]!.startsWith(path.join(area, PART_PREFIX)));
-        assert.equal(fs.statSync(parts[0]!).size, zip.length);
+        assert.ok(parts[0].startsWith(path.join(area, PART_PREFIX)));
+        assert.equal(fs.statSync(parts[0]).size, zip.length);
         assert.equal(
           progress.reduce((a, b) => a + b, 0),
           zip.length,
@@ -764,7 +764,7 @@ describe('staging sources', function () {
         latencies[route] = performance.now() - t0;
         assert.ok(isStagingError(err, 'ECANCELED'), String(err));
         assert.ok(err.message.includes(`${base}${route}`), err.message);
-        assert.ok(latencies[route]! < CANCEL_MS + CANCEL_SLACK_MS, `${route}: ${latencies[route]} ms`);
+        assert.ok(latencies[route] < CANCEL_MS + CANCEL_SLACK_MS, `${route}: ${latencies[route]} ms`);
         await assert.rejects(it.next(), (e: unknown) => isStagingError(e, 'ECANCELED'));
         await waitFor(() => (closedRequests.length > closedBefore ? true : undefined), 2000, 'the server to see the connection closed');
       }
@@ -782,7 +782,7 @@ describe('staging sources', function () {
         const err = await rejection(pending);
         latencies[route] = performance.now() - t0;
         assert.equal(err.code, 'ECANCELED');
-        assert.ok(latencies[route]! < CANCEL_MS + CANCEL_SLACK_MS, `${route}: ${latencies[route]} ms`);
+        assert.ok(latencies[route] < CANCEL_MS + CANCEL_SLACK_MS, `${route}: ${latencies[route]} ms`);
       }
       console.log(`      cancellation latency: ${Object.entries(latencies).map(([k, v]) => `${k} ${v.toFixed(1)} ms`).join(', ')}`);
     });

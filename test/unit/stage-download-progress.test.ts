@@ -60,7 +60,7 @@ describe('download progress', () => {
     it(`reports bytes received against the Content-Length for ${file.slice(1)}`, async () => {
       const length = bodies.get(file)!.length;
       const seen = await staged(`${server.base}${file}`, `dl/${file.replace(/\W/g, '')}`);
-      const last = seen[seen.length - 1]!;
+      const last = seen[seen.length - 1];
       assert.equal(last.downloadBytes, length);
       assert.equal(last.downloadTotal, length);
       const received = seen.map((p) => p.downloadBytes ?? 0);
@@ -70,7 +70,7 @@ describe('download progress', () => {
 
   it('reports bytes received, and no total, when the server sends no Content-Length', async () => {
     const seen = await staged(`${server.base}/build.tar.gz?chunked`, 'dl/chunked');
-    const last = seen[seen.length - 1]!;
+    const last = seen[seen.length - 1];
     assert.equal(last.downloadBytes, bodies.get('/build.tar.gz')!.length);
     assert.equal(last.downloadTotal, undefined);
   });

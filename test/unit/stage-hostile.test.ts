@@ -634,7 +634,7 @@ describe('stage() with tricky but legal archives', function () {
     const want = expected(kind);
     assert.deepEqual(Object.keys(manifest.artifacts).sort(), [...want.keys(), ...extra].sort());
     for (const [name, [type, content]] of want) {
-      const entry = manifest.artifacts[name]!;
+      const entry = manifest.artifacts[name];
       const p = path.join(dir, name);
       assert.equal(entry.type, type, name);
       assert.ok(entry.source.startsWith(`${archive}#`), `${name}: source ${entry.source}`);

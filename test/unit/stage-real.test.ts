@@ -183,7 +183,7 @@ describe('stage() over HTTP from a real server', function () {
     const dir = path.join(staticDir, 'http', 'plain');
     assert.equal(sha(fs.readFileSync(path.join(dir, 'plain.bin'))), sha(plain));
     const manifest = JSON.parse(fs.readFileSync(path.join(dir, MANIFEST_FILE), 'utf8')) as Manifest;
-    assert.equal(manifest.artifacts['plain.bin']!.source, url);
+    assert.equal(manifest.artifacts['plain.bin'].source, url);
     assert.deepEqual(partsIn(dir), []);
     assert.equal((await inspect(staticDir, 'http/plain')).state, 'free');
   });
@@ -206,7 +206,7 @@ describe('stage() over HTTP from a real server', function () {
     );
     assert.equal(fs.readFileSync(path.join(dir, 'sub', 'b.txt'), 'utf8'), 'second\n');
     assert.equal(fs.readlinkSync(path.join(dir, 'link')), 'a.txt');
-    assert.equal(manifest.artifacts['big.bin']!.sha256, sha(fs.readFileSync(path.join(dir, 'big.bin'))));
+    assert.equal(manifest.artifacts['big.bin'].sha256, sha(fs.readFileSync(path.join(dir, 'big.bin'))));
     assert.equal((await inspect(staticDir, 'http/tgz')).state, 'free');
   });
 

@@ -63,12 +63,12 @@ describe('stage', () => {
     assert.deepEqual(artifactsOf(dir), contents(build));
     const manifest = JSON.parse(fs.readFileSync(path.join(dir, MANIFEST_FILE), 'utf8')) as Manifest;
     assert.deepEqual(Object.keys(manifest.artifacts).sort(), ['autotest/client-latest.tar', 'autotest/control', 'autotest/packages/client.tar', 'image.bin']);
-    const image = manifest.artifacts['image.bin']!;
+    const image = manifest.artifacts['image.bin'];
     assert.equal(image.size, fs.statSync(path.join(build, 'image.bin')).size);
     assert.equal(image.sha256, sha(fs.readFileSync(path.join(build, 'image.bin'))));
     assert.equal(image.source, path.join(build, 'image.bin'));
     assert.ok(Date.parse(image.stagedAt) > 0);
-    assert.equal(manifest.artifacts['autotest/client-latest.tar']!.type, 'symlink');
+    assert.equal(manifest.artifacts['autotest/client-latest.tar'].type, 'symlink');
     assert.ok(fs.existsSync(path.join(dir, TIMESTAMP_FILE)));
     assert.equal(result.added.length, 4);
     assert.equal((await inspect(staticDir, 'eve/R1')).state, 'free');
@@ -144,11 +144,11 @@ describe('stage', () => {
     const events: StageProgress[] = [];
     const result = await stage(staticDir, 'p', [build], { onProgress: (p) => events.push(p) });
     assert.ok(events.length >= 4, 'one event per finished artifact at least');
-    const last = events[events.length - 1]!;
+    const last = events[events.length - 1];
     assert.equal(last.bytes, result.bytes);
     assert.equal(last.artifacts, 4);
     assert.equal(last.totalBytes, result.bytes, 'the total of local sources is known up front');
-    for (let i = 1; i < events.length; i++) assert.ok(events[i]!.bytes >= events[i - 1]!.bytes, 'bytes never go back');
+    for (let i = 1; i < events.length; i++) assert.ok(events[i].bytes >= events[i - 1].bytes, 'bytes never go back');
   });
 
   it('keeps progress per artifact while several large files are copied at once', async () => {
@@ -161,7 +161,7 @@ describe('stage', () => {
     for (let i = 0; i < 200; i++) fs.writeFileSync(path.join(big, `small-${i}.txt`), `${i}`.repeat(100));
     const expected = fs.readdirSync(big).reduce((sum, n) => sum + fs.statSync(path.join(big, n)).size, 0);
     const result = await stage(staticDir, 'many', [big], { onProgress: (p) => events.push({ ...p }) });
-    assert.equal(events[0]!.totalBytes, expected, 'the total is known, and right, from the first event');
+    assert.equal(events[0].totalBytes, expected, 'the total is known, and right, from the first event');
     for (const ev of events) {
       if (ev.artifactTotal !== undefined) assert.ok(ev.artifactBytes <= ev.artifactTotal, `${ev.artifact}: ${ev.artifactBytes} of ${ev.artifactTotal}`);
       assert.ok(ev.bytes <= ev.totalBytes!, `${ev.bytes} of ${ev.totalBytes} in all`);
@@ -170,7 +170,7 @@ describe('stage', () => {
     assert.deepEqual(finished.filter((e) => e.artifact.startsWith('image')).map((e) => e.artifact).sort(), ['image-0.bin', 'image-1.bin', 'image-2.bin', 'image-3.bin']);
     assert.equal(finished.length, 204);
     for (const e of finished) assert.equal(e.artifactBytes, fs.statSync(path.join(big, e.artifact)).size);
-    assert.equal(events[events.length - 1]!.bytes, result.bytes);
+    assert.equal(events[events.length - 1].bytes, result.bytes);
   });
 
   it('stops copying at a cancel, and keeps nothing of a new area', async function () {

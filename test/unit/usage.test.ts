@@ -193,7 +193,7 @@ describe('usage and prune', () => {
           ['eve/R4', 'older-than'],
         ],
       );
-      assert.match(older.removed[0]!.reason, /last used 5 d ago \(limit 84 h\)/);
+      assert.match(older.removed[0].reason, /last used 5 d ago \(limit 84 h\)/);
       area('eve/R4', 4 * DAY);
       area('eve/R5', 5 * DAY);
       const both = await prune(staticDir, { keep: 3, olderThan: 1.5 * DAY });

@@ -54,7 +54,7 @@ describe('verify', () => {
     assert.equal(r.dir, area);
     assert.equal(r.checkedFiles, 4);
     assert.equal(r.checkedBytes, LARGE + 13 + 200_000);
-    const last = seen[seen.length - 1]!;
+    const last = seen[seen.length - 1];
     assert.deepEqual(last, { files: 4, totalFiles: 4, bytes: LARGE + 13 + 200_000, totalBytes: LARGE + 13 + 200_000 });
     // Plain data: what JSON gives back is the same.
     assert.deepEqual(JSON.parse(JSON.stringify(r)), r);
@@ -66,8 +66,8 @@ describe('verify', () => {
     const r = await verify(staticDir, 'eve/R1');
     assert.equal(r.ok, false);
     assert.deepEqual(brief(r), ['missing autotest/packages/client.tar', 'missing image.bin']);
-    assert.equal(r.problems[1]!.expected!.size, LARGE);
-    assert.equal(r.problems[1]!.actual, undefined);
+    assert.equal(r.problems[1].expected!.size, LARGE);
+    assert.equal(r.problems[1].actual, undefined);
   });
 
   it('a file cut short is truncated, one made longer grown, with both sizes', async () => {
@@ -75,7 +75,7 @@ describe('verify', () => {
     fs.appendFileSync(path.join(area, 'autotest', 'control'), 'more\n');
     const r = await verify(staticDir, 'eve/R1');
     assert.deepEqual(brief(r), ['grown autotest/control', 'truncated image.bin']);
-    const truncated = r.problems[1]!;
+    const truncated = r.problems[1];
     assert.deepEqual([truncated.expected!.size, truncated.actual!.size], [LARGE, 1024]);
   });
 
@@ -87,13 +87,13 @@ describe('verify', () => {
       const fd = fs.openSync(path.join(area, rel), 'r+');
       const b = Buffer.alloc(1);
       fs.readSync(fd, b, 0, 1, at);
-      b[0] = b[0]! ^ 0x01;
+      b[0] = b[0] ^ 0x01;
       fs.writeSync(fd, b, 0, 1, at);
       fs.closeSync(fd);
     }
     const r = await verify(staticDir, 'eve/R1');
     assert.deepEqual(brief(r), ['changed autotest/packages/client.tar', 'changed image.bin']);
-    const image = r.problems[1]!;
+    const image = r.problems[1];
     assert.equal(image.actual!.sha256, sha(fs.readFileSync(path.join(area, 'image.bin'))));
     assert.equal(image.expected!.sha256, sha(fs.readFileSync(path.join(build, 'image.bin'))));
     assert.equal(image.actual!.size, LARGE);
@@ -104,7 +104,7 @@ describe('verify', () => {
     fs.symlinkSync('control', path.join(area, 'autotest', 'client-latest.tar'));
     let r = await verify(staticDir, 'eve/R1');
     assert.deepEqual(brief(r), ['changed autotest/client-latest.tar']);
-    assert.deepEqual([r.problems[0]!.expected!.linkTarget, r.problems[0]!.actual!.linkTarget], ['packages/client.tar', 'control']);
+    assert.deepEqual([r.problems[0].expected!.linkTarget, r.problems[0].actual!.linkTarget], ['packages/client.tar', 'control']);
     fs.unlinkSync(path.join(area, 'autotest', 'client-latest.tar'));
     fs.writeFileSync(path.join(area, 'autotest', 'client-latest.tar'), 'a file');
     r = await verify(staticDir, 'eve/R1');
@@ -158,7 +158,7 @@ describe('verify', () => {
     for (const name of ['libc.so.6', 'image.bin.1', 'build.20240101', 'kernel-5.15.0']) {
       assert.equal(isBookkeeping(name), false, name);
     }
-    for (const name of ['devserver', 'devserver.lock', 'devserver.lock.claim.1.2.3', '.devserver-staging.fence', MANIFEST_FILE, TIMESTAMP_FILE, unique[0]!, 'vm.234971701295290597999965']) {
+    for (const name of ['devserver', 'devserver.lock', 'devserver.lock.claim.1.2.3', '.devserver-staging.fence', MANIFEST_FILE, TIMESTAMP_FILE, unique[0], 'vm.234971701295290597999965']) {
       assert.equal(isBookkeeping(name), true, name);
     }
   });
@@ -174,8 +174,8 @@ describe('verify', () => {
     const r = await verify(staticDir, 'eve/R1');
     assert.ok(Date.now() - t0 < 5_000, `took ${Date.now() - t0} ms`);
     assert.deepEqual(brief(r), ['not-a-file autotest/control', 'unlisted pipe']);
-    assert.equal(r.problems[0]!.actual!.type, 'fifo');
-    assert.equal(r.problems[1]!.actual!.type, 'fifo');
+    assert.equal(r.problems[0].actual!.type, 'fifo');
+    assert.equal(r.problems[1].actual!.type, 'fifo');
   });
 
   it('a link out of the static directory planted in place of an artifact, or of a directory, is never followed', async () => {
@@ -197,8 +197,8 @@ describe('verify', () => {
       'missing autotest/packages/client.tar',
       'not-a-file image.bin',
     ]);
-    assert.match(r.problems[1]!.detail ?? '', /autotest is a symbolic link, not a directory/);
-    assert.equal(r.problems[4]!.actual!.type, 'symlink');
+    assert.match(r.problems[1].detail ?? '', /autotest is a symbolic link, not a directory/);
+    assert.equal(r.problems[4].actual!.type, 'symlink');
     assert.equal(sha(fs.readFileSync(canary)), before);
     const afterStat = fs.statSync(canary);
     assert.equal(afterStat.mtimeMs, beforeStat.mtimeMs);
@@ -217,7 +217,7 @@ describe('verify', () => {
       assert.equal(r.code, 0, r.stderr);
       const body = JSON.parse(r.stdout) as VerifyResult;
       assert.deepEqual(brief(body), ['unreadable autotest/control']);
-      assert.match(body.problems[0]!.detail!, /permission denied/);
+      assert.match(body.problems[0].detail!, /permission denied/);
       return;
     }
     fs.chmodSync(path.join(area, 'autotest', 'control'), 0o000);

@@ -35,7 +35,7 @@ export function archiveKindOf(name: string): ArchiveKind | undefined {
 
 /** The archive kind a Content-Type announces, if it names one unambiguously. */
 export function archiveKindOfContentType(contentType: string | null): ArchiveKind | undefined {
-  const type = (contentType ?? '').split(';')[0]!.trim().toLowerCase();
+  const type = (contentType ?? '').split(';')[0].trim().toLowerCase();
   switch (type) {
     case 'application/x-tar':
     case 'application/x-gtar':

@@ -157,7 +157,8 @@ function bodyStream(response: Response, url: string, signal: AbortSignal, expect
             else this.push(null);
             return;
           }
-          const v = result.value;
+          // A byte stream's chunks are Uint8Arrays; the DOM-less typings leave them untyped.
+          const v = result.value as Uint8Array;
           received += v.byteLength;
           onBytes(v.byteLength);
           this.push(Buffer.from(v.buffer, v.byteOffset, v.byteLength));

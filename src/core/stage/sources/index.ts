@@ -52,6 +52,8 @@ function unsupported(spec: string): Error {
   return sourceError(`The staging source ${spec}${scheme !== undefined ? ` uses the scheme ${scheme}:, which` : ''} is not supported; give ${what}.`, spec);
 }
 
+// A generator, not a rejected promise: the error comes when the staging first reads its entries.
+// eslint-disable-next-line @typescript-eslint/require-await
 async function* failing(error: Error): AsyncGenerator<IncomingEntry> {
   throw error;
 }
