@@ -280,3 +280,38 @@ export async function pool<T>(items: readonly T[], concurrency: number, fn: (ite
     }),
   );
 }
+
+/**
+ * A small C program that exchanges two names with renameat2(RENAME_EXCHANGE) in a tight loop
+ * until SIGTERM (or `limit` exchanges), then prints how many it made: `swap A B [limit]`, run in
+ * the directory of both. Built with `cc` into `dir`; returns its path.
+ */
+export function buildSwapper(dir: string): string {
+  const source = `
+#define _GNU_SOURCE
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+static volatile sig_atomic_t stop = 0;
+static void on_term(int s) { (void)s; stop = 1; }
+int main(int argc, char **argv) {
+  if (argc < 3) return 2;
+  long limit = argc > 3 ? atol(argv[3]) : -1;
+  unsigned long n = 0;
+  signal(SIGTERM, on_term);
+  while (!stop && (limit < 0 || (long)n < limit)) {
+    if (syscall(SYS_renameat2, AT_FDCWD, argv[1], AT_FDCWD, argv[2], 2 /* RENAME_EXCHANGE */) == 0) n++;
+  }
+  printf("%lu\\n", n);
+  return 0;
+}
+`;
+  fs.writeFileSync(path.join(dir, 'swap.c'), source);
+  const bin = path.join(dir, 'swap');
+  const cc = spawnSync('cc', ['-O2', '-o', bin, path.join(dir, 'swap.c')], { encoding: 'utf8' });
+  if (cc.status !== 0) throw new Error(`cc failed: ${cc.stderr}`);
+  return bin;
+}

@@ -12,31 +12,8 @@ import { spawn, spawnSync, type ChildProcess } from 'child_process';
 import * as fs from 'fs';
 import * as path from 'path';
 import { destroy, forceRelease, prune, stage } from '../../src/core';
-import { changes, cliTimed, fingerprint, hasTool } from '../attack';
+import { buildSwapper, changes, cliTimed, fingerprint, hasTool } from '../attack';
 import { cleanup, report, tempDir } from '../helpers';
-
-const SWAPPER_C = `
-#define _GNU_SOURCE
-#include <fcntl.h>
-#include <signal.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <sys/syscall.h>
-#include <unistd.h>
-static volatile sig_atomic_t stop = 0;
-static void on_term(int s) { (void)s; stop = 1; }
-int main(int argc, char **argv) {
-  if (argc < 3) return 2;
-  long limit = argc > 3 ? atol(argv[3]) : -1;
-  unsigned long n = 0;
-  signal(SIGTERM, on_term);
-  while (!stop && (limit < 0 || (long)n < limit)) {
-    if (syscall(SYS_renameat2, AT_FDCWD, argv[1], AT_FDCWD, argv[2], 2 /* RENAME_EXCHANGE */) == 0) n++;
-  }
-  printf("%lu\\n", n);
-  return 0;
-}
-`;
 
 /** Seconds each operation runs against the swapper; iteration counts are printed. */
 const BUDGET_MS = Number(process.env.DSS_ATTACK_RACE_MS ?? 12_000);
@@ -59,10 +36,7 @@ describe('attack: a directory exchanged with a link to outside while commands ru
       this.skip();
     }
     root = tempDir('dss-attack-race-');
-    fs.writeFileSync(path.join(root, 'swap.c'), SWAPPER_C);
-    swapperBin = path.join(root, 'swap');
-    const cc = spawnSync('cc', ['-O2', '-o', swapperBin, path.join(root, 'swap.c')], { encoding: 'utf8' });
-    assert.equal(cc.status, 0, `cc failed: ${cc.stderr}`);
+    swapperBin = buildSwapper(root);
     staticDir = path.join(root, 'static');
     outside = path.join(root, 'outside');
     src = path.join(root, 'src');
