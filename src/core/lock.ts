@@ -76,7 +76,8 @@ export class Lease extends EventEmitter<LeaseEvents> {
   private readonly closeParents: () => void;
   readonly io: Io;
   readonly timing: Timing;
-  private readonly controller = new AbortController();
+  /** Made when the signal is first asked for: an AbortController costs as much as two system calls, and most leases are never asked. */
+  private controller: AbortController | undefined;
   private status: 'held' | 'released' | 'lost' = 'held';
   private lostReason?: StagingError;
   /** Set by `attach` once proper-lockfile has granted the lock. */
@@ -147,6 +148,11 @@ export class Lease extends EventEmitter<LeaseEvents> {
   }
 
   get signal(): AbortSignal {
+    if (this.controller === undefined) {
+      this.controller = new AbortController();
+      // Lost before anyone asked: the signal is aborted already, with the same reason.
+      if (this.lostReason !== undefined) this.controller.abort(this.lostReason);
+    }
     return this.controller.signal;
   }
 
@@ -178,7 +184,7 @@ export class Lease extends EventEmitter<LeaseEvents> {
     });
     this.lostReason = reason;
     try {
-      this.controller.abort(reason);
+      this.controller?.abort(reason);
     } catch {
       /* a listener threw; nothing to do about it here */
     }

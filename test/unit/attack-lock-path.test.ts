@@ -243,6 +243,18 @@ describe('attack: the lock path, against what it opens in one lookup, keeps, or 
     assert.deepEqual(fs.readdirSync(path.join(staticDir, 'W2')).filter((n) => n.startsWith(LOCK_NAME)), [], 'the lock is gone, work directory and all');
   });
 
+  it('a lease lost before anyone asked for its signal hands out one already aborted, with the reason', async () => {
+    fs.mkdirSync(path.join(staticDir, 'S1'));
+    const lease = await acquire(staticDir, 'S1', { createOnce: false, staleMs: 2_000, refreshMs: 1_000 });
+    const lost = new Promise<StagingError>((resolve) => lease.once('lost', resolve));
+    fs.rmSync(path.join(staticDir, 'S1', LOCK_NAME), { recursive: true });
+    const reason = await lost;
+    assert.equal(lease.signal.aborted, true);
+    assert.equal(lease.signal.reason, reason);
+    assert.equal((lease.signal.reason as StagingError).code, 'ECOMPROMISED');
+    await rejectsWith(lease.release(), 'ECOMPROMISED');
+  });
+
   it('a copy of the lease\'s lock, record and all, put in its place is not taken for it', async () => {
     const area = path.join(staticDir, 'C1');
     fs.mkdirSync(area);
