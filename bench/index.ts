@@ -10,12 +10,16 @@ import * as os from 'os';
 import * as path from 'path';
 import { performance } from 'perf_hooks';
 import * as lockfile from 'proper-lockfile';
-import { fsClockSkew } from '../src/core/clock';
+import { openDir } from '../src/core/anchored';
+import { readFence } from '../src/core/fence';
+import { HistorySegment, flushHistory, recordHistory } from '../src/core/history';
 import { makeHolder } from '../src/core/holder';
 import { list } from '../src/core/inspect';
+import { clearLitter } from '../src/core/litter';
 import { acquire } from '../src/core/lock';
-import { makeLockFs, rememberPrecision, type LockFsState } from '../src/core/lockfs';
-import { openArea, resolveArea } from '../src/core/tags';
+import { closeLockFd, makeLockFs, rememberPrecision, type LockFsState } from '../src/core/lockfs';
+import { META_DIR, QUEUE_DIR } from '../src/core/protocol';
+import { resolveArea } from '../src/core/tags';
 import { formatTable, interleave, median, p95, ratioOf, type Candidate, type Row } from './stats';
 import { benchHandoff } from './handoff';
 import { benchStage } from './stage';
@@ -58,6 +62,45 @@ function fsLabel(dir: string): string {
   const names: Record<number, string> = { 0xef53: 'ext4', 0x01021994: 'tmpfs', 0x58465342: 'xfs', 0x9123683e: 'btrfs', 0x794c7630: 'overlayfs' };
   const type = fs.statfsSync(dir).type;
   return `${names[type] ?? `fs 0x${type.toString(16)}`} ${dir}`;
+}
+
+/**
+ * The system calls of one cycle of ours (bench/README.md, part a), in order, with nothing between
+ * them: what the kernel charges for the protocol before any JavaScript runs. `dir` is an area with
+ * a counter in it; `segment` a history segment kept open, as a lease keeps its tag's.
+ */
+function callsOfACycle(dir: string, segment: number): void {
+  const C = fs.constants;
+  const top = path.dirname(dir);
+  const area = fs.openSync(dir, C.O_RDONLY | C.O_DIRECTORY | C.O_NOFOLLOW);
+  const at = (name: string): string => `/proc/self/fd/${area}/${name}`;
+  fs.fstatSync(area);
+  fs.lstatSync(path.join(top, 'no-line-here'), { throwIfNoEntry: false });
+  const counter = Number(fs.readlinkSync(at('counter')));
+  process.getuid?.();
+  fs.mkdirSync(at('new'));
+  const lock = fs.openSync(at('new'), C.O_RDONLY | C.O_DIRECTORY | C.O_NOFOLLOW);
+  const record = fs.openSync(`/proc/self/fd/${lock}/owner.json`, C.O_WRONLY | C.O_CREAT | C.O_EXCL | C.O_NOFOLLOW, 0o644);
+  fs.writeSync(record, '{"pid":1}\n'.repeat(30));
+  fs.closeSync(record);
+  fs.symlinkSync(String(counter + 1), `/proc/self/fd/${lock}/fence.next`);
+  fs.renameSync(at('new'), at('lock'));
+  fs.readlinkSync(at('counter'));
+  fs.renameSync(at('lock/fence.next'), at('counter'));
+  fs.fstatSync(lock);
+  fs.readdirSync(at('.'), { withFileTypes: true });
+  fs.fstatSync(segment);
+  fs.readlinkSync(`/proc/self/fd/${segment}`);
+  fs.writeSync(segment, 'x'.repeat(160));
+  fs.lstatSync(at('lock'));
+  fs.renameSync(at('lock'), at('trash'));
+  fs.lstatSync(at('trash'));
+  fs.unlinkSync(`/proc/self/fd/${lock}/owner.json`);
+  fs.rmdirSync(at('trash'));
+  fs.closeSync(lock);
+  fs.fstatSync(segment);
+  fs.writeSync(segment, 'x'.repeat(160));
+  fs.closeSync(area);
 }
 
 async function benchCycle(root: string, rows: Row[]): Promise<void> {
@@ -104,51 +147,124 @@ async function benchCycle(root: string, rows: Row[]): Promise<void> {
   line(`   ours/proper-lockfile ${(median(ours) / median(bare)).toFixed(2)}×   ours/mkdir+rmdir ${(median(ours) / median(mk)).toFixed(2)}×`);
   line();
 
-  // Where the cycle's time goes: the same steps acquire() takes, timed one by one.
+  // Where the cycle's time goes: the steps acquire() and release() take, timed one by one, each
+  // with what it is for (see bench/README.md, part a).
   line('   breakdown of one cycle (medians; the steps run in sequence in acquire/release):');
-  const { realStaticDir } = await resolveArea(staticDir, 'ours');
+  const { realStaticDir, io } = await resolveArea(staticDir, 'ours');
   const dev = fs.statSync(path.join(staticDir, 'ours')).dev;
+  const timing = { staleMs: 10_000, refreshMs: 2_500 };
+  const holderJson = (fence: number): string => `${JSON.stringify(makeHolder({ ...timing, acquiredAtMs: Date.now(), fence }), null, 2)}\n`;
+  const opened = await openDir(path.join(realStaticDir, 'ours'), false, io.sync);
+  fs.mkdirSync(path.join(realStaticDir, 'calls'));
+  fs.symlinkSync('0', path.join(realStaticDir, 'calls', 'counter'));
+  const segmentFd = fs.openSync(path.join(realStaticDir, 'calls', 'segment'), fs.constants.O_WRONLY | fs.constants.O_APPEND | fs.constants.O_CREAT, 0o644);
   const steps: Candidate[] = [
-    { name: 'resolveArea', run: () => resolveArea(staticDir, 'ours') },
     {
-      name: 'openArea',
-      run: async () => {
-        const opened = await openArea(await resolveArea(staticDir, 'ours'), false);
-        opened.closeParents();
-        opened.dir.close();
-      },
+      name: 'open the area',
+      run: async () => (await openDir(path.join(realStaticDir, 'ours'), false, io.sync)).close(),
     },
-    { name: 'fsClockSkew (cached)', run: () => fsClockSkew(realStaticDir) },
+    { name: 'the line (one lstat)', run: () => io.lstatOrNull(path.join(realStaticDir, META_DIR, QUEUE_DIR)) },
+    { name: 'read the counter', run: () => readFence(io, opened, staticDir) },
+    { name: 'owner record (JSON)', run: async () => holderJson(1) },
     {
-      name: 'makeHolder+JSON',
-      run: async () => JSON.stringify(makeHolder({ staleMs: 10_000, refreshMs: 2_500, acquiredAtMs: Date.now() }), null, 2),
-    },
-    {
-      name: 'lock+unlock (adapter)',
+      name: 'lock, token, release',
       run: async () => {
-        const area = await resolveArea(staticDir, 'ours');
-        const opened = await openArea(area, false);
-        const lockPath = path.join(area.dir, 'devserver.lock');
-        const state: LockFsState = { io: area.io, area: opened.dir, lockPath, ownerJson: '{}\n', workName: 'work.bench', mode: 0o755, skewMs: 0, created: false, dev };
+        const fence = (await readFence(io, opened, staticDir)) + 1;
+        const lockPath = path.join(staticDir, 'ours', 'devserver.lock');
+        const state: LockFsState = { io, area: opened, lockPath, ownerJson: holderJson(fence), workName: 'work.bench', mode: 0o755, skewMs: 0, fence, created: false, dev };
         const lockFs = makeLockFs(state);
-        const release = await lockfile.lock(path.join(area.dir, 'devserver'), {
+        const release = await lockfile.lock(path.join(staticDir, 'ours', 'devserver'), {
           lockfilePath: lockPath,
           realpath: false,
-          stale: 10_000,
-          update: 2_500,
+          stale: timing.staleMs,
+          update: timing.refreshMs,
           retries: 0,
           fs: lockFs as unknown as typeof import('fs'),
         });
         rememberPrecision(lockFs, state);
         await release();
-        opened.closeParents();
-        opened.dir.close();
+        closeLockFd(state);
+      },
+    },
+    { name: 'litter (area listing)', run: () => clearLitter(io, opened, timing) },
+    {
+      name: 'history (two records)',
+      run: async () => {
+        const segment = new HistorySegment();
+        const holder = { user: 'bench', hostname: 'bench', pid: process.pid, clientId: 'bench' };
+        await recordHistory(staticDir, { tag: 'ours', kind: 'acquired', holder, fence: 1, waitedMs: 0 }, undefined, segment);
+        await recordHistory(staticDir, { tag: 'ours', kind: 'released', holder, fence: 1, heldMs: 0 }, undefined, segment);
+        segment.end();
+      },
+    },
+    { name: 'the 32 calls alone', run: async () => callsOfACycle(path.join(realStaticDir, 'calls'), segmentFd) },
+    {
+      name: 'proper-lockfile',
+      run: async () => {
+        const release = await lockfile.lock(bareTarget, { realpath: false, lockfilePath: bareLock });
+        await release();
       },
     },
   ];
-  const b = await interleave(steps, { warmup: 100, perRound: 20, rounds: QUICK ? 10 : 40, budgetMs: QUICK ? 1_500 : 5_000 });
+  const b = await interleave(steps, { warmup: 100, perRound: 20, rounds: QUICK ? 10 : 40, budgetMs: QUICK ? 2_000 : 8_000 });
+  opened.close();
+  fs.closeSync(segmentFd);
+  await flushHistory();
   for (const [name, v] of b) line(`   - ${name.padEnd(22)} ${us(median(v)).padStart(8)}`);
-  line('     (openArea and lock+unlock include a resolveArea each; subtract it)');
+  line('     (the steps add up to about a cycle of ours, less its JavaScript between them; "the 32 calls alone"');
+  line('     makes the system calls of a cycle in a row with nothing else: the floor for this protocol on this filesystem)');
+
+  // What the kernel asks for the directory changes of a cycle on this filesystem, called directly.
+  line("   the filesystem's price of the changes a cycle makes (synchronous calls, medians):");
+  const k = path.join(staticDir, 'kernel');
+  fs.mkdirSync(k);
+  fs.writeFileSync(path.join(k, 'counter-file'), '1\n');
+  fs.symlinkSync('1', path.join(k, 'counter-link'));
+  const C = fs.constants;
+  let n = 0;
+  const kernel: Candidate[] = [
+    {
+      name: 'mkdir + rmdir',
+      run: async () => {
+        fs.mkdirSync(path.join(k, 'lock'));
+        fs.rmdirSync(path.join(k, 'lock'));
+      },
+    },
+    {
+      name: 'record: create + unlink',
+      run: async () => {
+        const fd = fs.openSync(path.join(k, 'owner.json'), C.O_WRONLY | C.O_CREAT | C.O_EXCL | C.O_NOFOLLOW, 0o644);
+        fs.writeSync(fd, '{"pid":1}\n'.repeat(30));
+        fs.closeSync(fd);
+        fs.unlinkSync(path.join(k, 'owner.json'));
+      },
+    },
+    {
+      name: 'counter: link + rename',
+      run: async () => {
+        fs.symlinkSync(String(++n), path.join(k, 'next-link'));
+        fs.renameSync(path.join(k, 'next-link'), path.join(k, 'counter-link'));
+      },
+    },
+    {
+      name: 'counter: file + rename',
+      run: async () => {
+        fs.writeFileSync(path.join(k, 'next-file'), `${++n}\n`, { flag: 'wx' });
+        fs.renameSync(path.join(k, 'next-file'), path.join(k, 'counter-file'));
+      },
+    },
+    {
+      name: 'mkdir, rename, rmdir',
+      run: async () => {
+        fs.mkdirSync(path.join(k, 'd'));
+        fs.renameSync(path.join(k, 'd'), path.join(k, 'e'));
+        fs.rmdirSync(path.join(k, 'e'));
+      },
+    },
+  ];
+  const kr = await interleave(kernel, { warmup: 50, perRound: 20, rounds: QUICK ? 10 : 30, budgetMs: QUICK ? 1_500 : 4_000 });
+  for (const [name, v] of kr) line(`   - ${name.padEnd(22)} ${us(median(v)).padStart(8)}`);
+  line('     (a rename of a directory is the last line less the first)');
   line();
 }
 

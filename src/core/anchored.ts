@@ -443,7 +443,8 @@ interface FdCalls {
   write(fd: number, data: Buffer): Promise<number>;
   fchmod(fd: number, mode: number): Promise<void>;
   read(fd: number, buf: Buffer, offset: number, length: number, position: number): Promise<number>;
-  close(fd: number): void;
+  /** Settles once the descriptor is closed: on a FUSE or NFS client, that is when written data reaches the server. */
+  close(fd: number): Promise<void>;
 }
 
 const syncFd: FdCalls = {
@@ -452,7 +453,7 @@ const syncFd: FdCalls = {
   write: (fd, data) => settle(() => fs.writeSync(fd, data)),
   fchmod: (fd, mode) => settle(() => fs.fchmodSync(fd, mode)),
   read: (fd, buf, offset, length, position) => settle(() => fs.readSync(fd, buf, offset, length, position)),
-  close: (fd) => fs.closeSync(fd),
+  close: (fd) => settle(() => fs.closeSync(fd)),
 };
 
 const asyncFd: FdCalls = {
@@ -462,7 +463,7 @@ const asyncFd: FdCalls = {
   fchmod: (fd, mode) => new Promise((resolve, reject) => fs.fchmod(fd, mode, (err) => (err === null ? resolve() : reject(err)))),
   read: (fd, buf, offset, length, position) =>
     new Promise((resolve, reject) => fs.read(fd, buf, offset, length, position, (err, n) => (err === null ? resolve(n) : reject(err)))),
-  close: (fd) => fs.close(fd, () => undefined),
+  close: (fd) => new Promise((resolve) => fs.close(fd, () => resolve())),
 };
 
 const O_APPEND_RECORD = C.O_WRONLY | C.O_APPEND | C.O_NOFOLLOW | C.O_NONBLOCK;
@@ -510,7 +511,7 @@ export async function appendRecord(p: string, shown: string, line: string, optio
     }
     return created ? 'created' : 'written';
   } finally {
-    if (!kept) calls.close(fd);
+    if (!kept) await calls.close(fd);
   }
 }
 
@@ -547,7 +548,7 @@ export async function readRecordTail(p: string, shown: string, maxBytes: number,
     }
     return { data: data.subarray(0, n), from, size: st.size };
   } finally {
-    calls.close(fd);
+    await calls.close(fd);
   }
 }
 

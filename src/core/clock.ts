@@ -49,6 +49,16 @@ export function fsClockSkew(realStaticDir: string): Promise<number> {
   return pending;
 }
 
+/**
+ * The offset `fsClockSkew` would answer without measuring (a fresh one is known), or undefined:
+ * for callers on a local filesystem that do their work synchronously.
+ */
+export function knownClockSkew(realStaticDir: string): number | undefined {
+  const hit = cache.get(realStaticDir);
+  if (hit === undefined || hit.pending !== undefined || Date.now() - hit.measuredAt >= MAX_AGE_MS) return undefined;
+  return hit.skewMs;
+}
+
 /** A probe older than this is junk whoever left it (a killed process on another host sharing the directory). */
 const PROBE_JUNK_MS = 10 * 60_000;
 /**

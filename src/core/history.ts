@@ -15,8 +15,9 @@
  * which is written first and gates force-release and destroy).
  */
 import * as fs from 'fs';
+import * as path from 'path';
 import { type Dir, appendRecord, notARecord, openBelow, openDir, openDirWhere, openOrMakeBelow, readRecordTail, settle } from './anchored';
-import { fsClockSkew } from './clock';
+import { fsClockSkew, knownClockSkew } from './clock';
 import { openMeta } from './meta';
 import { StagingError, errnoCode, errnoHint } from './errors';
 import { thisProcess } from './holder';
@@ -160,34 +161,44 @@ type Warn = NonNullable<HistoryOptions['warn']>;
 
 const defaultWarn: Warn = (warning) => process.emitWarning(warning.message, { type: 'DevserverStagingWarning', code: 'DEVSERVER_STAGING_HISTORY' });
 
+/** Where a kept segment is: the tag's key (`knownSegments`) and the segment's real path. */
+interface SegmentPlace {
+  key: string;
+  path: string;
+}
+
 /**
  * One holder's segment, kept open from its lease's first record to its last on a local filesystem:
  * the records after the first then cost an `fstat` and a `write` instead of a dozen calls. What it
  * appends to is the regular file it opened through the checked directory, as a lease acts on the
- * area it opened; once that file is full, or gone, the next record takes the usual way.
+ * area it opened; once that file is full, or gone, the next record takes the usual way. When the
+ * lease ends, a segment whose place is known is left open for a moment (`park`), for the tag's
+ * next lease.
  */
 export class HistorySegment {
   private fd: number | undefined;
+  private place: SegmentPlace | undefined;
   /** Set once the lease is over: a record still in flight then (a `lost` while releasing) keeps nothing open. */
   private ended = false;
 
   /** @internal */
-  keep(fd: number): void {
+  keep(fd: number, place?: SegmentPlace): void {
     this.close();
     if (this.ended) {
-      try {
-        fs.closeSync(fd);
-      } catch {
-        /* already closed */
-      }
+      closeQuietly(fd);
       return;
     }
     this.fd = fd;
+    this.place = place;
   }
 
-  /** The lease is over: closes the segment, and any kept after this is closed at once. */
+  /** The lease is over: lets the segment go (parked where its place is known), and any kept after this is closed at once. */
   end(): void {
     this.ended = true;
+    if (this.fd !== undefined && this.place !== undefined) {
+      park(this.place, this.fd);
+      this.fd = undefined;
+    }
     this.close();
   }
 
@@ -210,13 +221,56 @@ export class HistorySegment {
 
   close(): void {
     if (this.fd === undefined) return;
-    try {
-      fs.closeSync(this.fd);
-    } catch {
-      /* already closed */
-    }
+    closeQuietly(this.fd);
     this.fd = undefined;
+    this.place = undefined;
   }
+}
+
+function closeQuietly(fd: number): void {
+  try {
+    fs.closeSync(fd);
+  } catch {
+    /* already closed */
+  }
+}
+
+/**
+ * How long a segment stays open once its lease is over, for the tag's next record: a loop of lock
+ * cycles finds it open, an idle process lets it go (an open file keeps its filesystem from being
+ * unmounted). `flushHistory` lets every one go at once.
+ */
+const PARK_MS = 1_000;
+const MAX_PARKED = 64;
+const parked = new Map<string, { fd: number; path: string; at: number }>();
+let sweeper: NodeJS.Timeout | undefined;
+
+function park(place: SegmentPlace, fd: number): void {
+  const old = parked.get(place.key);
+  if (old !== undefined) closeQuietly(old.fd);
+  parked.delete(place.key);
+  if (parked.size >= MAX_PARKED) closeParked();
+  parked.set(place.key, { fd, path: place.path, at: Date.now() });
+  if (sweeper === undefined) {
+    sweeper = setInterval(() => {
+      const now = Date.now();
+      for (const [key, p] of parked) {
+        if (now - p.at < PARK_MS) continue;
+        closeQuietly(p.fd);
+        parked.delete(key);
+      }
+      if (parked.size === 0) closeParked();
+    }, PARK_MS);
+    sweeper.unref();
+  }
+}
+
+/** Closes every parked segment. */
+function closeParked(): void {
+  for (const p of parked.values()) closeQuietly(p.fd);
+  parked.clear();
+  if (sweeper !== undefined) clearInterval(sweeper);
+  sweeper = undefined;
 }
 
 /** Records on network filesystems, in the order they were made: not waited for by the operations. */
@@ -231,13 +285,20 @@ const inflight = new Set<Promise<void>>();
  */
 export function recordHistory(staticDir: string, event: NewHistoryEvent, warn: Warn = defaultWarn, segment?: HistorySegment): Promise<void> {
   const atMs = Date.now();
-  const write = (sd: { staticDir: string; realStaticDir: string; io: { sync: boolean } }): Promise<void> =>
-    writeEvent(sd.staticDir, sd.realStaticDir, sd.io.sync, event, atMs, sd.io.sync ? segment : undefined).then(
+  const real = localStaticDirs.get(staticDir);
+  if (real !== undefined && appendNow(staticDir, real, event, atMs, segment, warn)) return WRITTEN;
+  const write = (sd: { staticDir: string; realStaticDir: string; io: { sync: boolean } }): Promise<void> => {
+    if (sd.io.sync && path.isAbsolute(staticDir)) {
+      if (localStaticDirs.size >= 100) localStaticDirs.clear();
+      localStaticDirs.set(staticDir, sd.realStaticDir);
+    }
+    return writeEvent(sd.staticDir, sd.realStaticDir, sd.io.sync, event, atMs, sd.io.sync ? segment : undefined).then(
       (note) => {
         if (note !== undefined) tell(warn, new StagingError('EIO', `Recorded the history of ${event.tag}, but ${note}.`));
       },
       (err: unknown) => reportWrite(warn, staticDir, event, err),
     );
+  };
   const done = resolveStaticDir(staticDir).then(
     (sd) => {
       if (sd.io.sync) return write(sd);
@@ -252,6 +313,37 @@ export function recordHistory(staticDir: string, event: NewHistoryEvent, warn: W
   return done;
 }
 
+const WRITTEN = Promise.resolve();
+
+/**
+ * Static directories on local filesystems that records went to, by the absolute path they were
+ * given as, with their real path: the next record there is written at once (`appendNow`).
+ */
+const localStaticDirs = new Map<string, string>();
+
+/** The event's line: its fields, then `time` (spliced in rather than spread into a copy of the event). */
+function lineOf(event: NewHistoryEvent, fsMs: number): string {
+  return `${JSON.stringify(event).slice(0, -1)},"time":"${new Date(fsMs).toISOString()}"}\n`;
+}
+
+/**
+ * A record on a local filesystem whose clock offset is known, appended before this returns: to the
+ * lease's segment or to the one the tag was last written to (both checked as they are used). False
+ * when it takes the usual way (which then also says what is wrong).
+ */
+function appendNow(staticDir: string, realStaticDir: string, event: NewHistoryEvent, atMs: number, segment: HistorySegment | undefined, warn: Warn): boolean {
+  const skewMs = knownClockSkew(realStaticDir);
+  if (skewMs === undefined) return false;
+  const line = lineOf(event, atMs + skewMs);
+  try {
+    return segment?.append(line) === true || appendToKnown(`${realStaticDir}\0${event.tag}`, line, segment);
+  } catch (err) {
+    // The lease's segment refused the write (a full disk): reported like any record not written.
+    reportWrite(warn, staticDir, event, err);
+    return true;
+  }
+}
+
 /** Waits until every history record this process has made is written (or reported as failed). */
 export async function flushHistory(): Promise<void> {
   while (inflight.size > 0) await Promise.all([...inflight]);
@@ -260,6 +352,7 @@ export async function flushHistory(): Promise<void> {
     settled = queue;
     await settled;
   } while (settled !== queue);
+  closeParked();
 }
 
 /** A system error as words naming `shown` (not the descriptor path it was reached by); our own errors as they are. */
@@ -311,15 +404,73 @@ async function writeEvent(
   segment: HistorySegment | undefined,
 ): Promise<string | undefined> {
   const skewMs = await fsClockSkew(realStaticDir);
-  const line = `${JSON.stringify({ ...event, time: new Date(atMs + skewMs).toISOString() })}\n`;
+  const line = lineOf(event, atMs + skewMs);
   if (segment?.append(line) === true) return undefined;
-  const dir = await openTagDir(staticDir, realStaticDir, event.tag, sync).catch((err: unknown) => {
+  const key = `${realStaticDir}\0${event.tag}`;
+  if (sync && appendToKnown(key, line, segment)) return undefined;
+  const { dir, exact } = await openTagDir(staticDir, realStaticDir, event.tag, sync).catch((err: unknown) => {
     throw inWords(err, [staticDir, META_DIR, HISTORY_DIR, ...historyDirOf(event.tag)].join('/'));
   });
   try {
-    return await appendToSegments(dir, line, fileModeFor(dir), sync, segment);
+    return await appendToSegments(dir, line, fileModeFor(dir), sync, segment, exact ? key : undefined);
   } finally {
     dir.close();
+  }
+}
+
+/**
+ * The segment this process last appended each tag's record to, by its real path, where its
+ * directory was found exactly there (`openDirWhere`): the next record of the tag opens it in one
+ * lookup. Bounded like `tagDirs`.
+ */
+const knownSegments = new Map<string, string>();
+
+const O_APPEND_RECORD = fs.constants.O_WRONLY | fs.constants.O_APPEND | fs.constants.O_NOFOLLOW | fs.constants.O_NONBLOCK;
+
+/**
+ * Appends `line` to the segment `key`'s tag was last written to: the one parked after the last
+ * lease, or else opened by its path in one call. Used only if it is a regular file that is not
+ * full and the kernel places it exactly at that path: no link on the way led elsewhere, and it was
+ * not moved or removed meanwhile. False (and nothing written) when it is not so: then the caller
+ * takes the way level by level, which says what is wrong.
+ */
+function appendToKnown(key: string, line: string, segment: HistorySegment | undefined): boolean {
+  let fd: number;
+  let p: string;
+  const kept = parked.get(key);
+  if (kept !== undefined) {
+    parked.delete(key);
+    fd = kept.fd;
+    p = kept.path;
+  } else {
+    const known = knownSegments.get(key);
+    if (known === undefined) return false;
+    p = known;
+    try {
+      fd = fs.openSync(p, O_APPEND_RECORD);
+    } catch {
+      knownSegments.delete(key);
+      return false;
+    }
+  }
+  let handedOn = false;
+  try {
+    const st = fs.fstatSync(fd);
+    if (!st.isFile() || st.size >= HISTORY_SEGMENT_BYTES || fs.readlinkSync(`/proc/self/fd/${fd}`) !== p) {
+      knownSegments.delete(key);
+      return false;
+    }
+    fs.writeSync(fd, line);
+    if (segment !== undefined) segment.keep(fd, { key, path: p });
+    else park({ key, path: p }, fd);
+    handedOn = true;
+    return true;
+  } catch {
+    // A failed write goes the long way, which writes again or says why it cannot.
+    knownSegments.delete(key);
+    return false;
+  } finally {
+    if (!handedOn) closeQuietly(fd);
   }
 }
 
@@ -328,16 +479,16 @@ async function writeEvent(
  * lookup (`openDirWhere`); else level by level from the static directory, each level opened
  * without following a link, so a link or file planted on the way is refused, never followed.
  */
-async function openTagDir(staticDir: string, realStaticDir: string, tag: string, sync: boolean): Promise<Dir> {
+async function openTagDir(staticDir: string, realStaticDir: string, tag: string, sync: boolean): Promise<{ dir: Dir; exact: boolean }> {
   const names = [META_DIR, HISTORY_DIR, ...historyDirOf(tag)];
   const fast = await openDirWhere(`${realStaticDir}/${names.join('/')}`, sync);
-  if (fast !== undefined) return fast;
+  if (fast !== undefined) return { dir: fast, exact: true };
   const top = await openDir(staticDir, true, sync);
   const opened: Dir[] = [top];
   try {
     opened.push(await openMeta(top, sync));
     for (const name of names.slice(1)) opened.push(await openOrMakeBelow(opened.at(-1)!, name, { sync, mode: dirModeFor(top) }));
-    return opened.pop()!;
+    return { dir: opened.pop()!, exact: false };
   } finally {
     for (const d of opened) d.close();
   }
@@ -367,7 +518,7 @@ async function newestGeneration(dir: Dir, host: string, sync: boolean): Promise<
 }
 
 /** Appends `line` to this host's current segment; resolves to a note when it was written but something else went wrong. */
-async function appendToSegments(dir: Dir, line: string, mode: number, sync: boolean, segment: HistorySegment | undefined): Promise<string | undefined> {
+async function appendToSegments(dir: Dir, line: string, mode: number, sync: boolean, segment: HistorySegment | undefined, knownKey?: string): Promise<string | undefined> {
   const host = hostOfSegments();
   const key = `${dir.dev}:${dir.ino}:${host}`;
   let generation = generations.get(key);
@@ -386,7 +537,7 @@ async function appendToSegments(dir: Dir, line: string, mode: number, sync: bool
         create: mayCreate ? 'exact' : false,
         fullAt: HISTORY_SEGMENT_BYTES,
         sync,
-        ...(segment !== undefined ? { keep: (fd: number) => segment.keep(fd) } : {}),
+        ...(segment !== undefined ? { keep: (fd: number) => segment.keep(fd, knownKey === undefined ? undefined : { key: knownKey, path: `${dir.shown}/${name}` }) } : {}),
       });
     } catch (err) {
       if (errnoCode(err) !== 'ENOENT' || mayCreate) throw inWords(err, `${dir.shown}/${name}`);
@@ -401,6 +552,10 @@ async function appendToSegments(dir: Dir, line: string, mode: number, sync: bool
       continue;
     }
     generations.set(key, generation);
+    if (knownKey !== undefined) {
+      if (knownSegments.size >= 1_000) knownSegments.clear();
+      knownSegments.set(knownKey, `${dir.shown}/${name}`);
+    }
     // The creator of generation n drops n-2: a host keeps at most two segments of a tag.
     if (outcome === 'created' && generation >= 2) {
       const old = historySegmentName(host, generation - 2);

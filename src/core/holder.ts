@@ -64,12 +64,31 @@ function optional<K extends string>(key: K, value: string | undefined): { [P in 
   return (value === undefined ? {} : { [key]: value }) as { [P in K]?: string };
 }
 
+/** This process's pid: `process.pid` asks the kernel each time it is read. */
+const PID = process.pid;
+
+/**
+ * Random bytes for names and tokens, as hex, drawn from one larger batch of the system's generator:
+ * a lock cycle needs several, and each call to the generator costs more than the name it makes.
+ */
+let pool = Buffer.alloc(0);
+let poolAt = 0;
+
+export function randomHex(bytes: number): string {
+  if (poolAt + bytes > pool.length) {
+    pool = crypto.randomBytes(4096);
+    poolAt = 0;
+  }
+  poolAt += bytes;
+  return pool.toString('hex', poolAt - bytes, poolAt);
+}
+
 /**
  * A name for a temporary thing of ours beside a lock or record: the host and pid in it tell others
  * when it is litter of a process that died (see litter.ts).
  */
 export function sideName(prefix: string): string {
-  return `${prefix}${thisMachine().hostname}.${process.pid}.${crypto.randomBytes(6).toString('hex')}`;
+  return `${prefix}${thisMachine().hostname}.${PID}.${randomHex(6)}`;
 }
 
 /** Parses a `sideName`: undefined when the name is not one. */
@@ -110,7 +129,7 @@ export interface HolderOptions {
 /** This process as the author of a record (a lock's owner record, the audit log, the history). */
 export function thisProcess(clientId?: string): Pick<Holder, 'user' | 'hostname' | 'pid' | 'clientId'> {
   const hostname = thisMachine().hostname;
-  return { user: currentUser(), hostname, pid: process.pid, clientId: clientId ?? process.env.DEVSERVER_STAGING_CLIENT_ID ?? `${hostname}:${process.pid}` };
+  return { user: currentUser(), hostname, pid: PID, clientId: clientId ?? process.env.DEVSERVER_STAGING_CLIENT_ID ?? `${hostname}:${PID}` };
 }
 
 /** The owner record this process writes when it takes a lock. */
@@ -123,7 +142,7 @@ export function makeHolder(o: HolderOptions): Holder {
     user: me.user,
     clientId: me.clientId,
     acquiredAt: new Date(o.acquiredAtMs).toISOString(),
-    token: crypto.randomBytes(12).toString('hex'),
+    token: randomHex(12),
     ...(o.fence !== undefined ? { fence: o.fence } : {}),
     staleMs: o.staleMs,
     refreshMs: o.refreshMs,
@@ -132,7 +151,7 @@ export function makeHolder(o: HolderOptions): Holder {
   if (o.purpose !== undefined && o.purpose !== '') holder.purpose = o.purpose;
   if (m.bootId !== undefined) holder.bootId = m.bootId;
   if (m.pidNamespace !== undefined) holder.pidNamespace = m.pidNamespace;
-  ownStart ??= { value: processStartOf(process.pid) };
+  ownStart ??= { value: processStartOf(PID) };
   if (ownStart.value !== undefined) holder.processStart = ownStart.value;
   return holder;
 }

@@ -27,6 +27,10 @@ export interface Io {
   utimes(p: string, atime: Date, mtime: Date): Promise<void>;
   rename(from: string, to: string): Promise<void>;
   chmod(p: string, mode: number): Promise<void>;
+  /** The text of the symbolic link `p` (never followed); EINVAL when `p` is not a link. */
+  readlink(p: string): Promise<string>;
+  /** Makes `p` a symbolic link whose text is `text`; EEXIST if anything is there. */
+  symlink(text: string, p: string): Promise<void>;
 }
 
 const isMissing = (err: unknown): boolean => {
@@ -52,6 +56,8 @@ export const asyncIo: Io = {
   utimes: (p, a, m) => fs.promises.utimes(p, a, m),
   rename: (a, b) => fs.promises.rename(a, b),
   chmod: (p, mode) => fs.promises.chmod(p, mode),
+  readlink: (p) => fs.promises.readlink(p),
+  symlink: (text, p) => fs.promises.symlink(text, p),
 };
 
 export const syncIo: Io = {
@@ -76,6 +82,8 @@ export const syncIo: Io = {
   utimes: (p, a, m) => settle(() => fs.utimesSync(p, a, m)),
   rename: (a, b) => settle(() => fs.renameSync(a, b)),
   chmod: (p, mode) => settle(() => fs.chmodSync(p, mode)),
+  readlink: (p) => settle(() => fs.readlinkSync(p)),
+  symlink: (text, p) => settle(() => fs.symlinkSync(text, p)),
 };
 
 /**

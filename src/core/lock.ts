@@ -7,21 +7,21 @@ import { EventEmitter } from 'events';
 import type { Dirent } from 'fs';
 import * as path from 'path';
 import * as lockfile from 'proper-lockfile';
-import type { Dir } from './anchored';
+import { openDirIfThere, openDirWhere, type Dir } from './anchored';
 import { fsClockSkew } from './clock';
 import { StagingError, asStagingError, errnoCode } from './errors';
-import { readFence, writeFence } from './fence';
+import { readFence } from './fence';
 import { makeHolder } from './holder';
 import { HistorySegment, actorOf, recordHistory, removalEvent, type HistoryOptions, type NewHistoryEvent } from './history';
 import { ioFor, type Io } from './io';
 import { judgeLock, lockPathOf } from './judge';
 import { clearLitter } from './litter';
-import { isOurLock, makeLockFs, rememberPrecision, type LockFsState } from './lockfs';
+import { closeLockFd, ensureWorkDir, isOurLock, makeLockFs, rememberPrecision, type LockFsState } from './lockfs';
 import { LOCK_NAME, LOCK_TARGET, WORK_PREFIX, clampTiming } from './protocol';
 import { findHeldAbove, findHeldInside, findNestingConflict, type NestingConflict } from './nesting';
 import { Line, describeWaiter, type OnQueue } from './queue';
 import { claimInstance, dropClaim, removeInstance } from './takeover';
-import { openArea, removeCreated, resolveArea, type Area, type CreatedDir } from './tags';
+import { openArea, parseTag, removeCreated, resolveArea, resolveStaticDir, type Area, type CreatedDir } from './tags';
 import { destroyArea } from './trash';
 import type { Holder, LockInfo, QueueEntry, Timing } from './types';
 
@@ -69,18 +69,15 @@ export class Lease extends EventEmitter<LeaseEvents> {
   readonly fence: number;
   /** The area, opened when it was checked: act on it through `area.at(name)` (see anchored.ts). */
   readonly area: Dir;
-  /**
-   * The holder's work directory, named through the lock (`<area>/devserver.lock/work.<token>`).
-   * Every change to the area goes into or out of it by rename; once the lock is taken away, the
-   * name leads nowhere and the change fails instead of landing (the fence).
-   */
-  readonly workDir: string;
+  /** The work directory's path, named through the lock (see `workDir`). */
+  private readonly workPath: string;
   /** The directories this acquisition created, the area last: a destroy removes the parents too. */
   private readonly createdDirs: readonly CreatedDir[];
   private readonly closeParents: () => void;
   readonly io: Io;
   readonly timing: Timing;
-  private readonly controller = new AbortController();
+  /** Made when the signal is first asked for: an AbortController costs as much as two system calls, and most leases are never asked. */
+  private controller: AbortController | undefined;
   private status: 'held' | 'released' | 'lost' = 'held';
   private lostReason?: StagingError;
   /** Set by `attach` once proper-lockfile has granted the lock. */
@@ -96,12 +93,24 @@ export class Lease extends EventEmitter<LeaseEvents> {
     this.holder = holder;
     this.fence = holder.fence ?? 0;
     this.area = opened.dir;
-    this.workDir = opened.dir.at(`${LOCK_NAME}/${fsState.workName}`);
+    this.workPath = opened.dir.at(`${LOCK_NAME}/${fsState.workName}`);
     this.createdDirs = [...opened.created];
     this.closeParents = opened.closeParents;
     this.created = this.createdDirs.length > 0;
     this.io = fsState.io;
     this.timing = timing;
+  }
+
+  /**
+   * The holder's work directory, named through the lock (`<area>/devserver.lock/work.<token>`).
+   * Every change to the area goes into or out of it by rename; once the lock is taken away, the
+   * name leads nowhere and the change fails instead of landing (the fence). On a local filesystem
+   * it is made when first asked for (a lock only held costs no directory of its own), through the
+   * lock's descriptor, so it is made in this lease's lock and no other (see lockfs.ts).
+   */
+  get workDir(): string {
+    ensureWorkDir(this.fsState);
+    return this.workPath;
   }
 
   /** Whether `acquire` handed the lease (and the descriptors with it) to its caller. */
@@ -129,8 +138,9 @@ export class Lease extends EventEmitter<LeaseEvents> {
     return recordHistory(this.staticDir, { tag: this.tag, kind, holder: actorOf(this.holder), fence: this.fence, ...held, ...extra }, this.warn, this.segment);
   }
 
-  /** @internal Lets go of the descriptors once the lease is over (before adoption, `acquire` does). */
+  /** @internal Lets go of the descriptors once the lease is over (the area's: before adoption, `acquire` does). */
   private closeDirs(): void {
+    closeLockFd(this.fsState);
     if (!this.adopted) return;
     this.closeParents();
     this.area.close();
@@ -138,6 +148,11 @@ export class Lease extends EventEmitter<LeaseEvents> {
   }
 
   get signal(): AbortSignal {
+    if (this.controller === undefined) {
+      this.controller = new AbortController();
+      // Lost before anyone asked: the signal is aborted already, with the same reason.
+      if (this.lostReason !== undefined) this.controller.abort(this.lostReason);
+    }
     return this.controller.signal;
   }
 
@@ -169,7 +184,7 @@ export class Lease extends EventEmitter<LeaseEvents> {
     });
     this.lostReason = reason;
     try {
-      this.controller.abort(reason);
+      this.controller?.abort(reason);
     } catch {
       /* a listener threw; nothing to do about it here */
     }
@@ -325,13 +340,21 @@ export async function acquire(staticDir: string, tag: string, options: AcquireOp
   const timing = clampTiming(options);
   const createOnce = options.createOnce ?? true;
   const waitMs = Math.max(0, options.waitMs ?? 0);
-  const area = await resolveArea(staticDir, tag);
-  if (waitMs === 0) {
+  // An existing area is opened at once; what resolving would have checked, opening it proved.
+  const quick = createOnce ? undefined : await openExisting(staticDir, tag);
+  const area = quick?.area ?? (await resolveArea(staticDir, tag));
+  if (waitMs === 0 && area.segments.length > 1) {
     // Fail before creating anything inside an area another holds (the check after taking decides).
-    const above = await findHeldAbove(area, timing, Date.now() + (await fsClockSkew(area.realStaticDir)), area.io);
-    if (above !== undefined) throw nestingError(area, { info: above, relation: 'above' });
+    const above = await findHeldAbove(area, timing, Date.now() + (await fsClockSkew(area.realStaticDir)), area.io).catch((err: unknown) => {
+      quick?.opened.dir.close();
+      throw err;
+    });
+    if (above !== undefined) {
+      quick?.opened.dir.close();
+      throw nestingError(area, { info: above, relation: 'above' });
+    }
   }
-  let opened: OpenedLockArea = await openLockArea(area, createOnce);
+  let opened: OpenedLockArea = quick?.opened ?? (await openArea(area, createOnce));
   const line = new Line(area, opened.dir, timing, { ...options, waits: waitMs > 0 });
   let handedOver = false;
   try {
@@ -363,7 +386,7 @@ export async function acquire(staticDir: string, tag: string, options: AcquireOp
         if (createOnce || ++vanished > 10) {
           throw new StagingError('ENOENT', `The staging area ${area.dir} was removed by another process while this one was locking it.`, { path: area.dir });
         }
-        const again = await openLockArea(area, false);
+        const again = await openArea(area, false);
         again.created.unshift(...opened.created);
         const parentsBefore = opened.closeParents;
         opened.dir.close();
@@ -399,8 +422,24 @@ interface OpenedLockArea {
   closeParents: () => void;
 }
 
-async function openLockArea(area: Area, exclusive: boolean): Promise<OpenedLockArea> {
-  return openArea(area, exclusive);
+/**
+ * An existing area on a local filesystem, the usual case, opened in one lookup from the static
+ * directory's real path with `O_NOFOLLOW`: for a tag of one segment that is the same lookup as
+ * opening the static directory and then the area below it; for a deeper tag it is kept only if the
+ * kernel places what it opened exactly at that path (no link on the way). Then the area is a
+ * directory, inside the static directory, reached without a link: all that `resolveArea` checks.
+ * Undefined otherwise (missing, a link to follow, a network filesystem): then `resolveArea` and
+ * `openArea` go level by level and say what is wrong.
+ */
+async function openExisting(staticDirIn: string, tag: string): Promise<{ area: Area; opened: OpenedLockArea } | undefined> {
+  const segments = parseTag(tag);
+  const { staticDir, realStaticDir, io } = await resolveStaticDir(staticDirIn);
+  if (!io.sync) return undefined;
+  const where = path.join(realStaticDir, ...segments);
+  const dir = segments.length === 1 ? await openDirIfThere(where, true) : await openDirWhere(where, true);
+  if (dir === undefined) return undefined;
+  const area: Area = { staticDir, realStaticDir, tag: segments.join('/'), segments, dir: path.join(staticDir, ...segments), exists: true, dev: dir.dev, io };
+  return { area, opened: { dir, created: [], closeParents: () => undefined } };
 }
 
 /**
@@ -467,6 +506,7 @@ async function tryAcquire(area: Area, opened: OpenedLockArea, timing: Timing, op
     workName: `${WORK_PREFIX}${holder.token}`,
     mode,
     skewMs,
+    fence,
     created: false,
     dev: opened.dir.dev,
   };
@@ -488,17 +528,13 @@ async function tryAcquire(area: Area, opened: OpenedLockArea, timing: Timing, op
     // The area was removed between creating or finding it and locking it (a destroy, or a
     // create-once attempt next door cleaning up after itself).
     if (errnoCode(err) === 'ENOENT') return 'vanished';
+    // The token was proposed before the lock was ours and another holder came and went since,
+    // which may have used it: the lock was let go again (lockfs.ts); propose anew.
+    if (errnoCode(err) === 'ERETRY') return 'retry';
     if (errnoCode(err) !== 'EEXIST') throw asStagingError(err, 'take the lock', lockPath);
     return judgeInTheWay(area, opened, timing, skewMs, options);
   }
-  // The token was proposed before the lock was ours: if another holder came and went since, it
-  // may have used it. Then let go and propose again.
   try {
-    if ((await readFence(io, opened.dir, area.dir)) >= fence) {
-      await lease.releaseQuietly();
-      return 'retry';
-    }
-    await writeFence(io, opened.dir, lease.workDir, fence, area.dir);
     // Whatever holders that died or were fenced left here is ours to clear now; the listing that
     // tells serves the nesting check too.
     const listing = await clearLitter(io, opened.dir, timing);

@@ -3,28 +3,45 @@
  * heartbeat (utimes every refresh interval) and the compromise detection; this adapter adds what
  * the protocol needs on top, at the only seams proper-lockfile offers:
  *
- * - mkdir builds the whole lock under a temporary name (owner record and the holder's work
- *   directory inside) and renames it into place, so the lock never exists without its record: a
- *   holder killed at any instant leaves either no lock or a complete one, which the judge can tell
- *   dead from its pid.
+ * - mkdir builds the whole lock under a temporary name (owner record and proposed fencing token
+ *   inside) and renames it into place, so the lock never exists without its record: a holder
+ *   killed at any instant leaves either no lock or a complete one, which the judge can tell dead
+ *   from its pid. Then, still inside mkdir, it settles the token (see fence.ts): it reads the
+ *   counter again and renames its proposal over it, or, if another holder came and went since the
+ *   proposal, removes the lock again and fails with ERETRY. Doing this before proper-lockfile's
+ *   first stat means the mtime proper-lockfile starts from is the lock's final one.
  * - When the lock already exists, stat fails with EEXIST instead of letting proper-lockfile judge
  *   staleness: its takeover (rmdir, then mkdir) lets two contenders both win. The core judges and
  *   takes over itself (see takeover.ts).
  * - stat and utimes shift times by the filesystem clock offset, so heartbeats are written in the
  *   filesystem's time while proper-lockfile keeps reasoning in local time.
- * - stat reports a lock directory that is no longer the one we made (same path, other inode or
- *   another owner record) as gone, so a lock replaced under us counts as lost.
+ * - stat reports a lock directory that is no longer the one we made as gone, so a lock replaced
+ *   under us counts as lost.
  * - rmdir moves our lock directory aside in one rename, checks that what it moved was ours (and
  *   puts it back if not), then deletes it; on release with destroy, it runs the hook that moves the
  *   whole area away with the lock still inside it.
- * Every path here is named through the area's open directory (see anchored.ts).
+ *
+ * Which lock is ours: on a local filesystem the holder keeps its lock directory open from the
+ * moment it made it. An inode cannot be freed, so its number cannot be given to another file,
+ * while it is open; so the same device and inode is this very lock, whatever was renamed meanwhile,
+ * and no owner record needs reading to tell. Elsewhere (NFS, sshfs: a server can reuse an inode
+ * number another client still has open) it is the inode and, byte for byte, our owner record.
+ *
+ * The holder's work directory (`work.<token>`, the fence: see lock.ts) is made with the lock on
+ * network filesystems, and on local ones when the holder first needs it, while the lock is in its
+ * place, through the lock's own descriptor: it lands in this holder's lock, never in a lock of
+ * someone else that took its place (whose name then leads to no work directory of ours).
+ *
+ * Every path here is named through the area's open directory or the lock's (see anchored.ts).
  */
 import * as fs from 'fs';
-import { openBelowSync, readRecordSync, removeTree, removeTreeSync, type Dir } from './anchored';
-import { errnoCode } from './errors';
+import * as path from 'path';
+import { readRecordSync, removeTree, removeTreeSync, type Dir } from './anchored';
+import { asStagingError, errnoCode } from './errors';
+import { FENCE_NEXT, makeCounter, readFence } from './fence';
 import { sideName } from './holder';
 import type { Io } from './io';
-import { COMMAND_FILE, LOCK_NAME, LOCK_NEW_PREFIX, LOCK_TRASH_PREFIX, MAX_OWNER_BYTES, OWNER_FILE } from './protocol';
+import { COMMAND_FILE, FENCE_FILE, LOCK_NAME, LOCK_NEW_PREFIX, LOCK_TRASH_PREFIX, MAX_OWNER_BYTES, OWNER_FILE } from './protocol';
 
 /** The process's umask, read once (it is set at start and left alone). */
 const UMASK = (() => {
@@ -32,6 +49,8 @@ const UMASK = (() => {
   process.umask(mask);
   return mask;
 })();
+
+const C = fs.constants;
 
 type Callback<T = void> = (err: NodeJS.ErrnoException | null, value?: T) => void;
 
@@ -48,14 +67,26 @@ export interface LockFsState {
   /** Mode of the lock and work directories, whatever the umask: others must be able to read the record. */
   readonly mode: number;
   readonly skewMs: number;
+  /** The fencing token proposed in the owner record, built into the lock and settled by mkdir; none: no token. */
+  readonly fence?: number;
   /** Set once our mkdir succeeded. */
   created: boolean;
-  /** The inode of our lock directory, learned from proper-lockfile's first stat. */
+  /** The inode of our lock directory. */
   ino?: number;
   /** The device the lock is about to be made on (the area directory's), if known. */
   readonly dev?: number;
   /** The device of our lock directory, learned with `ino`. */
   fsDev?: number;
+  /** Local filesystems: our lock directory, open from the moment it was made until it is deleted. */
+  lockFd?: number;
+  /** The lock's fstat once it was in place and settled, for proper-lockfile's first stat. */
+  placed?: fs.Stats;
+  /** Whether our proposed token is still inside the lock (not yet renamed over the counter). */
+  proposalInLock?: boolean;
+  /** Whether the work directory was made. */
+  workMade?: boolean;
+  /** The lock's mtime as proper-lockfile last read or set it (this process's clock). */
+  knownMtime?: Date;
   /** Replaces the plain removal on release, for release with destroy. */
   removeHook?: () => Promise<void>;
 }
@@ -73,6 +104,14 @@ function coded(code: string, message: string): NodeJS.ErrnoException {
   return Object.assign(new Error(message), { code });
 }
 
+/** Where an open descriptor's directory is, for the kernel (see anchored.ts). */
+const fdDir = (fd: number): string => `/proc/self/fd/${fd}`;
+
+const shift = (d: Date, by: number): Date => (by === 0 ? d : new Date(d.getTime() + by));
+
+/** Whether the umask takes bits from `mode`, so that what is made must be given `mode` afterwards. */
+const umaskTakes = (mode: number): boolean => (mode & ~UMASK) !== mode;
+
 /**
  * proper-lockfile probes the filesystem's mtime precision (a utimes and a stat) on every lock
  * unless the fs object it is given carries the answer of an earlier probe, under a private symbol.
@@ -83,7 +122,7 @@ const precisionByDev = new Map<number, { key: symbol; value: 's' | 'ms' }>();
 
 /** After a lock was taken: keeps the precision proper-lockfile found for the next lock on that device. */
 export function rememberPrecision(lockFs: LockFs, state: LockFsState): void {
-  if (state.fsDev === undefined) return;
+  if (state.fsDev === undefined || precisionByDev.has(state.fsDev)) return;
   for (const key of Object.getOwnPropertySymbols(lockFs)) {
     const value = (lockFs as unknown as Record<symbol, unknown>)[key];
     if (value === 's' || value === 'ms') precisionByDev.set(state.fsDev, { key, value });
@@ -117,29 +156,41 @@ async function rmTreeSoon(io: Io, area: Dir, name: string): Promise<void> {
   }
 }
 
-/** Whether the lock is still the one we made: same inode and, byte for byte, our owner record. */
-/**
- * The usual release on a local filesystem: our lock holds just its record and an empty work
- * directory, so it goes in a handful of calls, through the moved lock's own descriptor (opened
- * without following a link, so a name swapped meanwhile leads nowhere). False when there is more
- * to it (parts of an unfinished staging, a command record): then the caller walks it.
- */
-function removeKnownSync(area: Dir, name: string, workName: string): boolean {
-  let dir: Dir;
+/** Lets go of the lock's descriptor (the lock is deleted, or the lease is over). */
+export function closeLockFd(state: LockFsState): void {
+  if (state.lockFd === undefined) return;
   try {
-    dir = openBelowSync(area, name);
+    fs.closeSync(state.lockFd);
   } catch {
-    return false;
+    /* already closed */
   }
+  state.lockFd = undefined;
+}
+
+/** Our owner record, created in the lock being built: never over anything, never through a link, exactly 0644. */
+function writeOwnerSync(p: string, text: string): void {
+  const fd = fs.openSync(p, C.O_WRONLY | C.O_CREAT | C.O_EXCL | C.O_NOFOLLOW, 0o644);
   try {
-    fs.unlinkSync(dir.at(OWNER_FILE));
-    fs.rmdirSync(dir.at(workName));
-  } catch {
-    return false;
+    fs.writeSync(fd, text);
+    if (umaskTakes(0o644)) fs.fchmodSync(fd, 0o644);
   } finally {
-    dir.close();
+    fs.closeSync(fd);
   }
+}
+
+/**
+ * The usual release on a local filesystem: our lock, already moved aside and checked, holds just
+ * its record (and a work directory, if one was made, empty unless a staging was cut short), so it
+ * goes in a handful of calls through its own descriptor. False when there is more to it (parts of
+ * an unfinished staging, a command record): then the caller walks it.
+ */
+function removeKnownSync(area: Dir, name: string, state: LockFsState): boolean {
+  if (state.lockFd === undefined) return false;
+  const own = fdDir(state.lockFd);
   try {
+    fs.unlinkSync(`${own}/${OWNER_FILE}`);
+    if (state.proposalInLock === true) fs.unlinkSync(`${own}/${FENCE_NEXT}`);
+    if (state.workMade === true) fs.rmdirSync(`${own}/${state.workName}`);
     fs.rmdirSync(area.at(name));
     return true;
   } catch {
@@ -147,10 +198,13 @@ function removeKnownSync(area: Dir, name: string, workName: string): boolean {
   }
 }
 
+/** Whether the lock at `lockPath` (by default in its place) is still the one we made. */
 export async function isOurLock(state: LockFsState, lockPath = state.area.at(LOCK_NAME)): Promise<boolean> {
   const st = await state.io.lstatOrNull(lockPath);
   // A replacement often gets the inode just freed: the record tells instances apart.
   if (st === null || (state.ino !== undefined && st.ino !== state.ino)) return false;
+  // Unless ours is held open, which keeps its inode from being anyone else's.
+  if (state.lockFd !== undefined && state.ino !== undefined) return st.dev === state.fsDev && st.isDirectory();
   try {
     return (await state.io.readRecord(`${lockPath}/${OWNER_FILE}`, `${state.lockPath}/${OWNER_FILE}`, MAX_OWNER_BYTES)) === state.ownerJson;
   } catch (err) {
@@ -159,14 +213,56 @@ export async function isOurLock(state: LockFsState, lockPath = state.area.at(LOC
   }
 }
 
+/**
+ * The work directory, made where it is made on first need (a local filesystem, see above). Making
+ * it moves the lock's mtime, which proper-lockfile would take at the next heartbeat for another
+ * holder's doing: the mtime is set back to the heartbeat's, through the lock's descriptor.
+ */
+export function ensureWorkDir(state: LockFsState): void {
+  if (state.workMade === true || state.lockFd === undefined) return;
+  // Only while our lock is in its place: moved away, it is no lock any more (its names lead
+  // nowhere, as they should), and wherever a co-user moved it is no place to make anything.
+  let st: fs.Stats | undefined;
+  try {
+    st = fs.lstatSync(state.area.at(LOCK_NAME), { throwIfNoEntry: false });
+  } catch {
+    st = undefined;
+  }
+  if (st === undefined || st.ino !== state.ino || st.dev !== state.fsDev) return;
+  const own = fdDir(state.lockFd);
+  try {
+    fs.mkdirSync(`${own}/${state.workName}`, state.mode);
+  } catch (err) {
+    // The lock is deleted (taken away and removed): its names lead nowhere, and the work that
+    // needed the directory fails there, as a fenced holder's work does.
+    if (errnoCode(err) === 'ENOENT') return;
+    if (errnoCode(err) !== 'EEXIST') throw asStagingError(err, 'make the work directory in', state.lockPath);
+  }
+  state.workMade = true;
+  if (umaskTakes(state.mode)) fs.chmodSync(`${own}/${state.workName}`, state.mode);
+  if (state.knownMtime !== undefined) {
+    const m = shift(state.knownMtime, state.skewMs);
+    fs.futimesSync(state.lockFd, m, m);
+  }
+}
+
 export function makeLockFs(state: LockFsState): LockFs {
   const { io, area } = state;
   const lockPath = area.at(LOCK_NAME);
   const ownerPath = `${lockPath}/${OWNER_FILE}`;
-  const shift = (d: Date, by: number): Date => (by === 0 ? d : new Date(d.getTime() + by));
+  const shownArea = path.dirname(state.lockPath);
   const known = state.dev === undefined ? undefined : precisionByDev.get(state.dev);
   const replaced = (): NodeJS.ErrnoException => coded('ENOENT', `${state.lockPath} was removed and replaced by another lock`);
   const lost = (): NodeJS.ErrnoException => coded('ECOMPROMISED', `${state.lockPath} is no longer our lock: it was removed or replaced by another`);
+
+  /** Device and inode of our lock, from its descriptor. */
+  const learnIdentity = (): fs.Stats | undefined => {
+    if (state.lockFd === undefined) return undefined;
+    const st = fs.fstatSync(state.lockFd);
+    state.ino = st.ino;
+    state.fsDev = st.dev;
+    return st;
+  };
 
   /** Moves our lock out of its place in one rename, then deletes it; puts back anything not ours. */
   const removeOurs = async (): Promise<void> => {
@@ -184,7 +280,58 @@ export function makeLockFs(state: LockFsState): LockFs {
       await io.rename(area.at(aside), lockPath).catch(() => undefined);
       throw lost();
     }
-    if (!(io.sync && removeKnownSync(area, aside, state.workName))) await rmTreeSoon(io, area, aside);
+    if (!(io.sync && removeKnownSync(area, aside, state))) await rmTreeSoon(io, area, aside);
+    closeLockFd(state);
+  };
+
+  /** Makes the lock under a temporary name, with everything in it. */
+  const build = async (temp: string): Promise<void> => {
+    // mkdir's mode goes through the umask: set it exactly only where the umask took something.
+    const chmod = umaskTakes(state.mode);
+    if (io.sync) {
+      const fd = fs.openSync(temp, C.O_RDONLY | C.O_DIRECTORY | C.O_NOFOLLOW);
+      state.lockFd = fd;
+      if (chmod) fs.fchmodSync(fd, state.mode);
+      writeOwnerSync(`${fdDir(fd)}/${OWNER_FILE}`, state.ownerJson);
+      if (state.fence !== undefined) {
+        await makeCounter(io, `${fdDir(fd)}/${FENCE_NEXT}`, state.fence);
+        state.proposalInLock = true;
+      }
+      return;
+    }
+    if (chmod) await io.chmod(temp, state.mode);
+    await io.writeNewFile(`${temp}/${OWNER_FILE}`, state.ownerJson, 0o644);
+    if (state.fence !== undefined) {
+      await makeCounter(io, `${temp}/${FENCE_NEXT}`, state.fence);
+      state.proposalInLock = true;
+    }
+    await io.mkdir(`${temp}/${state.workName}`);
+    if (chmod) await io.chmod(`${temp}/${state.workName}`, state.mode);
+    state.workMade = true;
+  };
+
+  /**
+   * The lock is in place: our proposed token becomes the counter, unless another holder came and
+   * went since it was proposed (then ours goes again, and ERETRY asks for a new proposal).
+   */
+  const settleFence = async (): Promise<void> => {
+    if (state.fence === undefined) return;
+    try {
+      if ((await readFence(io, area, shownArea)) >= state.fence) throw coded('ERETRY', `${state.lockPath}: another holder took the proposed fencing token first`);
+      // Named through the lock: if the lock was taken away this instant, this fails (the fence).
+      await io.rename(area.at(`${LOCK_NAME}/${FENCE_NEXT}`), area.at(FENCE_FILE));
+      state.proposalInLock = false;
+    } catch (err) {
+      try {
+        learnIdentity();
+      } catch {
+        /* then the record tells (isOurLock) */
+      }
+      await removeOurs().catch(() => undefined);
+      closeLockFd(state);
+      if (errnoCode(err) === 'ERETRY') throw err;
+      throw asStagingError(err, 'write the fencing counter', path.join(shownArea, FENCE_FILE));
+    }
   };
 
   const create = async (): Promise<void> => {
@@ -198,15 +345,11 @@ export function makeLockFs(state: LockFsState): LockFs {
       throw err;
     }
     try {
-      // mkdir's mode goes through the umask; set it exactly only where the umask took something.
-      const chmod = (state.mode & ~UMASK) !== state.mode;
-      if (chmod) await io.chmod(temp, state.mode);
-      await io.writeNewFile(`${temp}/${OWNER_FILE}`, state.ownerJson, 0o644);
-      await io.mkdir(`${temp}/${state.workName}`);
-      if (chmod) await io.chmod(`${temp}/${state.workName}`, state.mode);
+      await build(temp);
       // Atomic: the lock appears whole, or (EEXIST, ENOTEMPTY, ENOTDIR for a legacy lock file) not at all.
       await io.rename(temp, lockPath);
     } catch (err) {
+      closeLockFd(state);
       await rmTreeSoon(io, area, tempName).catch(() => undefined);
       const code = errnoCode(err);
       if (code === 'EEXIST' || code === 'ENOTEMPTY' || code === 'ENOTDIR' || code === 'EISDIR') throw coded('EEXIST', `${state.lockPath} already exists`);
@@ -220,22 +363,32 @@ export function makeLockFs(state: LockFsState): LockFs {
       throw err;
     }
     state.created = true;
+    await settleFence();
+    state.placed = learnIdentity();
   };
 
   const statOurs = async (): Promise<{ mtime: Date }> => {
     // proper-lockfile only stats before creating when the lock already exists.
     if (!state.created) throw coded('EEXIST', `${state.lockPath} already exists`);
-    const st = await io.stat(lockPath);
+    const placed = state.placed;
+    state.placed = undefined;
+    const st = placed ?? (await io.stat(lockPath));
     const mtime = shift(st.mtime, -state.skewMs);
-    if (state.ino === undefined) {
+    if (placed !== undefined || state.ino === undefined) {
       state.ino = st.ino;
       state.fsDev = st.dev;
+      state.knownMtime = mtime;
       // The area was swapped for one on another filesystem since it was checked: the carried
       // precision may be wrong for it. Fail; proper-lockfile then removes the lock again.
       if (known !== undefined && st.dev !== state.dev) throw coded('EXDEV', `${state.lockPath} is not on the filesystem its staging area was on a moment ago`);
       return { mtime };
     }
     if (st.ino !== state.ino) throw replaced();
+    // Ours is held open: the same device and inode is our lock (see above).
+    if (state.lockFd !== undefined) {
+      if (st.dev !== state.fsDev) throw replaced();
+      return { mtime };
+    }
     // Inode and mtime alone do not tell: a replacement often gets the inode just freed, and its
     // mtime can equal ours (proper-lockfile's precision probe stamps whole seconds + 5 ms, and
     // some filesystems keep whole seconds). Our owner record does.
@@ -247,13 +400,25 @@ export function makeLockFs(state: LockFsState): LockFs {
     return { mtime };
   };
 
+  const touch = async (atime: Date, mtime: Date): Promise<void> => {
+    const a = shift(atime, state.skewMs);
+    const m = shift(mtime, state.skewMs);
+    // Through our own descriptor where we have one: a heartbeat never touches a lock of someone else.
+    if (state.lockFd !== undefined) fs.futimesSync(state.lockFd, a, m);
+    else await io.utimes(lockPath, a, m);
+    state.knownMtime = mtime;
+    // proper-lockfile's first lock on a filesystem probes its precision (this, then a stat): that
+    // stat must see this mtime, not the one found when the lock was placed.
+    state.placed = undefined;
+  };
+
   const remove = async (): Promise<void> => {
     const hook = state.removeHook;
     state.removeHook = undefined;
     // Gone or replaced: nothing of ours to remove, and the holder must hear that it lost the lock.
-    // The inode tells most replacements; the record is checked once the lock is moved (below).
+    // The inode tells most replacements; what was moved is checked once it is moved (below).
     const st = await io.lstatOrNull(lockPath);
-    if (st === null || st.ino !== state.ino) throw lost();
+    if (st === null || st.ino !== state.ino || (state.lockFd !== undefined && st.dev !== state.fsDev)) throw lost();
     if (hook === undefined) return removeOurs();
     try {
       await hook();
@@ -267,7 +432,7 @@ export function makeLockFs(state: LockFsState): LockFs {
   const lockFs: LockFs = {
     mkdir: (_p, cb) => toCallback(create(), cb),
     stat: (_p, cb) => toCallback(statOurs(), cb),
-    utimes: (_p, atime, mtime, cb) => toCallback(io.utimes(lockPath, shift(atime, state.skewMs), shift(mtime, state.skewMs)), cb),
+    utimes: (_p, atime, mtime, cb) => toCallback(touch(atime, mtime), cb),
     rmdir: (_p, cb) => toCallback(remove(), cb),
     // Called by proper-lockfile's exit handler (signal-exit) for locks still held at exit.
     rmdirSync() {
@@ -290,3 +455,4 @@ export function makeLockFs(state: LockFsState): LockFs {
   if (known !== undefined) Object.defineProperty(lockFs, known.key, { value: known.value });
   return lockFs;
 }
+

@@ -11,8 +11,8 @@ import { inspect } from '../../src/core/inspect';
 import { stage } from '../../src/core/stage/stage';
 import { FENCE_FILE, LOCK_NAME } from '../../src/core/protocol';
 import { MANIFEST_FILE } from '../../src/core/stage/types';
-import { WORKERS, cleanup, cli, exitOf, killAll, run, tempDir, track, waitFor } from '../helpers';
-import { spawn } from 'child_process';
+import { WORKERS, cleanup, cli, exitOf, killAll, rejectsWith, run, tempDir, track, waitFor } from '../helpers';
+import { spawn, spawnSync } from 'child_process';
 
 describe('fencing', function () {
   this.timeout(60_000);
@@ -56,6 +56,45 @@ describe('fencing', function () {
     tokens.push(next.fence);
     await next.release();
     for (let i = 1; i < tokens.length; i++) assert.ok(tokens[i] > tokens[i - 1], `tokens must grow: ${tokens.join(', ')}`);
+  });
+
+  it('keeps the counter as a link whose text is the number, reads a file holding it too, and refuses anything else without following it or waiting on it', async () => {
+    const area = path.join(staticDir, 'b', 'R4');
+    fs.mkdirSync(area, { recursive: true });
+    const counter = path.join(area, FENCE_FILE);
+    // The form earlier builds wrote.
+    fs.writeFileSync(counter, '41\n');
+    const first = await acquire(staticDir, 'b/R4', { createOnce: false });
+    assert.equal(first.fence, 42);
+    assert.equal(fs.readlinkSync(counter), '42', 'written as a link');
+    assert.deepEqual(fs.readdirSync(path.join(area, LOCK_NAME)), ['owner.json'], 'nothing of the proposal is left in the lock');
+    await first.release();
+    const second = await acquire(staticDir, 'b/R4', { createOnce: false });
+    assert.equal(second.fence, 43);
+    await second.release();
+
+    // A link that is no number (one to a file outside that holds a number): refused, not followed.
+    const outside = path.join(root, 'outside-counter');
+    fs.writeFileSync(outside, '7\n');
+    fs.rmSync(counter);
+    fs.symlinkSync(outside, counter);
+    const refused = await rejectsWith(acquire(staticDir, 'b/R4', { createOnce: false }), 'EIO', FENCE_FILE);
+    assert.match(refused.message, /not a number/);
+    assert.equal(fs.readFileSync(outside, 'utf8'), '7\n');
+    assert.equal(fs.readlinkSync(counter), outside, 'left as it was');
+    // A FIFO and a directory: refused at once, naming what it is.
+    for (const [what, plant] of [
+      ['a FIFO', () => assert.equal(spawnSync('mkfifo', [counter]).status, 0)],
+      ['a directory', () => fs.mkdirSync(counter)],
+    ] as const) {
+      fs.rmSync(counter, { recursive: true, force: true });
+      plant();
+      const t0 = Date.now();
+      const err = await rejectsWith(acquire(staticDir, 'b/R4', { createOnce: false }), 'EIO', FENCE_FILE);
+      assert.ok(err.message.includes(what), err.message);
+      assert.ok(Date.now() - t0 < 5_000, `${what}: refused at once`);
+    }
+    assert.deepEqual(fs.readdirSync(area).sort(), [FENCE_FILE], 'no lock is left behind');
   });
 
   it('shows the token in status --json, hands it to lock -- COMMAND, and records it in the manifest', async () => {
