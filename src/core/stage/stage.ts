@@ -22,6 +22,7 @@ import { Journal } from './journal';
 import { emptyManifest, manifestText, readManifest } from './manifest';
 import { checkName, checkPathLength, conflict, resolveInside, unsafe } from './names';
 import { Progress } from './progress';
+import { warmCopyWorkers } from './pool';
 import { openSource } from './sources';
 import {
   DEFAULT_MAX_BYTES,
@@ -34,10 +35,11 @@ import {
 } from './types';
 
 /**
- * Local files staged at the same time. Most of a small file's time is waiting (on the thread
- * pool, on a hash worker), so many in flight keep both busy; large files are few in any build.
+ * Local files staged at the same time. Workers copy them (pool.ts), a batch of small files per
+ * message; with this many in flight the walk runs ahead of the copies, so that the large files of
+ * a build are reached (and hashed beside the small ones) before all its small files are copied.
  */
-const PARALLEL = 8;
+const PARALLEL = 4096;
 
 /** Stages `sources` into the area `tag`: a new build (create-once) unless `add`. */
 export async function stage(staticDir: string, tag: string, sources: readonly string[], options: StageOptions = {}): Promise<StageResult> {
@@ -45,6 +47,8 @@ export async function stage(staticDir: string, tag: string, sources: readonly st
     throw new StagingError('ESOURCE', 'Nothing to stage: give at least one source (a directory, files, an archive or an http(s) URL).');
   }
   if (options.signal?.aborted === true) throw new StagingError('ECANCELED', `Staging of ${tag} was cancelled before it began.`);
+  // They start while the lock is taken, on the other cores.
+  if (sources.some((s) => !/^https?:\/\//i.test(s))) warmCopyWorkers();
   const lease = await acquire(staticDir, tag, {
     createOnce: options.add !== true,
     waitMs: options.waitMs ?? 0,
@@ -58,18 +62,18 @@ export async function stage(staticDir: string, tag: string, sources: readonly st
   });
   // One signal for the work: the caller's cancel, or the lock being lost.
   const work = new AbortController();
-  // Every file in flight waits on it, and each source and stream listens too.
-  setMaxListeners(PARALLEL * 4, work.signal);
+  // Each source and stream listens to it, and the copying workers.
+  setMaxListeners(64, work.signal);
   const onCancel = (): void => work.abort(new StagingError('ECANCELED', `Staging into ${lease.dir} was cancelled; nothing it wrote was kept.`, { path: lease.dir }));
   const onLost = (): void => work.abort(lease.signal.reason);
   options.signal?.addEventListener('abort', onCancel, { once: true });
   lease.signal.addEventListener('abort', onLost, { once: true });
-  const tx = new Transaction(lease, options, work.signal);
+  const tx = new Transaction(lease, options, work.signal, sources);
   try {
     // Checked under the lock, as nesting is: a lock held above has already refused us (ELOCKED),
     // and a build that appeared above while we waited for the lock is seen now.
     await refuseInsideBuild(lease);
-    await tx.begin(sources);
+    await tx.begin();
     for (const spec of sources) await tx.stageSource(spec);
     await tx.commit();
   } catch (err) {
@@ -114,6 +118,10 @@ class Transaction {
   private readonly skipped: ManifestEntry[] = [];
   private readonly replaced: ManifestEntry[] = [];
   private readonly knownDirs = new Set<string>();
+  /** Directories of the area being looked at (or made in the work directory), by name: each once. */
+  private readonly checkingDirs = new Map<string, Promise<void>>();
+  /** The bytes of the local sources, measured by a worker while the lock's first checks run. */
+  private readonly total: Promise<number | undefined>;
   /** Artifacts being written, by name: a later entry of the same name waits for the earlier. */
   private readonly writing = new Map<string, Promise<void>>();
   /** Symlinks this call made: checked once more, resolved, before commit. */
@@ -123,6 +131,7 @@ class Transaction {
     private readonly lease: Lease,
     private readonly options: StageOptions,
     private readonly signal: AbortSignal,
+    sources: readonly string[],
   ) {
     this.dir = lease.dir;
     this.budget = new Budget(options.maxBytes ?? DEFAULT_MAX_BYTES, this.dir);
@@ -130,12 +139,14 @@ class Transaction {
     this.progress = new Progress(options.onProgress);
     this.copier = new Copier(this.dir, signal, this.budget, this.progress);
     this.knownDirs.add(this.dir);
+    this.total = localTotal(sources, (dir) => this.copier.measure(dir));
+    this.total.catch(() => undefined); // awaited in begin; a staging refused before it must not leave it unobserved
   }
 
-  async begin(sources: readonly string[]): Promise<void> {
+  async begin(): Promise<void> {
     this.manifest = await readManifest(this.dir);
     await this.budget.fitToDisk();
-    this.progress.totalBytes = await localTotal(sources);
+    this.progress.totalBytes = await this.total;
   }
 
   result(): StageResult {
@@ -170,6 +181,9 @@ class Transaction {
     };
     const inflight = new Set<Promise<void>>();
     let failure: { err: unknown } | undefined;
+    // Woken when a file in flight is done (one waiter: a race over every file in flight would cost
+    // as many reactions as files, each time).
+    let room: (() => void) | undefined;
     const settle = async (): Promise<void> => {
       await Promise.all(inflight);
       if (failure !== undefined) throw failure.err;
@@ -182,13 +196,18 @@ class Transaction {
         }
         this.check();
         if (entry.type === 'file' && entry.localPath !== undefined) {
-          // Plain local files need nothing from the source once named: copy several at once.
-          while (inflight.size >= PARALLEL) await Promise.race(inflight);
+          // Plain local files need nothing from the source once named: copy many at once.
+          while (inflight.size >= PARALLEL) await new Promise<void>((resolve) => (room = resolve));
           const task: Promise<void> = this.entry(entry)
             .catch((err: unknown) => {
               failure ??= { err };
             })
-            .finally(() => inflight.delete(task));
+            .finally(() => {
+              inflight.delete(task);
+              const wake = room;
+              room = undefined;
+              wake?.();
+            });
           inflight.add(task);
         } else {
           await this.entry(entry);
@@ -241,15 +260,16 @@ class Transaction {
   }
 
   /**
-   * Notes the directories of `rel` for the commit, refusing to pass through a symlink or a file: a
-   * link placed earlier (by this archive or another) must never carry a write outside the area.
-   * Nothing is made now: the commit makes what is missing.
+   * Makes sure of the directories of `rel`, refusing to pass through a symlink or a file: a link
+   * placed earlier (by this archive or another) must never carry a write outside the area. One
+   * the area lacks is made in the work directory, and moves in whole at the commit (journal.ts).
    */
   private async ensureDir(rel: string, e: IncomingEntry): Promise<void> {
     if (rel === '.' || rel === '') return;
     let current = this.dir;
     let sub = '';
     for (const seg of rel.split('/')) {
+      const parent = sub;
       current = path.join(current, seg);
       sub = sub === '' ? seg : `${sub}/${seg}`;
       if (this.knownDirs.has(current)) continue;
@@ -257,6 +277,20 @@ class Transaction {
         if (this.manifest.artifacts[sub]?.type === 'symlink') throw unsafe(e, `${sub} in the area is a symbolic link, and nothing is written through links`);
         throw new StagingError('ECONFLICT', `Cannot stage ${e.name} from ${e.source}: ${sub} is a file of this staging, not a directory.`, { path: current });
       }
+      // Entries copied at once may need the same directory: it is looked at, and made, once.
+      let checking = this.checkingDirs.get(sub);
+      if (checking === undefined) {
+        checking = this.checkDir(sub, parent, current, e);
+        this.checkingDirs.set(sub, checking);
+      }
+      await checking;
+    }
+    this.journal.needDir(rel);
+  }
+
+  private async checkDir(sub: string, parent: string, current: string, e: IncomingEntry): Promise<void> {
+    // Inside a directory this call makes, nothing can be in the area yet.
+    if (!this.journal.inTree(parent)) {
       const st = await fs.promises.lstat(current).catch((err: unknown) => {
         if (errnoCode(err) === 'ENOENT') return null;
         throw asStagingError(err, 'inspect', current);
@@ -266,15 +300,20 @@ class Transaction {
       } else if (st !== null && !st.isDirectory()) {
         throw new StagingError('ECONFLICT', `Cannot stage ${e.name} from ${e.source}: ${current} is a file, not a directory.`, { path: current });
       }
-      this.knownDirs.add(current);
+      if (st !== null) {
+        this.knownDirs.add(current);
+        return;
+      }
     }
-    this.journal.needDir(rel);
+    await this.journal.makeDir(sub);
+    this.knownDirs.add(current);
   }
 
   private async file(name: string, e: IncomingEntry): Promise<void> {
     const final = path.join(this.dir, name);
-    // In an area this call created, only this call's own artifacts and directories can be there.
-    const mightExist = !this.lease.created || name in this.manifest.artifacts || this.knownDirs.has(final);
+    // In an area this call created, only this call's own artifacts and directories can be there;
+    // in a directory this call makes, nothing can be yet.
+    const mightExist = !this.journal.inTree(path.posix.dirname(name)) && (!this.lease.created || name in this.manifest.artifacts || this.knownDirs.has(final));
     const existing = mightExist ? await asyncIo.lstatOrNull(final) : null;
     if (existing?.isDirectory() === true || this.journal.isDir(name)) {
       e.content?.destroy();
@@ -285,7 +324,7 @@ class Transaction {
       e.content?.destroy();
       throw conflict(name, e, final);
     }
-    const part = this.journal.newPart();
+    const part = this.journal.target(name);
     let written: Written;
     if (e.localPath !== undefined) {
       e.content?.destroy();
@@ -362,7 +401,7 @@ class Transaction {
     if (existing?.isDirectory() === true) {
       throw new StagingError('ECONFLICT', `Cannot stage ${name} from ${e.source}: a directory of that name is already in ${this.dir}.`, { path: final });
     }
-    const part = this.journal.newPart();
+    const part = this.journal.target(name);
     await fs.promises.symlink(target, part);
     const entry: ManifestEntry = {
       name,
@@ -444,10 +483,12 @@ class Transaction {
   }
 
   /**
-   * After a failure: waits for the entries still being written. Nothing of this call is in the area
-   * (a failed commit undid itself), and its parts go with the lock's work directory.
+   * After a failure: stops the workers and waits for the entries still being written, so that
+   * nothing more is written once the lock is let go. Nothing of this call is in the area (a failed
+   * commit undid itself), and what it wrote goes with the lock's work directory.
    */
   async rollback(): Promise<void> {
+    await this.copier.close();
     await Promise.all([...this.writing.values()].map((w) => w.catch(() => undefined)));
   }
 }
@@ -462,8 +503,11 @@ function bytesOf(entry: ManifestEntry): number {
   return entry.type === 'file' ? entry.size : 0;
 }
 
-/** Total bytes of the sources when all are local (files or directories, links not followed). */
-async function localTotal(sources: readonly string[]): Promise<number | undefined> {
+/**
+ * Total bytes of the sources when all are local (files or directories, links not followed);
+ * `measure` sums a directory's.
+ */
+async function localTotal(sources: readonly string[], measure: (dir: string) => Promise<number | undefined>): Promise<number | undefined> {
   let total = 0;
   for (const spec of sources) {
     if (/^[a-z][a-z0-9+.-]*:\/\//i.test(spec)) return undefined;
@@ -475,22 +519,9 @@ async function localTotal(sources: readonly string[]): Promise<number | undefine
       total += st.size;
       continue;
     }
-    const stack = [spec];
-    while (stack.length > 0) {
-      const d = stack.pop()!;
-      const entries = await fs.promises.readdir(d, { withFileTypes: true }).catch(() => []);
-      await Promise.all(
-        entries.map(async (ent) => {
-          const p = path.join(d, ent.name);
-          if (ent.isDirectory()) stack.push(p);
-          else if (ent.isFile()) {
-            // Not `total += await …`: that reads `total` before the await and loses parallel updates.
-            const { size } = await fs.promises.lstat(p).catch(() => ({ size: 0 }));
-            total += size;
-          }
-        }),
-      );
-    }
+    const bytes = await measure(spec);
+    if (bytes === undefined) return undefined;
+    total += bytes;
   }
   return total;
 }
