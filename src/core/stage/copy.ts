@@ -8,7 +8,7 @@ import { Transform, type Readable } from 'stream';
 import { pipeline } from 'stream/promises';
 import { StagingError, asStagingError, isStagingError } from '../errors';
 import { changedSourceError } from './archive';
-import { CopyFailure, CopyPool, SMALL_MAX } from './pool';
+import { CopyFailure, CopyPool, SMALL_MAX, type CopyTask } from './pool';
 import { limitOf, sizeLimit, type SizeLimit } from './space';
 import type { Progress } from './progress';
 import type { IncomingEntry } from './types';
@@ -19,6 +19,8 @@ const CHUNK = 4 * 1024 * 1024;
 export interface Written {
   size: number;
   sha256: string;
+  /** The copy's inode, where known: the commit moves it only if it is still that file. */
+  ino?: number;
 }
 
 /** The bytes one call has written, against its limit. */
@@ -102,7 +104,7 @@ export class Copier {
    * size or mtime moved between the source's look at it and the end of the copy is refused, so
    * the hash is the copy's; a small one is read whole at once.
    */
-  async local(name: string, src: string, dest: string, e: IncomingEntry): Promise<Written> {
+  async local(name: string, src: string, dest: string, e: IncomingEntry, fence?: CopyTask['fence']): Promise<Written> {
     this.check();
     const seen = e.localStat;
     const size = e.size ?? seen?.size ?? 0;
@@ -112,7 +114,7 @@ export class Copier {
     let copied;
     try {
       copied = await this.workers.copy(
-        { src, dest, size, ...(seen !== undefined ? { seen } : {}) },
+        { src, dest, size, ...(seen !== undefined ? { seen } : {}), ...(fence !== undefined ? { fence } : {}) },
         large ? (n) => this.progress.update(name, n, size) : undefined,
       );
     } catch (err) {
@@ -127,7 +129,7 @@ export class Copier {
       if (now === undefined || now.ino !== copied.end.ino || now.size !== copied.end.size || now.mtimeMs !== copied.end.mtimeMs) throw changedSourceError(src);
     }
     this.progress.update(name, copied.size, copied.size);
-    return { size: copied.size, sha256: copied.sha256 };
+    return { size: copied.size, sha256: copied.sha256, ino: copied.ino };
   }
 
   /** The staging error for a failed copy of `src` as `name`. */
@@ -141,6 +143,8 @@ export class Copier {
         return new StagingError('ESOURCE', `Cannot read ${src}: ${err.message}.`, { path: src, cause: err.cause });
       case 'dest':
         return asStagingError(err.cause ?? err, `write ${name} into`, this.dir);
+      case 'lost':
+        return new StagingError('ECOMPROMISED', `Lost the lock on ${this.dir} while staging; nothing of this staging was kept.`, { path: this.dir });
       default:
         return new StagingError('ECANCELED', `Staging into ${this.dir} was stopped; nothing it wrote was kept.`, { path: this.dir });
     }
@@ -176,7 +180,8 @@ export class Copier {
       if (writeError !== undefined) throw asStagingError(writeError, `write ${name} into`, this.dir);
       throw new StagingError('ESOURCE', `Could not stage ${e.name} from ${e.source}: ${(err as Error).message}.`, { cause: err });
     }
-    return { size, sha256: hash.digest('hex') };
+    const { ino } = await fs.promises.lstat(part);
+    return { size, sha256: hash.digest('hex'), ino };
   }
 }
 

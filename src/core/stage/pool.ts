@@ -36,6 +36,12 @@ export interface CopyTask {
   seen?: SeenFile;
   /** Its size as far as known: how the pool schedules it (a large file has a worker to itself). */
   size: number;
+  /**
+   * The work directory as named through the lock, and its inode: looked at before each file is
+   * created (and now and then during a large one), so that a holder whose lock was taken away
+   * stops writing into it at once (see journal.ts).
+   */
+  fence?: { path: string; ino: number };
 }
 
 export interface Copied {
@@ -43,16 +49,22 @@ export interface Copied {
   sha256: string;
   /** The source file as the worker left it: a large file is checked once more against it. */
   end: { ino: number; size: number; mtimeMs: number };
+  /** The copy's inode: what the commit checks it moves (journal.ts). */
+  ino: number;
 }
+
+/** Why a copy failed (see `CopyFailure`). */
+type FailSide = 'changed' | 'source' | 'dest' | 'stopped' | 'lost';
 
 /**
  * Why a copy failed: `changed` (the source is not the file the walk saw, or changed while it was
  * read), `source` (reading it failed), `dest` (writing the copy failed), `stopped` (the pool was
- * stopped). `cause` is the system error, where there was one.
+ * stopped), `lost` (the lock no longer holds the work directory). `cause` is the system error,
+ * where there was one.
  */
 export class CopyFailure extends Error {
   constructor(
-    readonly side: 'changed' | 'source' | 'dest' | 'stopped',
+    readonly side: FailSide,
     override readonly cause?: NodeJS.ErrnoException,
   ) {
     super(cause?.message ?? side);
@@ -84,6 +96,7 @@ interface CopyJob {
   src: string;
   dest: string;
   seen?: SeenFile;
+  fence?: { path: string; ino: number };
 }
 
 /** `stop`: the calling staging's flag, set when it stops (looked at between files and chunks). */
@@ -97,8 +110,8 @@ interface ErrorShape {
 }
 
 type Result =
-  | { id: number; size: number; sha256: string; end: Copied['end'] }
-  | { id: number; failed: 'changed' | 'source' | 'dest' | 'stopped'; error?: ErrorShape }
+  | { id: number; size: number; sha256: string; end: Copied['end']; ino: number }
+  | { id: number; failed: FailSide; error?: ErrorShape }
   | { id: number; total: number | null };
 
 type FromWorker = { results: Result[] } | { id: number; progress: number };
@@ -120,10 +133,21 @@ function workerMain(): void {
 
   class Fail {
     constructor(
-      readonly side: 'changed' | 'source' | 'dest' | 'stopped',
+      readonly side: FailSide,
       readonly err?: unknown,
     ) {}
   }
+  /** Throws unless the lock still holds the work directory (a check before writing; the commit's renames are the fence). */
+  const fenced = (job: CopyJob): void => {
+    if (job.fence === undefined) return;
+    let ino: number | undefined;
+    try {
+      ino = fs.lstatSync(job.fence.path).ino;
+    } catch {
+      ino = undefined;
+    }
+    if (ino !== job.fence.ino) throw new Fail('lost');
+  };
   const shape = (err: unknown): ErrorShape => {
     const e = err as NodeJS.ErrnoException;
     const out: ErrorShape = { message: String(e?.message ?? err) };
@@ -164,12 +188,14 @@ function workerMain(): void {
         for (let got = -1; got !== 0 && size < st.size + 1; size += got) got = tryOr('source', () => fs.readSync(input, whole, size, st.size + 1 - size, size));
         if (size > st.size) throw new Fail('changed');
         hash.update(whole.subarray(0, size));
+        fenced(job);
         output = tryOr('dest', () => fs.openSync(job.dest, C.O_WRONLY | C.O_CREAT | C.O_EXCL | C.O_NOFOLLOW, 0o666));
         const out = output;
         tryOr('dest', () => writeAll(out, whole, size));
       } else {
         if (seen !== undefined && seen.size <= data.small) throw new Fail('changed'); // grew past a small file since the walk
         const buf = (chunk ??= Buffer.allocUnsafe(data.chunk));
+        fenced(job);
         output = tryOr('dest', () => fs.openSync(job.dest, C.O_WRONLY | C.O_CREAT | C.O_EXCL | C.O_NOFOLLOW, 0o666));
         const out = output;
         let told = 0;
@@ -184,6 +210,7 @@ function workerMain(): void {
           if (size > st.size) throw new Fail('changed');
           if (size - told >= data.progressEvery) {
             told = size;
+            fenced(job);
             port.postMessage({ id: job.id, progress: size } satisfies FromWorker);
           }
         }
@@ -194,9 +221,10 @@ function workerMain(): void {
       const same = (a: { ino: number; size: number; mtimeMs: number }): boolean => a.ino === end.ino && a.size === end.size && a.mtimeMs === end.mtimeMs;
       if (end !== st && (!same(st) || (seen !== undefined && !same(seen)) || size !== end.size)) throw new Fail('changed');
       const fd = output;
+      const ino = tryOr('dest', () => fs.fstatSync(fd).ino);
       output = undefined;
       tryOr('dest', () => fs.closeSync(fd)); // a network filesystem may report a failed write only here
-      return { id: job.id, size, sha256: hash.digest('hex'), end: { ino: end.ino, size: end.size, mtimeMs: end.mtimeMs } };
+      return { id: job.id, size, sha256: hash.digest('hex'), end: { ino: end.ino, size: end.size, mtimeMs: end.mtimeMs }, ino };
     } finally {
       fs.closeSync(input);
       if (output !== undefined) {
@@ -505,14 +533,16 @@ export class CopyPool {
 
   /** Copies one file (see the module's comment); `onProgress` hears the bytes of a large one now and then. */
   copy(task: CopyTask, onProgress?: (bytes: number) => void): Promise<Copied> {
-    const message: CopyJob = task.seen === undefined ? { id: 0, src: task.src, dest: task.dest } : { id: 0, src: task.src, dest: task.dest, seen: task.seen };
+    const message: CopyJob = { id: 0, src: task.src, dest: task.dest };
+    if (task.seen !== undefined) message.seen = task.seen;
+    if (task.fence !== undefined) message.fence = task.fence;
     return this.submit(message, task.size > SMALL_MAX, onProgress).then((r) => {
       if ('failed' in r) {
         const cause = r.error === undefined ? undefined : Object.assign(new Error(r.error.message), r.error);
         throw new CopyFailure(r.failed, cause);
       }
       if (!('sha256' in r)) throw new CopyFailure('source');
-      return { size: r.size, sha256: r.sha256, end: r.end };
+      return { size: r.size, sha256: r.sha256, end: r.end, ino: r.ino };
     });
   }
 

@@ -18,7 +18,7 @@ import { findBuildAbove } from '../nesting';
 import { isInside } from '../tags';
 import { asyncIo } from '../io';
 import { Budget, Copier, hashFile, type Written } from './copy';
-import { Journal } from './journal';
+import { Journal, type Target } from './journal';
 import { emptyManifest, manifestText, readManifest } from './manifest';
 import { checkName, checkPathLength, conflict, resolveInside, unsafe } from './names';
 import { Progress } from './progress';
@@ -144,6 +144,7 @@ class Transaction {
   }
 
   async begin(): Promise<void> {
+    await this.journal.begin();
     this.manifest = await readManifest(this.dir);
     await this.budget.fitToDisk();
     this.progress.totalBytes = await this.total;
@@ -324,33 +325,37 @@ class Transaction {
       e.content?.destroy();
       throw conflict(name, e, final);
     }
-    const part = this.journal.target(name);
-    let written: Written;
-    if (e.localPath !== undefined) {
-      e.content?.destroy();
-      written = await this.copier.local(name, e.localPath, part, e);
-    } else if (e.content !== undefined) {
-      written = await this.copier.stream(name, e.content, part, e);
-    } else {
-      throw new StagingError('ESOURCE', `${e.source} gave no content for ${e.name}.`);
+    if (e.localPath === undefined && e.content === undefined) throw new StagingError('ESOURCE', `${e.source} gave no content for ${e.name}.`);
+    const part = await this.journal.target(name);
+    try {
+      let written: Written;
+      if (e.localPath !== undefined) {
+        e.content?.destroy();
+        written = await this.copier.local(name, e.localPath, part.path, e, this.journal.fence);
+      } else {
+        await this.journal.checkFence();
+        written = await this.copier.stream(name, e.content!, part.path, e);
+      }
+      const entry: ManifestEntry = {
+        name,
+        type: 'file',
+        size: written.size,
+        sha256: written.sha256,
+        source: e.source,
+        stagedAt: new Date().toISOString(),
+        fence: this.lease.fence,
+      };
+      await this.place(name, final, part, entry, existing, written.ino);
+    } finally {
+      part.done();
     }
-    const entry: ManifestEntry = {
-      name,
-      type: 'file',
-      size: written.size,
-      sha256: written.sha256,
-      source: e.source,
-      stagedAt: new Date().toISOString(),
-      fence: this.lease.fence,
-    };
-    await this.place(name, final, part, entry, existing);
   }
 
   /**
    * A finished part: dropped if the same artifact is already there (or waiting, from an earlier entry
    * of this call), a conflict if a different one is (unless overwriting), else placed at the commit.
    */
-  private async place(name: string, final: string, part: string, entry: ManifestEntry, existing: fs.Stats | null): Promise<void> {
+  private async place(name: string, final: string, part: Target, entry: ManifestEntry, existing: fs.Stats | null, ino?: number): Promise<void> {
     const waiting = this.journal.has(name) ? this.manifest.artifacts[name] : undefined;
     if (existing !== null || waiting !== undefined) {
       const same = waiting !== undefined ? sameEntry(waiting, entry) : await this.sameAsExisting(name, final, existing!, entry);
@@ -362,10 +367,10 @@ class Transaction {
         return;
       }
       if (this.options.overwrite !== true) throw conflict(name, { name, source: entry.source }, final);
-      await this.journal.place(name, part, existing !== null);
+      await this.journal.place(name, part, existing !== null, ino);
       this.replaced.push(entry);
     } else {
-      await this.journal.place(name, part, false);
+      await this.journal.place(name, part, false, ino);
       this.added.push(entry);
     }
     this.manifest.artifacts[name] = entry;
@@ -384,8 +389,10 @@ class Transaction {
     return sha === entry.sha256;
   }
 
+  /** After the commit or the rollback: the workers, then the descriptors they wrote through. */
   async close(): Promise<void> {
     await this.copier.close();
+    this.journal.close();
   }
 
   private async symlink(name: string, e: IncomingEntry): Promise<void> {
@@ -401,19 +408,25 @@ class Transaction {
     if (existing?.isDirectory() === true) {
       throw new StagingError('ECONFLICT', `Cannot stage ${name} from ${e.source}: a directory of that name is already in ${this.dir}.`, { path: final });
     }
-    const part = this.journal.target(name);
-    await fs.promises.symlink(target, part);
-    const entry: ManifestEntry = {
-      name,
-      type: 'symlink',
-      size: Buffer.byteLength(target),
-      sha256: crypto.createHash('sha256').update(target).digest('hex'),
-      source: e.source,
-      stagedAt: new Date().toISOString(),
-      linkTarget: target,
-      fence: this.lease.fence,
-    };
-    await this.place(name, final, part, entry, existing);
+    await this.journal.checkFence();
+    const part = await this.journal.target(name);
+    try {
+      await fs.promises.symlink(target, part.path);
+      const { ino } = await fs.promises.lstat(part.path);
+      const entry: ManifestEntry = {
+        name,
+        type: 'symlink',
+        size: Buffer.byteLength(target),
+        sha256: crypto.createHash('sha256').update(target).digest('hex'),
+        source: e.source,
+        stagedAt: new Date().toISOString(),
+        linkTarget: target,
+        fence: this.lease.fence,
+      };
+      await this.place(name, final, part, entry, existing, ino);
+    } finally {
+      part.done();
+    }
     this.links.push(final);
   }
 
@@ -429,11 +442,15 @@ class Transaction {
       throw unsafe(e, `it is a hard link to ${JSON.stringify(e.linkTarget)}, which is not an entry inside the area`);
     }
     // An earlier entry of this call is still waiting in the work directory: copy that.
-    const waiting = this.journal.partOf(targetName);
+    const waiting = await this.journal.partOf(targetName);
     if (waiting !== undefined) {
-      const entry = this.manifest.artifacts[targetName];
-      if (entry?.type !== 'file') throw unsafe(e, `it is a hard link to ${JSON.stringify(e.linkTarget)}, which is not a file`);
-      return this.file(name, { ...e, type: 'file', localPath: waiting, size: entry.size });
+      try {
+        const entry = this.manifest.artifacts[targetName];
+        if (entry?.type !== 'file') throw unsafe(e, `it is a hard link to ${JSON.stringify(e.linkTarget)}, which is not a file`);
+        return await this.file(name, { ...e, type: 'file', localPath: waiting.path, size: entry.size });
+      } finally {
+        waiting.done();
+      }
     }
     const target = path.join(this.dir, targetName);
     let st: fs.Stats | null = null;
