@@ -459,6 +459,13 @@ export class Journal {
     } catch (err) {
       throw asStagingError(err, `place ${step.to} in`, this.shown);
     }
+    // Renamed by name: something exchanged for it in the lock since it was checked would be in the
+    // area now. Then it goes back out, and the commit is undone.
+    const placed = await this.fs.lstatOrNull(dir.at(name)).catch(() => null);
+    if (placed !== null && placed.ino !== step.ino) {
+      await this.fs.rename(dir.at(name), `${this.workDir}/refused.${this.serial++}`).catch(() => undefined);
+      throw this.replacedInWork(step.to);
+    }
   }
 
   private async exists(rel: string): Promise<boolean> {
