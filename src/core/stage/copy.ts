@@ -1,35 +1,26 @@
 /**
- * Copying an artifact's content into its temporary file in the area, hashing exactly what was
+ * Copying an artifact's content into its place in the work directory, hashing exactly what was
  * written, and counting it against the call's size limit.
  */
 import * as crypto from 'crypto';
 import * as fs from 'fs';
 import { Transform, type Readable } from 'stream';
 import { pipeline } from 'stream/promises';
-import { StagingError, asStagingError, errnoCode, isStagingError } from '../errors';
-import { fdPath } from '../anchored';
-import { ioFor } from '../io';
+import { StagingError, asStagingError, isStagingError } from '../errors';
 import { changedSourceError } from './sources/errors';
-import { FileHasher, type FileDigest } from './hasher';
+import { CopyFailure, CopyPool, SMALL_MAX, type CopyTask } from './pool';
 import { limitOf, sizeLimit, type SizeLimit } from './space';
 import type { Progress } from './progress';
 import type { IncomingEntry } from './types';
 
-/** Large local files are copied in chunks of this size: big enough to be fast, small enough to stop at once. */
+/** Streams and files hashed again are read in chunks of this size. */
 const CHUNK = 4 * 1024 * 1024;
-/** Up to this size a local file is copied by the kernel in one call (tens of ms at most). */
-const COPY_FILE_MAX = 16 * 1024 * 1024;
-/**
- * Up to this size, between local filesystems, a file is read once, hashed and written with
- * synchronous calls: for the many small files of a build, a few syscalls of microseconds beat
- * thread-pool round trips and a message to a hash worker, and the event loop is held well
- * under a millisecond each time.
- */
-const SMALL_SYNC_MAX = 1024 * 1024;
 
 export interface Written {
   size: number;
   sha256: string;
+  /** The copy's inode, where known: the commit moves it only if it is still that file. */
+  ino?: number;
 }
 
 /** The bytes one call has written, against its limit. */
@@ -71,183 +62,91 @@ export class Budget {
 }
 
 export class Copier {
-  /** Workers that hash local files beside the copy; started on the first local file. */
-  private fileHasher?: FileHasher;
-  private areaSync?: Promise<boolean>;
-  private readonly sourceSync = new Map<number, boolean>();
+  /** Workers that copy and hash local files (pool.ts); started on the first one. */
+  private pool?: CopyPool;
+  private readonly onAbort = (): void => this.pool?.stop(this.signal.reason as Error);
 
   constructor(
     private readonly dir: string,
     private readonly signal: AbortSignal,
     private readonly budget: Budget,
     private readonly progress: Progress,
-  ) {}
+  ) {
+    signal.addEventListener('abort', this.onAbort, { once: true });
+  }
 
+  private get workers(): CopyPool {
+    this.pool ??= new CopyPool();
+    if (this.signal.aborted) this.onAbort();
+    return this.pool;
+  }
+
+  /** Ends the workers: once it resolves, nothing of this call is being written any more. */
   async close(): Promise<void> {
-    await this.fileHasher?.close();
+    this.signal.removeEventListener('abort', this.onAbort);
+    await this.pool?.close();
   }
 
   private check(): void {
     if (this.signal.aborted) throw this.signal.reason;
   }
 
+  /** Bytes of the regular files below the local directory `dir` (see pool.ts), undefined if unknown. */
+  measure(dir: string): Promise<number | undefined> {
+    return this.workers.measure([dir]).catch(() => undefined);
+  }
+
   /**
-   * A local file, opened once: everything copied and hashed is read through that descriptor, and
-   * it must be the regular file the source saw (device and inode), so that nothing exchanged for it
-   * since (a link to another file, a FIFO) is ever read. Up to 16 MiB the kernel copies it
-   * (copy_file_range) while a worker hashes it; larger files are copied in chunks, so that a cancel
-   * stops within 100 ms. Its size and mtime before and after make sure it did not change in
-   * between, so the hash is the copy's.
+   * A local file, opened once by a worker: everything copied and hashed is read through that
+   * descriptor, and it must be the regular file the source saw (device and inode), so that nothing
+   * exchanged for it since (a link to another file, a FIFO) is ever read. Each chunk is read once,
+   * hashed and written to `dest`, which is created and never replaced. A large file whose inode,
+   * size or mtime moved between the source's look at it and the end of the copy is refused, so
+   * the hash is the copy's; a small one is read whole at once.
    */
-  async local(name: string, src: string, part: string, e: IncomingEntry): Promise<Written> {
-    const sourceError = (err: unknown): StagingError =>
-      new StagingError('ESOURCE', `Cannot read ${src}: ${(err as Error).message}.`, { path: src, cause: err });
-    // The many small files of a build, between local filesystems: all of it synchronously, a few
-    // microseconds a call, where each round trip through the thread pool costs tens.
+  async local(name: string, src: string, dest: string, e: IncomingEntry, fence?: CopyTask['fence']): Promise<Written> {
+    this.check();
     const seen = e.localStat;
-    if (seen !== undefined && (e.size ?? seen.size) <= SMALL_SYNC_MAX && (await this.bothLocal(src, seen.dev))) {
-      return this.smallSync(name, src, part, e, seen, sourceError);
-    }
-    const { handle, st } = await openChecked(src, e.localStat, sourceError);
-    let hashing: Promise<FileDigest> | undefined;
+    const size = e.size ?? seen?.size ?? 0;
+    // Counted before a byte is copied: several files are copied at once, and each must see the others' bytes.
+    this.budget.count(size, e.source);
+    const large = size > SMALL_MAX;
+    let copied;
     try {
-      // The size as the source saw it (its directory walk); the worker's look at the open file decides.
-      const size = e.size ?? st.size;
-      // The limit is known to be broken before a byte is copied.
-      if (this.budget.used + size > this.budget.max) this.budget.count(size, e.source);
-      if (size <= SMALL_SYNC_MAX && (await this.bothLocal(src, st.dev))) return this.small(name, handle, src, part, e);
-      let copied = 0;
-      let hashed = 0;
-      const report = (): void => this.progress.update(name, Math.min(copied, hashed), size);
-      this.fileHasher ??= new FileHasher();
-      hashing = this.fileHasher.hash(handle.fd, (n) => {
-        hashed = n;
-        report();
-      });
-      hashing.catch(() => undefined); // awaited below; a copy failure must not leave it unobserved
-      const whole = size <= COPY_FILE_MAX ? fdPath(handle.fd) : undefined;
-      if (whole !== undefined) {
-        // Counted before the copy: several run at once, and each must see the others' bytes.
-        this.budget.count(size, e.source);
-        await fs.promises.copyFile(whole, part, fs.constants.COPYFILE_EXCL);
-        this.check();
-        copied = size;
-        report();
-      } else {
-        await this.chunks(handle, part, e, (n) => {
-          copied += n;
-          report();
-        });
-      }
-      // The file as the source saw it before the copy began (else as it was opened), as the worker
-      // found it, as it is now, and what was hashed and copied must agree: otherwise it changed
-      // while it was staged and the hash might not be the copy's.
-      const digest = await untilAborted(hashing, this.signal);
-      const after = await handle.stat();
-      const seen = e.localStat ?? st;
-      const same = (a: { ino: number; size: number; mtimeMs: number }): boolean => a.ino === after.ino && a.size === after.size && a.mtimeMs === after.mtimeMs;
-      if (!same(seen) || !same(digest.opened) || digest.size !== after.size || copied !== after.size) throw changedSourceError(src);
-      return { size: digest.size, sha256: digest.sha256 };
+      copied = await this.workers.copy(
+        { src, dest, size, ...(seen !== undefined ? { seen } : {}), ...(fence !== undefined ? { fence } : {}) },
+        large ? (n) => this.progress.update(name, n, size) : undefined,
+      );
     } catch (err) {
       if (this.signal.aborted) throw this.signal.reason;
-      if (isStagingError(err)) throw err;
-      const errno = errnoCode(err);
-      const at = (err as { path?: string }).path;
-      if ((errno === 'ENOENT' || errno === 'EACCES' || errno === 'EPERM' || errno === 'EISDIR') && (at === src || at === fdPath(handle.fd))) throw sourceError(err);
-      throw asStagingError(err, 'copy into', part);
-    } finally {
-      // A worker may still be reading it (a failed copy, a cancel): closed once it has let go.
-      void (hashing ?? Promise.resolve())
-        .catch(() => undefined)
-        .then(() => handle.close())
-        .catch(() => undefined);
+      throw this.failure(err, name, src);
     }
+    if (copied.size !== size) this.budget.count(copied.size - size, e.source);
+    if (large && seen !== undefined) {
+      // Once more, now that the copy is in: a change made while its progress was being told is
+      // seen here, however soon after the worker's last look it came.
+      const now = await fs.promises.lstat(src).catch(() => undefined);
+      if (now === undefined || now.ino !== copied.end.ino || now.size !== copied.end.size || now.mtimeMs !== copied.end.mtimeMs) throw changedSourceError(src);
+    }
+    this.progress.update(name, copied.size, copied.size);
+    return { size: copied.size, sha256: copied.sha256, ino: copied.ino };
   }
 
-  /** Whether the filesystem of the source `src` (device `dev`) and the area's are both local (see io.ts). */
-  private async bothLocal(src: string, dev: number): Promise<boolean> {
-    this.areaSync ??= ioFor(this.dir, (await fs.promises.stat(this.dir)).dev).then((io) => io.sync);
-    if (!(await this.areaSync)) return false;
-    let known = this.sourceSync.get(dev);
-    if (known === undefined) {
-      known = (await ioFor(src, dev).catch(() => ({ sync: false }))).sync;
-      this.sourceSync.set(dev, known);
-    }
-    return known;
-  }
-
-  /** A small local file: read once, hashed, written, all synchronously: the hash is of what was written. */
-  private small(name: string, handle: fs.promises.FileHandle, src: string, part: string, e: IncomingEntry): Written {
-    this.check();
-    let data: Buffer;
-    try {
-      data = fs.readFileSync(handle.fd);
-    } catch (err) {
-      throw new StagingError('ESOURCE', `Cannot read ${src}: ${(err as Error).message}.`, { path: src, cause: err });
-    }
-    return this.writeRead(name, part, data, e);
-  }
-
-  /** Writes what was read of a small file, which is what is hashed: a change since the walk cannot split them. */
-  private writeRead(name: string, part: string, data: Buffer, e: IncomingEntry): Written {
-    this.budget.count(data.length, e.source);
-    try {
-      fs.writeFileSync(part, data, { flag: 'wx' });
-    } catch (err) {
-      throw asStagingError(err, `write ${name} into`, this.dir);
-    }
-    this.progress.update(name, data.length, data.length);
-    return { size: data.length, sha256: crypto.createHash('sha256').update(data).digest('hex') };
-  }
-
-  /**
-   * A small local file, synchronously: opened once without following a link or waiting on a FIFO,
-   * checked to be the file the source saw, read whole through that descriptor, hashed and written.
-   */
-  private smallSync(name: string, src: string, part: string, e: IncomingEntry, seen: NonNullable<IncomingEntry['localStat']>, sourceError: (err: unknown) => StagingError): Written {
-    this.check();
-    let fd: number;
-    try {
-      fd = fs.openSync(src, fs.constants.O_RDONLY | fs.constants.O_NOFOLLOW | fs.constants.O_NONBLOCK);
-    } catch (err) {
-      if (errnoCode(err) === 'ELOOP') throw changedSourceError(src);
-      throw sourceError(err);
-    }
-    let data: Buffer;
-    try {
-      const st = fs.fstatSync(fd);
-      if (!st.isFile() || st.dev !== seen.dev || st.ino !== seen.ino || st.size > SMALL_SYNC_MAX) throw changedSourceError(src);
-      // One byte more than its size: a file that grew since is read to its end and still told.
-      const buf = Buffer.allocUnsafe(st.size + 1);
-      let n = 0;
-      for (let got = -1; got !== 0 && n < buf.length; n += got) got = fs.readSync(fd, buf, n, buf.length - n, n);
-      if (n > st.size) throw changedSourceError(src);
-      data = buf.subarray(0, n);
-    } catch (err) {
-      throw isStagingError(err) ? err : sourceError(err);
-    } finally {
-      fs.closeSync(fd);
-    }
-    return this.writeRead(name, part, data, e);
-  }
-
-  /** Copies through the open `input`, at explicit offsets: a hash worker reads the same descriptor. */
-  private async chunks(input: fs.promises.FileHandle, part: string, e: IncomingEntry, onCopied: (n: number) => void): Promise<void> {
-    let output: fs.promises.FileHandle | undefined;
-    try {
-      output = await fs.promises.open(part, 'wx');
-      const buf = Buffer.allocUnsafe(CHUNK);
-      for (let position = 0; ; ) {
-        this.check();
-        const { bytesRead } = await input.read(buf, 0, CHUNK, position);
-        if (bytesRead === 0) break;
-        position += bytesRead;
-        this.budget.count(bytesRead, e.source);
-        await output.write(buf, 0, bytesRead);
-        onCopied(bytesRead);
-      }
-    } finally {
-      await output?.close().catch(() => undefined);
+  /** The staging error for a failed copy of `src` as `name`. */
+  private failure(err: unknown, name: string, src: string): StagingError {
+    if (isStagingError(err)) return err;
+    if (!(err instanceof CopyFailure)) return asStagingError(err, `copy ${src} into`, this.dir);
+    switch (err.side) {
+      case 'changed':
+        return changedSourceError(src);
+      case 'source':
+        return new StagingError('ESOURCE', `Cannot read ${src}: ${err.message}.`, { path: src, cause: err.cause });
+      case 'dest':
+        return asStagingError(err.cause ?? err, `write ${name} into`, this.dir);
+      case 'lost':
+        return new StagingError('ECOMPROMISED', `Lost the lock on ${this.dir} while staging; nothing of this staging was kept.`, { path: this.dir });
+      default:
+        return new StagingError('ECANCELED', `Staging into ${this.dir} was stopped; nothing it wrote was kept.`, { path: this.dir });
     }
   }
 
@@ -281,54 +180,9 @@ export class Copier {
       if (writeError !== undefined) throw asStagingError(writeError, `write ${name} into`, this.dir);
       throw new StagingError('ESOURCE', `Could not stage ${e.name} from ${e.source}: ${(err as Error).message}.`, { cause: err });
     }
-    return { size, sha256: hash.digest('hex') };
+    const { ino } = await fs.promises.lstat(part);
+    return { size, sha256: hash.digest('hex'), ino };
   }
-}
-
-/**
- * Opens the local source file `src` once, without following a link in its place and without
- * waiting on a FIFO, and checks that it is a regular file and the one the source saw (`seen`).
- */
-async function openChecked(
-  src: string,
-  seen: IncomingEntry['localStat'],
-  sourceError: (err: unknown) => StagingError,
-): Promise<{ handle: fs.promises.FileHandle; st: fs.Stats }> {
-  let handle: fs.promises.FileHandle;
-  try {
-    handle = await fs.promises.open(src, fs.constants.O_RDONLY | fs.constants.O_NOFOLLOW | fs.constants.O_NONBLOCK);
-  } catch (err) {
-    // A link where the file was: exchanged since the source saw it.
-    if (errnoCode(err) === 'ELOOP') throw changedSourceError(src);
-    throw sourceError(err);
-  }
-  try {
-    const st = await handle.stat();
-    if (!st.isFile() || (seen !== undefined && (st.dev !== seen.dev || st.ino !== seen.ino))) throw changedSourceError(src);
-    return { handle, st };
-  } catch (err) {
-    await handle.close().catch(() => undefined);
-    throw isStagingError(err) ? err : sourceError(err);
-  }
-}
-
-/** `p`, or the signal's reason as soon as it aborts (a worker mid-file is stopped separately). */
-function untilAborted<T>(p: Promise<T>, signal: AbortSignal): Promise<T> {
-  if (signal.aborted) return Promise.reject(signal.reason);
-  return new Promise((resolve, reject) => {
-    const onAbort = (): void => reject(signal.reason);
-    signal.addEventListener('abort', onAbort, { once: true });
-    p.then(
-      (v) => {
-        signal.removeEventListener('abort', onAbort);
-        resolve(v);
-      },
-      (err: unknown) => {
-        signal.removeEventListener('abort', onAbort);
-        reject(err);
-      },
-    );
-  });
 }
 
 export async function hashFile(p: string): Promise<Written> {

@@ -18,10 +18,11 @@ import { findBuildAbove } from '../nesting';
 import { isInside } from '../tags';
 import { asyncIo } from '../io';
 import { Budget, Copier, hashFile, type Written } from './copy';
-import { Journal } from './journal';
+import { Journal, type Target } from './journal';
 import { emptyManifest, manifestText, readManifest } from '../manifest';
 import { checkName, checkPathLength, conflict, resolveInside, unsafe } from './names';
 import { Progress } from './progress';
+import { warmCopyWorkers } from './pool';
 import { openSource, sourcesSize } from './sources';
 import {
   DEFAULT_MAX_BYTES,
@@ -34,10 +35,11 @@ import {
 } from './types';
 
 /**
- * Local files staged at the same time. Most of a small file's time is waiting (on the thread
- * pool, on a hash worker), so many in flight keep both busy; large files are few in any build.
+ * Local files staged at the same time. Workers copy them (pool.ts), a batch of small files per
+ * message; with this many in flight the walk runs ahead of the copies, so that the large files of
+ * a build are reached (and hashed beside the small ones) before all its small files are copied.
  */
-const PARALLEL = 8;
+const PARALLEL = 4096;
 
 /** Stages `sources` into the area `tag`: a new build (create-once) unless `add`. */
 export async function stage(staticDir: string, tag: string, sources: readonly string[], options: StageOptions = {}): Promise<StageResult> {
@@ -45,6 +47,8 @@ export async function stage(staticDir: string, tag: string, sources: readonly st
     throw new StagingError('ESOURCE', 'Nothing to stage: give at least one source (a directory, files, an archive or an http(s) URL).');
   }
   if (options.signal?.aborted === true) throw new StagingError('ECANCELED', `Staging of ${tag} was cancelled before it began.`);
+  // They start while the lock is taken, on the other cores.
+  if (sources.some((s) => !/^https?:\/\//i.test(s))) warmCopyWorkers();
   const lease = await acquire(staticDir, tag, {
     createOnce: options.add !== true,
     waitMs: options.waitMs ?? 0,
@@ -58,18 +62,18 @@ export async function stage(staticDir: string, tag: string, sources: readonly st
   });
   // One signal for the work: the caller's cancel, or the lock being lost.
   const work = new AbortController();
-  // Every file in flight waits on it, and each source and stream listens too.
-  setMaxListeners(PARALLEL * 4, work.signal);
+  // Each source and stream listens to it, and the copying workers.
+  setMaxListeners(64, work.signal);
   const onCancel = (): void => work.abort(new StagingError('ECANCELED', `Staging into ${lease.dir} was cancelled; nothing it wrote was kept.`, { path: lease.dir }));
   const onLost = (): void => work.abort(lease.signal.reason);
   options.signal?.addEventListener('abort', onCancel, { once: true });
   lease.signal.addEventListener('abort', onLost, { once: true });
-  const tx = new Transaction(lease, options, work.signal);
+  const tx = new Transaction(lease, options, work.signal, sources);
   try {
     // Checked under the lock, as nesting is: a lock held above has already refused us (ELOCKED),
     // and a build that appeared above while we waited for the lock is seen now.
     await refuseInsideBuild(lease);
-    await tx.begin(sources);
+    await tx.begin();
     for (const spec of sources) await tx.stageSource(spec);
     await tx.commit();
   } catch (err) {
@@ -114,6 +118,10 @@ class Transaction {
   private readonly skipped: ManifestEntry[] = [];
   private readonly replaced: ManifestEntry[] = [];
   private readonly knownDirs = new Set<string>();
+  /** Directories of the area being looked at (or made in the work directory), by name: each once. */
+  private readonly checkingDirs = new Map<string, Promise<void>>();
+  /** The bytes of the local sources, measured by a worker while the lock's first checks run. */
+  private readonly total: Promise<number | undefined>;
   /** Artifacts being written, by name: a later entry of the same name waits for the earlier. */
   private readonly writing = new Map<string, Promise<void>>();
   /** Symlinks this call made: checked once more, resolved, before commit. */
@@ -123,6 +131,7 @@ class Transaction {
     private readonly lease: Lease,
     private readonly options: StageOptions,
     private readonly signal: AbortSignal,
+    sources: readonly string[],
   ) {
     this.dir = lease.dir;
     this.budget = new Budget(options.maxBytes ?? DEFAULT_MAX_BYTES, this.dir);
@@ -130,12 +139,15 @@ class Transaction {
     this.progress = new Progress(options.onProgress);
     this.copier = new Copier(this.dir, signal, this.budget, this.progress);
     this.knownDirs.add(this.dir);
+    this.total = sourcesSize(sources);
+    this.total.catch(() => undefined); // awaited in begin; a staging refused before it must not leave it unobserved
   }
 
-  async begin(sources: readonly string[]): Promise<void> {
+  async begin(): Promise<void> {
+    await this.journal.begin();
     this.manifest = await readManifest(this.dir);
     await this.budget.fitToDisk();
-    this.progress.totalBytes = await sourcesSize(sources);
+    this.progress.totalBytes = await this.total;
   }
 
   result(): StageResult {
@@ -170,6 +182,9 @@ class Transaction {
     };
     const inflight = new Set<Promise<void>>();
     let failure: { err: unknown } | undefined;
+    // Woken when a file in flight is done (one waiter: a race over every file in flight would cost
+    // as many reactions as files, each time).
+    let room: (() => void) | undefined;
     const settle = async (): Promise<void> => {
       await Promise.all(inflight);
       if (failure !== undefined) throw failure.err;
@@ -182,13 +197,18 @@ class Transaction {
         }
         this.check();
         if (entry.type === 'file' && entry.localPath !== undefined) {
-          // Plain local files need nothing from the source once named: copy several at once.
-          while (inflight.size >= PARALLEL) await Promise.race(inflight);
+          // Plain local files need nothing from the source once named: copy many at once.
+          while (inflight.size >= PARALLEL) await new Promise<void>((resolve) => (room = resolve));
           const task: Promise<void> = this.entry(entry)
             .catch((err: unknown) => {
               failure ??= { err };
             })
-            .finally(() => inflight.delete(task));
+            .finally(() => {
+              inflight.delete(task);
+              const wake = room;
+              room = undefined;
+              wake?.();
+            });
           inflight.add(task);
         } else {
           await this.entry(entry);
@@ -241,15 +261,16 @@ class Transaction {
   }
 
   /**
-   * Notes the directories of `rel` for the commit, refusing to pass through a symlink or a file: a
-   * link placed earlier (by this archive or another) must never carry a write outside the area.
-   * Nothing is made now: the commit makes what is missing.
+   * Makes sure of the directories of `rel`, refusing to pass through a symlink or a file: a link
+   * placed earlier (by this archive or another) must never carry a write outside the area. One
+   * the area lacks is made in the work directory, and moves in whole at the commit (journal.ts).
    */
   private async ensureDir(rel: string, e: IncomingEntry): Promise<void> {
     if (rel === '.' || rel === '') return;
     let current = this.dir;
     let sub = '';
     for (const seg of rel.split('/')) {
+      const parent = sub;
       current = path.join(current, seg);
       sub = sub === '' ? seg : `${sub}/${seg}`;
       if (this.knownDirs.has(current)) continue;
@@ -257,6 +278,20 @@ class Transaction {
         if (this.manifest.artifacts[sub]?.type === 'symlink') throw unsafe(e, `${sub} in the area is a symbolic link, and nothing is written through links`);
         throw new StagingError('ECONFLICT', `Cannot stage ${e.name} from ${e.source}: ${sub} is a file of this staging, not a directory.`, { path: current });
       }
+      // Entries copied at once may need the same directory: it is looked at, and made, once.
+      let checking = this.checkingDirs.get(sub);
+      if (checking === undefined) {
+        checking = this.checkDir(sub, parent, current, e);
+        this.checkingDirs.set(sub, checking);
+      }
+      await checking;
+    }
+    this.journal.needDir(rel);
+  }
+
+  private async checkDir(sub: string, parent: string, current: string, e: IncomingEntry): Promise<void> {
+    // Inside a directory this call makes, nothing can be in the area yet.
+    if (!this.journal.inTree(parent)) {
       const st = await fs.promises.lstat(current).catch((err: unknown) => {
         if (errnoCode(err) === 'ENOENT') return null;
         throw asStagingError(err, 'inspect', current);
@@ -266,15 +301,20 @@ class Transaction {
       } else if (st !== null && !st.isDirectory()) {
         throw new StagingError('ECONFLICT', `Cannot stage ${e.name} from ${e.source}: ${current} is a file, not a directory.`, { path: current });
       }
-      this.knownDirs.add(current);
+      if (st !== null) {
+        this.knownDirs.add(current);
+        return;
+      }
     }
-    this.journal.needDir(rel);
+    await this.journal.makeDir(sub);
+    this.knownDirs.add(current);
   }
 
   private async file(name: string, e: IncomingEntry): Promise<void> {
     const final = path.join(this.dir, name);
-    // In an area this call created, only this call's own artifacts and directories can be there.
-    const mightExist = !this.lease.created || name in this.manifest.artifacts || this.knownDirs.has(final);
+    // In an area this call created, only this call's own artifacts and directories can be there;
+    // in a directory this call makes, nothing can be yet.
+    const mightExist = !this.journal.inTree(path.posix.dirname(name)) && (!this.lease.created || name in this.manifest.artifacts || this.knownDirs.has(final));
     const existing = mightExist ? await asyncIo.lstatOrNull(final) : null;
     if (existing?.isDirectory() === true || this.journal.isDir(name)) {
       e.content?.destroy();
@@ -285,33 +325,37 @@ class Transaction {
       e.content?.destroy();
       throw conflict(name, e, final);
     }
-    const part = this.journal.newPart();
-    let written: Written;
-    if (e.localPath !== undefined) {
-      e.content?.destroy();
-      written = await this.copier.local(name, e.localPath, part, e);
-    } else if (e.content !== undefined) {
-      written = await this.copier.stream(name, e.content, part, e);
-    } else {
-      throw new StagingError('ESOURCE', `${e.source} gave no content for ${e.name}.`);
+    if (e.localPath === undefined && e.content === undefined) throw new StagingError('ESOURCE', `${e.source} gave no content for ${e.name}.`);
+    const part = await this.journal.target(name);
+    try {
+      let written: Written;
+      if (e.localPath !== undefined) {
+        e.content?.destroy();
+        written = await this.copier.local(name, e.localPath, part.path, e, this.journal.fence);
+      } else {
+        await this.journal.checkFence();
+        written = await this.copier.stream(name, e.content!, part.path, e);
+      }
+      const entry: ManifestEntry = {
+        name,
+        type: 'file',
+        size: written.size,
+        sha256: written.sha256,
+        source: e.source,
+        stagedAt: new Date().toISOString(),
+        fence: this.lease.fence,
+      };
+      await this.place(name, final, part, entry, existing, written.ino);
+    } finally {
+      part.done();
     }
-    const entry: ManifestEntry = {
-      name,
-      type: 'file',
-      size: written.size,
-      sha256: written.sha256,
-      source: e.source,
-      stagedAt: new Date().toISOString(),
-      fence: this.lease.fence,
-    };
-    await this.place(name, final, part, entry, existing);
   }
 
   /**
    * A finished part: dropped if the same artifact is already there (or waiting, from an earlier entry
    * of this call), a conflict if a different one is (unless overwriting), else placed at the commit.
    */
-  private async place(name: string, final: string, part: string, entry: ManifestEntry, existing: fs.Stats | null): Promise<void> {
+  private async place(name: string, final: string, part: Target, entry: ManifestEntry, existing: fs.Stats | null, ino?: number): Promise<void> {
     const waiting = this.journal.has(name) ? this.manifest.artifacts[name] : undefined;
     if (existing !== null || waiting !== undefined) {
       const same = waiting !== undefined ? sameEntry(waiting, entry) : await this.sameAsExisting(name, final, existing!, entry);
@@ -323,10 +367,10 @@ class Transaction {
         return;
       }
       if (this.options.overwrite !== true) throw conflict(name, { name, source: entry.source }, final);
-      await this.journal.place(name, part, existing !== null);
+      await this.journal.place(name, part, existing !== null, ino);
       this.replaced.push(entry);
     } else {
-      await this.journal.place(name, part, false);
+      await this.journal.place(name, part, false, ino);
       this.added.push(entry);
     }
     this.manifest.artifacts[name] = entry;
@@ -345,8 +389,10 @@ class Transaction {
     return sha === entry.sha256;
   }
 
+  /** After the commit or the rollback: the workers, then the descriptors they wrote through. */
   async close(): Promise<void> {
     await this.copier.close();
+    this.journal.close();
   }
 
   private async symlink(name: string, e: IncomingEntry): Promise<void> {
@@ -362,19 +408,25 @@ class Transaction {
     if (existing?.isDirectory() === true) {
       throw new StagingError('ECONFLICT', `Cannot stage ${name} from ${e.source}: a directory of that name is already in ${this.dir}.`, { path: final });
     }
-    const part = this.journal.newPart();
-    await fs.promises.symlink(target, part);
-    const entry: ManifestEntry = {
-      name,
-      type: 'symlink',
-      size: Buffer.byteLength(target),
-      sha256: crypto.createHash('sha256').update(target).digest('hex'),
-      source: e.source,
-      stagedAt: new Date().toISOString(),
-      linkTarget: target,
-      fence: this.lease.fence,
-    };
-    await this.place(name, final, part, entry, existing);
+    await this.journal.checkFence();
+    const part = await this.journal.target(name);
+    try {
+      await fs.promises.symlink(target, part.path);
+      const { ino } = await fs.promises.lstat(part.path);
+      const entry: ManifestEntry = {
+        name,
+        type: 'symlink',
+        size: Buffer.byteLength(target),
+        sha256: crypto.createHash('sha256').update(target).digest('hex'),
+        source: e.source,
+        stagedAt: new Date().toISOString(),
+        linkTarget: target,
+        fence: this.lease.fence,
+      };
+      await this.place(name, final, part, entry, existing, ino);
+    } finally {
+      part.done();
+    }
     this.links.push(final);
   }
 
@@ -390,11 +442,15 @@ class Transaction {
       throw unsafe(e, `it is a hard link to ${JSON.stringify(e.linkTarget)}, which is not an entry inside the area`);
     }
     // An earlier entry of this call is still waiting in the work directory: copy that.
-    const waiting = this.journal.partOf(targetName);
+    const waiting = await this.journal.partOf(targetName);
     if (waiting !== undefined) {
-      const entry = this.manifest.artifacts[targetName];
-      if (entry?.type !== 'file') throw unsafe(e, `it is a hard link to ${JSON.stringify(e.linkTarget)}, which is not a file`);
-      return this.file(name, { ...e, type: 'file', localPath: waiting, size: entry.size });
+      try {
+        const entry = this.manifest.artifacts[targetName];
+        if (entry?.type !== 'file') throw unsafe(e, `it is a hard link to ${JSON.stringify(e.linkTarget)}, which is not a file`);
+        return await this.file(name, { ...e, type: 'file', localPath: waiting.path, size: entry.size });
+      } finally {
+        waiting.done();
+      }
     }
     const target = path.join(this.dir, targetName);
     let st: fs.Stats | null = null;
@@ -444,10 +500,12 @@ class Transaction {
   }
 
   /**
-   * After a failure: waits for the entries still being written. Nothing of this call is in the area
-   * (a failed commit undid itself), and its parts go with the lock's work directory.
+   * After a failure: stops the workers and waits for the entries still being written, so that
+   * nothing more is written once the lock is let go. Nothing of this call is in the area (a failed
+   * commit undid itself), and what it wrote goes with the lock's work directory.
    */
   async rollback(): Promise<void> {
+    await this.copier.close();
     await Promise.all([...this.writing.values()].map((w) => w.catch(() => undefined)));
   }
 }

@@ -29,10 +29,9 @@ export interface IncomingEntry {
   /** Where it came from, recorded in the manifest: a path, a URL, or `archive#entry`. */
   source: string;
   /**
-   * For files that are plain local files: their path. The stager then opens it once (never through
-   * a link in its place), copies in the kernel (copy_file_range) and hashes separately instead of
-   * streaming `content`, and may stage several such files at once. `content` must then be left
-   * unread (it may be omitted).
+   * For files that are plain local files: their path. The stager then has a worker open it once
+   * (never through a link in its place), read, hash and write it instead of streaming `content`,
+   * and may stage many such files at once. `content` must then be left unread (it may be omitted).
    */
   localPath?: string;
   /**
