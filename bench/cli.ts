@@ -51,7 +51,7 @@ interface Sample {
 /** A long-lived helper that runs command lines one at a time and reports each. */
 class Runner {
   private readonly child = spawn(PYTHON, ['-c', RUNNER], { stdio: ['pipe', 'pipe', 'inherit'] });
-  private readonly lines = readline.createInterface({ input: this.child.stdout! })[Symbol.asyncIterator]();
+  private readonly lines = readline.createInterface({ input: this.child.stdout })[Symbol.asyncIterator]();
 
   constructor() {
     // Without python3 the helper's output just ends: `run` says so.
@@ -59,14 +59,14 @@ class Runner {
   }
 
   async run(argv: readonly string[]): Promise<Sample> {
-    this.child.stdin!.write(`${JSON.stringify(argv)}\n`);
+    this.child.stdin.write(`${JSON.stringify(argv)}\n`);
     const next = await this.lines.next();
     if (next.done === true) throw new Error('the measuring helper (python3) ended');
-    return JSON.parse(next.value as string) as Sample;
+    return JSON.parse(next.value) as Sample;
   }
 
   close(): void {
-    this.child.stdin!.end();
+    this.child.stdin.end();
   }
 }
 
@@ -105,7 +105,7 @@ export async function benchCliStartup(root: string, rows: Row[], quick: boolean,
   let runner: Runner;
   try {
     runner = new Runner();
-    const first = await runner.run(candidates[1]!.argv);
+    const first = await runner.run(candidates[1].argv);
     if (first.code !== 0) throw new Error(`status exited ${first.code}`);
   } catch (err) {
     line(`   skipped: could not measure with ${PYTHON}: ${err instanceof Error ? err.message : String(err)}`);
@@ -118,7 +118,7 @@ export async function benchCliStartup(root: string, rows: Row[], quick: boolean,
     for (let round = 0; round < warmup + rounds; round++) {
       for (let k = 0; k < candidates.length; k++) {
         // Rotate who goes first, so that no command always runs right after the same other one.
-        const c = candidates[(round + k) % candidates.length]!;
+        const c = candidates[(round + k) % candidates.length];
         const s = await runner.run(c.argv);
         if (s.code !== 0) throw new Error(`${c.name} exited ${s.code}`);
         if (round >= warmup) samples.get(c.name)!.push(s);

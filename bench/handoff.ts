@@ -117,7 +117,7 @@ export async function benchHandoff(root: string, rows: Row[], quick: boolean, li
       const holder = spawn(PYTHON, ['-c', FLOCK_HOLDER, flockFile], { stdio: ['pipe', 'pipe', 'inherit'] });
       const holderExited = new Promise((r) => holder.once('exit', r));
       let text = '';
-      holder.stdout!.on('data', (d: Buffer) => (text += d.toString()));
+      holder.stdout.on('data', (d: Buffer) => (text += d.toString()));
       const lines = (): string[] => text.split('\n').slice(0, -1);
       while (!lines().includes('locked')) await sleep(2);
       const child = spawn('flock', ['--wait', '60', flockFile, 'date', '+%s%N'], { stdio: ['ignore', 'pipe', 'inherit'] });
@@ -125,7 +125,7 @@ export async function benchHandoff(root: string, rows: Row[], quick: boolean, li
       // flock(1) starts and blocks within a few milliseconds; give it the same head start as the others.
       await sleep(300);
       await holdOn();
-      holder.stdin!.end('\n');
+      holder.stdin.end('\n');
       const ns = await started;
       await holderExited;
       const t0 = Number(lines().find((l) => /^\d+$/.test(l))) / 1e6;
@@ -138,7 +138,7 @@ export async function benchHandoff(root: string, rows: Row[], quick: boolean, li
         ['flock', viaFlock],
       ] as const;
       for (let k = 0; k < order.length; k++) {
-        const [name, run] = order[(round + k) % order.length]!;
+        const [name, run] = order[(round + k) % order.length];
         samples[name].push(await run());
       }
     }

@@ -21,7 +21,7 @@ const OTHER_EVENTS = 10;
 /** A realistic event: the fields a holder's release writes, with a purpose. */
 function event(tag: string, i: number, host: string): NewHistoryEvent {
   const kinds = ['acquired', 'staged', 'released'] as const;
-  const kind = kinds[i % 3]!;
+  const kind = kinds[i % 3];
   return {
     tag,
     kind,

@@ -9,7 +9,7 @@ export function percentile(samples: readonly number[], p: number): number {
   const sorted = [...samples].sort((a, b) => a - b);
   // Nearest-rank: the smallest sample with at least p% of samples at or below it.
   const rank = Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1));
-  return sorted[rank]!;
+  return sorted[rank];
 }
 
 export const median = (s: readonly number[]): number => percentile(s, 50);
@@ -40,7 +40,7 @@ export async function interleave(candidates: readonly Candidate[], o: Interleave
   for (let round = 0; round < o.rounds && performance.now() - start < o.budgetMs; round++) {
     for (let k = 0; k < candidates.length; k++) {
       // Rotate who goes first, so no candidate always runs right after the same other one.
-      const c = candidates[(round + k) % candidates.length]!;
+      const c = candidates[(round + k) % candidates.length];
       const out = samples.get(c.name)!;
       for (let i = 0; i < o.perRound; i++) {
         const t0 = performance.now();
@@ -94,8 +94,8 @@ export function formatTable(rows: readonly Row[]): string {
       r.met === undefined ? '-' : r.met ? 'yes' : 'NO',
     ];
   });
-  const widths = header.map((h, i) => Math.max(h.length, ...body.map((b) => b[i]!.length)));
-  const line = (cells: readonly string[]): string => cells.map((c, i) => c.padEnd(widths[i]!)).join('  ').trimEnd();
+  const widths = header.map((h, i) => Math.max(h.length, ...body.map((b) => b[i].length)));
+  const line = (cells: readonly string[]): string => cells.map((c, i) => c.padEnd(widths[i])).join('  ').trimEnd();
   return [line(header), line(widths.map((w) => '-'.repeat(w))), ...body.map(line)].join('\n');
 }
 

@@ -82,7 +82,7 @@ export async function openParentOf(area: Dir, rel: string): Promise<{ dir: Dir; 
     if (dir !== area) dir.close();
     return undefined;
   }
-  return { dir, name: segs[segs.length - 1]! };
+  return { dir, name: segs[segs.length - 1] };
 }
 
 /**
@@ -93,7 +93,7 @@ export async function openParentOf(area: Dir, rel: string): Promise<{ dir: Dir; 
 export async function undoCommit(area: Dir, workPath: string, steps: readonly CommitStep[]): Promise<number> {
   let failed = 0;
   for (let i = steps.length - 1; i >= 0; i--) {
-    const step = steps[i]!;
+    const step = steps[i];
     const where = await openParentOf(area, step.to);
     if (where === undefined) continue;
     const { dir, name } = where;

@@ -27,7 +27,7 @@ export function procStat(pid: number): { state: string; pgrp: number; start: str
   if (stat === undefined) return undefined;
   // The command name (field 2) may contain spaces and parentheses; fields after it follow the last ')'.
   const rest = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-  return rest.length > 19 ? { state: rest[0]!, pgrp: Number(rest[2]), start: rest[19]! } : undefined;
+  return rest.length > 19 ? { state: rest[0], pgrp: Number(rest[2]), start: rest[19] } : undefined;
 }
 
 export function processStartOf(pid: number): string | undefined {
@@ -95,7 +95,7 @@ export function sideName(prefix: string): string {
 export function parseSideName(name: string, prefix: string): { hostname: string; pid: number } | undefined {
   if (!name.startsWith(prefix)) return undefined;
   const m = /^(.+)\.(\d+)\.[0-9a-f]{12}$/.exec(name.slice(prefix.length));
-  return m === null ? undefined : { hostname: m[1]!, pid: Number(m[2]) };
+  return m === null ? undefined : { hostname: m[1], pid: Number(m[2]) };
 }
 
 /** The user name, looked up again only if the uid changes: the lookup reads the password database. */
@@ -172,8 +172,8 @@ export function parseHolder(text: string): Holder | undefined {
   const r = parseObject(text);
   if (r === undefined) return undefined;
   if (typeof r.pid !== 'number' || typeof r.hostname !== 'string') return undefined;
-  const str = (k: string): string | undefined => (typeof r[k] === 'string' ? (r[k] as string) : undefined);
-  const num = (k: string): number | undefined => (typeof r[k] === 'number' && Number.isFinite(r[k]) ? (r[k] as number) : undefined);
+  const str = (k: string): string | undefined => (typeof r[k] === 'string' ? (r[k]) : undefined);
+  const num = (k: string): number | undefined => (typeof r[k] === 'number' && Number.isFinite(r[k]) ? (r[k]) : undefined);
   const h: Holder = {
     pid: r.pid,
     hostname: r.hostname,

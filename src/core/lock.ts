@@ -294,7 +294,7 @@ function lockedError(info: LockInfo, line?: { shown: string; ahead: readonly Que
 /** `2 are waiting for it in line (<queue>), the first user@host (pid 42)`. */
 function inLine({ shown, ahead }: { shown: string; ahead: readonly QueueEntry[] }): string {
   const n = ahead.length;
-  return `${n} ${n === 1 ? 'is' : 'are'} waiting for it in line (${shown}), the first ${describeWaiter(ahead[0]!)}`;
+  return `${n} ${n === 1 ? 'is' : 'are'} waiting for it in line (${shown}), the first ${describeWaiter(ahead[0])}`;
 }
 
 const capitalized = (s: string): string => s.charAt(0).toUpperCase() + s.slice(1);
@@ -519,7 +519,7 @@ async function tryAcquire(area: Area, opened: OpenedLockArea, timing: Timing, op
       stale: timing.staleMs,
       update: timing.refreshMs,
       retries: 0,
-      fs: lockFs as unknown as typeof import('fs'),
+      fs: lockFs,
       onCompromised: (err) => lease.lose(err),
     });
     rememberPrecision(lockFs, state);

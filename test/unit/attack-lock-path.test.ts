@@ -63,7 +63,7 @@ describe('attack: the lock path, against what it opens in one lookup, keeps, or 
   let swapping: { cwd: string; a: string; b: string } | undefined;
 
   function startSwapper(cwd: string, a: string, b: string): void {
-    swapper = spawn(swapperCmd[0]!, [...(swapperCmd as string[]).slice(1), a, b], { cwd, stdio: ['ignore', 'pipe', 'inherit'] });
+    swapper = spawn(swapperCmd[0], [...(swapperCmd as string[]).slice(1), a, b], { cwd, stdio: ['ignore', 'pipe', 'inherit'] });
     swapping = { cwd, a, b };
   }
 
@@ -79,7 +79,7 @@ describe('attack: the lock path, against what it opens in one lookup, keeps, or 
     const done = new Promise<void>((r) => s.once('close', () => r()));
     if (s.exitCode === null) s.kill('SIGTERM');
     await done;
-    if (fs.lstatSync(path.join(where.cwd, where.a)).isSymbolicLink()) spawnSync(swapperCmd[0]!, [...(swapperCmd as string[]).slice(1), where.a, where.b, '1'], { cwd: where.cwd });
+    if (fs.lstatSync(path.join(where.cwd, where.a)).isSymbolicLink()) spawnSync(swapperCmd[0], [...(swapperCmd as string[]).slice(1), where.a, where.b, '1'], { cwd: where.cwd });
     return Number(out.trim()) || 0;
   }
 
@@ -111,7 +111,7 @@ describe('attack: the lock path, against what it opens in one lookup, keeps, or 
   for (const tag of ['R1', 'board/R2']) {
     it(`acquire+release of ${tag} while ${tag.includes('/') ? 'its board' : 'it'} is exchanged with a link to a copy outside: nothing outside changes`, async function () {
       if (typeof swapperCmd === 'string') return this.skip();
-      const top = tag.split('/')[0]!;
+      const top = tag.split('/')[0];
       fs.mkdirSync(path.join(staticDir, tag), { recursive: true });
       // The copy outside has what the cycle writes: a lock would land there, the counter change.
       fs.mkdirSync(path.join(outside, 'copy', ...tag.split('/').slice(1)), { recursive: true });
@@ -139,7 +139,7 @@ describe('attack: the lock path, against what it opens in one lookup, keeps, or 
     const historyDir = path.join(staticDir, META_DIR, HISTORY_DIR);
     const segments = fs.readdirSync(path.join(historyDir, fan, hash));
     assert.equal(segments.length, 1, `one segment: ${segments.join(', ')}`);
-    const segment = segments[0]!;
+    const segment = segments[0];
 
     // The segment moved out, a link to it left in its place.
     fs.renameSync(path.join(historyDir, fan, hash, segment), path.join(outside, 'segment.jsonl'));
@@ -251,7 +251,7 @@ describe('attack: the lock path, against what it opens in one lookup, keeps, or 
     const reason = await lost;
     assert.equal(lease.signal.aborted, true);
     assert.equal(lease.signal.reason, reason);
-    assert.equal((lease.signal.reason as StagingError).code, 'ECOMPROMISED');
+    assert.equal((lease.signal.reason).code, 'ECOMPROMISED');
     await rejectsWith(lease.release(), 'ECOMPROMISED');
   });
 

@@ -81,7 +81,7 @@ export class FileHasher {
     const id = this.nextId++;
     return new Promise((resolve, reject) => {
       this.pending.set(id, onProgress === undefined ? { resolve, reject } : { resolve, reject, onProgress });
-      this.workers[this.turn++ % this.workers.length]!.postMessage({ id, fd, limit });
+      this.workers[this.turn++ % this.workers.length].postMessage({ id, fd, limit });
     });
   }
 

@@ -121,21 +121,26 @@ type FromWorker = { results: Result[] } | { id: number; progress: number };
  * file). It uses nothing from around it.
  */
 function workerMain(): void {
-  const { parentPort, workerData } = require('worker_threads') as typeof import('worker_threads');
+  // The worker runs this function's text alone, so it loads what it uses itself.
+  /* eslint-disable @typescript-eslint/no-require-imports */
+  const threads = require('worker_threads') as typeof import('worker_threads');
   const fs = require('fs') as typeof import('fs');
   const crypto = require('crypto') as typeof import('crypto');
+  /* eslint-enable @typescript-eslint/no-require-imports */
   const C = fs.constants;
-  const data = workerData as WorkerData;
+  const data = threads.workerData as WorkerData;
   let stop = new Int32Array(new SharedArrayBuffer(4));
   const whole = Buffer.allocUnsafe(data.small + 1);
   let chunk: Buffer | undefined;
-  const port = parentPort!;
+  const port = threads.parentPort!;
 
-  class Fail {
+  class Fail extends Error {
     constructor(
       readonly side: FailSide,
       readonly err?: unknown,
-    ) {}
+    ) {
+      super(side);
+    }
   }
   /** Throws unless the lock still holds the work directory (a check before writing; the commit's renames are the fence). */
   const fenced = (job: CopyJob): void => {
@@ -376,9 +381,9 @@ class Workers {
 
   /** Fails `pool`'s jobs with `reason`: those queued are dropped, those sent are no longer waited for. */
   drop(pool: CopyPool, reason: Error): void {
-    for (let i = this.large.length - 1; i >= 0; i--) if (this.large[i]!.pool === pool) this.large.splice(i, 1)[0]!.reject(reason);
+    for (let i = this.large.length - 1; i >= 0; i--) if (this.large[i].pool === pool) this.large.splice(i, 1)[0].reject(reason);
     for (const [key, queue] of this.small) {
-      if (queue[0]!.pool !== pool) continue;
+      if (queue[0].pool !== pool) continue;
       this.small.delete(key);
       for (const job of queue) job.reject(reason);
     }
@@ -431,7 +436,7 @@ class Workers {
   }
 
   private send(slot: Slot, jobs: Job[]): void {
-    const head = jobs[0]!;
+    const head = jobs[0];
     slot.batches.push(head.key);
     this.inFlight.set(head.key, (this.inFlight.get(head.key) ?? 0) + 1);
     for (const job of jobs) slot.jobs.set(job.id, job);

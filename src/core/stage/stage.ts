@@ -43,7 +43,7 @@ const PARALLEL = 4096;
 
 /** Stages `sources` into the area `tag`: a new build (create-once) unless `add`. */
 export async function stage(staticDir: string, tag: string, sources: readonly string[], options: StageOptions = {}): Promise<StageResult> {
-  if (!Array.isArray(sources) || sources.length === 0 || sources.some((s) => typeof s !== 'string' || s === '')) {
+  if (!isSourceList(sources)) {
     throw new StagingError('ESOURCE', 'Nothing to stage: give at least one source (a directory, files, an archive or an http(s) URL).');
   }
   if (options.signal?.aborted === true) throw new StagingError('ECANCELED', `Staging of ${tag} was cancelled before it began.`);
@@ -362,7 +362,7 @@ class Transaction {
       if (same) {
         await this.journal.drop(part);
         this.manifest.artifacts[name] ??= entry;
-        this.skipped.push(this.manifest.artifacts[name]!);
+        this.skipped.push(this.manifest.artifacts[name]);
         this.progress.finished(name, bytesOf(entry), 'skipped');
         return;
       }
@@ -518,4 +518,9 @@ function sameEntry(a: ManifestEntry, b: ManifestEntry): boolean {
 /** What an artifact counts for in progress: its content; a link has none to copy. */
 function bytesOf(entry: ManifestEntry): number {
   return entry.type === 'file' ? entry.size : 0;
+}
+
+/** What a caller from JavaScript may pass as sources is not checked by types: at least one non-empty string. */
+function isSourceList(v: unknown): v is readonly string[] {
+  return Array.isArray(v) && v.length > 0 && v.every((s) => typeof s === 'string' && s !== '');
 }
