@@ -65,18 +65,19 @@ const DIR_BATCH = 128;
  * `readEntries` of a directory that may hold 100,000 entries: read a batch at a time, pausing
  * between slices (slices.ts), where reading and decoding them all at once holds the event loop
  * for a large part of a second. `sync`: the batches are read synchronously (a local filesystem).
+ * Names are read as strings, a Buffer each costing far more; only where one holds U+FFFD, which
+ * is what a name that is not UTF-8 decodes to, is the directory read again as `readEntries` reads it.
  */
 export async function readEntriesInSlices(p: string, sync: boolean): Promise<{ entries: fs.Dirent[]; undecodable: fs.Dirent[] }> {
-  const options = { bufferSize: DIR_BATCH, encoding: 'buffer' as BufferEncoding };
+  const options = { bufferSize: DIR_BATCH, encoding: 'utf8' as const };
   const dir = sync ? fs.opendirSync(p, options) : await fs.promises.opendir(p, options);
   const entries: fs.Dirent[] = [];
-  const undecodable: fs.Dirent[] = [];
   try {
     for (let n = 1; ; n++) {
-      // Typed for string names; with the 'buffer' encoding they are Buffers.
-      const e = (sync ? dir.readSync() : await dir.read()) as unknown as fs.Dirent<Buffer> | null;
+      const e = sync ? dir.readSync() : await dir.read();
       if (e === null) break;
-      sortByName(e, entries, undecodable);
+      if (e.name.includes('\uFFFD')) return await readEntries(p, sync);
+      entries.push(e);
       if (n % 64 === 0) {
         const p = pause();
         if (p !== undefined) await p;
@@ -86,7 +87,7 @@ export async function readEntriesInSlices(p: string, sync: boolean): Promise<{ e
     if (sync) dir.closeSync();
     else await dir.close();
   }
-  return { entries, undecodable };
+  return { entries, undecodable: [] };
 }
 
 /** One entry of a directory inside a build, as a view shows it. */

@@ -40,6 +40,13 @@ export async function eachInSlices<T>(items: readonly T[], lanes: number, fn: (i
   let failed = false;
   const lane = async (): Promise<void> => {
     while (!failed && next < items.length) {
+      // Looked at before each item, not only after: when a pause ends, every lane wakes, and
+      // those that wake after the slice is spent wait again without taking an item.
+      const p = pause();
+      if (p !== undefined) {
+        await p;
+        continue;
+      }
       const item = items[next++]!;
       try {
         await fn(item);
@@ -47,8 +54,6 @@ export async function eachInSlices<T>(items: readonly T[], lanes: number, fn: (i
         failed = true;
         throw err;
       }
-      const p = pause();
-      if (p !== undefined) await p;
     }
   };
   await Promise.all(Array.from({ length: Math.min(lanes, items.length) }, lane));
