@@ -59,7 +59,7 @@ export function activate(context: vscode.ExtensionContext): DevserverStagingApi 
   states.setPolling(settings.pollMs);
   states.scan(settings.staticDirs);
   const windowLocks = new WindowLocks(settings.timing, log);
-  const mine = new Mine(windowLocks.clientId, (d, t) => windowLocks.has(d, t));
+  const mine = new Mine(windowLocks.clientId, (d, t) => windowLocks.has(d, t), () => windowLocks.all);
   const tree = new StagingTreeProvider(settings, states, mine);
   const view = vscode.window.createTreeView(VIEW_ID, { treeDataProvider: tree, showCollapseAll: true, canSelectMany: true });
   // Polling (network filesystems) only while someone looks.
