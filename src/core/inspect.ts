@@ -5,6 +5,7 @@
 import type * as fs from 'fs';
 import { fsClockSkew } from './clock';
 import { StagingError, asStagingError, errnoCode } from './errors';
+import { mountPoints } from './anchored';
 import { readEntriesInSlices } from './browse';
 import { asyncIo, type Io } from './io';
 import { judgeLock } from './judge';
@@ -54,7 +55,8 @@ const LANES = 64;
  */
 export async function list(staticDir: string, subpath = '', options: Partial<Timing> = {}): Promise<ListEntry[]> {
   const timing = clampTiming(options);
-  const { staticDir: root, realStaticDir, io } = await resolveStaticDir(staticDir);
+  const { staticDir: root, realStaticDir, io: rootIo } = await resolveStaticDir(staticDir);
+  const io = rootIo.sync && mountedBelow(realStaticDir) ? asyncIo : rootIo;
   let dir = root;
   let prefix = '';
   if (subpath !== '' && subpath !== '.' && subpath !== '/') {
@@ -111,3 +113,14 @@ export async function list(staticDir: string, subpath = '', options: Partial<Tim
 }
 
 const CONTROL = /[\u0000-\u001f\u007f]/;
+
+/**
+ * Whether another filesystem is mounted somewhere inside the static directory (an NFS share as a
+ * folder of builds): a synchronous lstat there could wait on a server that does not answer, and
+ * hold the event loop while it does. Such a static directory is listed asynchronously throughout.
+ */
+function mountedBelow(realStaticDir: string): boolean {
+  const inside = realStaticDir.endsWith('/') ? realStaticDir : `${realStaticDir}/`;
+  for (const m of mountPoints()) if (m.startsWith(inside)) return true;
+  return false;
+}
