@@ -574,6 +574,14 @@ for (let f = 0; f < folders; f++) {
   }
 }`;
 
+/** This thread's CPU time in ms (NaN where Node cannot tell it from the process's). */
+function threadCpuMs(): number {
+  const f = (process as { threadCpuUsage?: () => NodeJS.CpuUsage }).threadCpuUsage;
+  if (f === undefined) return NaN;
+  const u = f.call(process);
+  return (u.user + u.system) / 1000;
+}
+
 const mb = (bytes: number): string => `${(bytes / 1048576).toFixed(0)} MB`;
 
 async function scan(api: DevserverStagingApi, probe: TreeProbe, smallDir: string): Promise<void> {
@@ -594,6 +602,12 @@ async function scan(api: DevserverStagingApi, probe: TreeProbe, smallDir: string
     probe.folderItems.clear();
     const blocks = new BlockProbe();
     const start = performance.now();
+    const scanCpu0 = process.cpuUsage();
+    const thread0 = threadCpuMs();
+    const listedAt: number[] = [];
+    const onListed = api.states.onDidList((ref) => {
+      if (ref.staticDir === staticDir && ref.tag !== '') listedAt.push(performance.now() - start);
+    });
     // What activation does with a static directory (scan it, show it in the status bar and the
     // tree) is what a change of the setting does: the model starts over on the new directory.
     await config.update('staticDirs', [staticDir], vscode.ConfigurationTarget.Global);
@@ -616,13 +630,19 @@ async function scan(api: DevserverStagingApi, probe: TreeProbe, smallDir: string
     await api.states.settled();
     const doneMs = performance.now() - start;
     const block = blocks.stop();
+    onListed.dispose();
+    const scanCpu = process.cpuUsage(scanCpu0);
+    const threadMs = threadCpuMs() - thread0;
     const after = process.memoryUsage();
     const builds = api.states.buildsUnder(staticDir, '').length;
     say(`scan: ${builds} builds known; every folder listed after ${ms1(scannedMs)} ms, the tree showed ${SCAN_FOLDERS} folders with "${counted}" after ${ms1(shownMs)} ms, all settled after ${ms1(doneMs)} ms`);
+    say(`scan: folders listed at ${listedAt.map((t) => `${(t / 1000).toFixed(1)}`).join(', ')} s`);
+    say(`scan: CPU of the extension host meanwhile ${((scanCpu.user + scanCpu.system) / 1000).toFixed(0)} ms, of its main thread ${ms1(threadMs)} ms`);
     say(`scan: longest event-loop block in the extension host ${ms1(block.wallMs)} ms (${blocks.describe()})`);
     say(`scan: heapUsed ${mb(before.heapUsed)} -> ${mb(after.heapUsed)} (+${mb(after.heapUsed - before.heapUsed)}), RSS ${mb(before.rss)} -> ${mb(after.rss)} (+${mb(after.rss - before.rss)})`);
     figures['scan 100k: every folder listed, ms'] = scannedMs;
     figures['scan 100k: tree shows the folders with counts, ms'] = shownMs;
+    figures['scan 100k: main thread CPU until settled, ms'] = threadMs;
     figures['scan 100k: longest event-loop block, ms'] = block.wallMs;
     figures['scan 100k: most thread CPU in one block, ms'] = block.cpuMs;
     figures['scan 100k: heapUsed after, MB'] = after.heapUsed / 1048576;
