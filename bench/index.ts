@@ -14,7 +14,6 @@ import { openDir } from '../src/core/anchored';
 import { readFence } from '../src/core/fence';
 import { HistorySegment, flushHistory, recordHistory } from '../src/core/history';
 import { makeHolder } from '../src/core/holder';
-import { list } from '../src/core/inspect';
 import { clearLitter } from '../src/core/litter';
 import { acquire } from '../src/core/lock';
 import { closeLockFd, makeLockFs, rememberPrecision, type LockFsState } from '../src/core/lockfs';
@@ -22,6 +21,7 @@ import { META_DIR, QUEUE_DIR } from '../src/core/protocol';
 import { resolveArea } from '../src/core/tags';
 import { formatTable, interleave, median, p95, ratioOf, type Candidate, type Row } from './stats';
 import { benchHandoff } from './handoff';
+import { benchList } from './list';
 import { benchStage } from './stage';
 import { benchVerify } from './verify';
 import { benchPolling } from './watch';
@@ -38,20 +38,9 @@ const HANDOFF = !argv.has('--no-handoff');
 const CLI_STARTUP = !argv.has('--no-cli');
 
 const us = (ms: number): string => `${(ms * 1000).toFixed(0)} µs`;
-const msf = (ms: number): string => `${ms.toFixed(1)} ms`;
 
 function line(s = ''): void {
   process.stdout.write(`${s}\n`);
-}
-
-/** Runs `fn` over `items` with at most `limit` in flight: creating 10,000 directories at once would exhaust file handles on some systems. */
-async function pool<T>(items: readonly T[], limit: number, fn: (item: T) => Promise<void>): Promise<void> {
-  let next = 0;
-  await Promise.all(
-    Array.from({ length: Math.min(limit, items.length) }, async () => {
-      while (next < items.length) await fn(items[next++]!);
-    }),
-  );
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -269,75 +258,6 @@ async function benchCycle(root: string, rows: Row[]): Promise<void> {
 }
 
 // ---------------------------------------------------------------------------------------------
-// b) list() of 10,000 areas
-
-const AREAS = 10_000;
-const HELD = 100;
-const STALE = 10;
-const LEGACY = 10;
-
-async function makeListFixture(staticDir: string): Promise<void> {
-  fs.mkdirSync(staticDir, { recursive: true });
-  const names = Array.from({ length: AREAS }, (_, i) => `area-${String(i).padStart(5, '0')}`);
-  await pool(names, 64, (n) => fs.promises.mkdir(path.join(staticDir, n)));
-  const base = { user: 'bench', clientId: 'bench', refreshMs: 2_500, tool: 'bench' };
-  // Held by a holder on another host with a long threshold: judged by heartbeat, stays held for the whole run.
-  await pool(names.slice(0, HELD), 16, async (n) => {
-    const lock = path.join(staticDir, n, 'devserver.lock');
-    await fs.promises.mkdir(lock);
-    const holder = { ...base, pid: 4242, hostname: 'bench-other-host', acquiredAt: new Date().toISOString(), token: `held-${n}`, staleMs: 86_400_000 };
-    await fs.promises.writeFile(path.join(lock, 'owner.json'), JSON.stringify(holder));
-  });
-  const hourAgo = new Date(Date.now() - 3_600_000);
-  await pool(names.slice(HELD, HELD + STALE), 16, async (n) => {
-    const lock = path.join(staticDir, n, 'devserver.lock');
-    await fs.promises.mkdir(lock);
-    const holder = { ...base, pid: 4242, hostname: 'bench-other-host', acquiredAt: hourAgo.toISOString(), token: `stale-${n}`, staleMs: 10_000 };
-    await fs.promises.writeFile(path.join(lock, 'owner.json'), JSON.stringify(holder));
-    await fs.promises.utimes(lock, hourAgo, hourAgo);
-  });
-  // The Python devserver's lock: a hard link to `<hostname>-<thread>.<pid><hash>`.
-  await pool(names.slice(HELD + STALE, HELD + STALE + LEGACY), 16, async (n) => {
-    const unique = path.join(staticDir, n, 'benchhost-7f3a.4242-17');
-    await fs.promises.writeFile(unique, '');
-    await fs.promises.link(unique, path.join(staticDir, n, 'devserver.lock'));
-  });
-  // A few plain files next to the areas, as real static directories have.
-  for (let i = 0; i < 20; i++) fs.writeFileSync(path.join(staticDir, `notes-${i}.txt`), 'x');
-}
-
-/** The baseline: what any directory listing with per-entry metadata costs. */
-async function bareList(dir: string): Promise<number> {
-  const entries = await fs.promises.readdir(dir, { withFileTypes: true });
-  const stats = await Promise.all(entries.map((e) => fs.promises.stat(path.join(dir, e.name))));
-  return stats.length;
-}
-
-async function benchList(root: string, rows: Row[]): Promise<void> {
-  line(`b) list() of ${AREAS.toLocaleString('en')} areas (${HELD} held, ${STALE} stale, ${LEGACY} legacy, the rest free)`);
-  const staticDir = path.join(root, 'list', 'static');
-  const t0 = performance.now();
-  await makeListFixture(staticDir);
-  line(`   fixture created in ${msf(performance.now() - t0)}`);
-  const check = await list(staticDir);
-  const count = (state: string): number => check.filter((e) => e.state === state).length;
-  line(`   list() sees: ${check.length} entries, ${count('held')} held, ${count('stale')} stale, ${count('legacy')} legacy, ${count('free')} free`);
-  const candidates: Candidate[] = [
-    { name: 'list', run: () => list(staticDir) },
-    { name: 'readdir+stat', run: () => bareList(staticDir) },
-  ];
-  const s = await interleave(candidates, { warmup: 2, perRound: 1, rounds: QUICK ? 5 : 25, budgetMs: QUICK ? 5_000 : 25_000 });
-  const ours = s.get('list')!;
-  const bare = s.get('readdir+stat')!;
-  for (const [name, v] of s) line(`   ${name.padEnd(16)} median ${msf(median(v)).padStart(9)}   p95 ${msf(p95(v)).padStart(9)}   (${v.length} runs)`);
-  const row: Row = { name: `list ${AREAS / 1000}k areas`, unit: 'ms', median: median(ours), p95: p95(ours), baseline: 'readdir+stat', baselineMedian: median(bare), aim: '≤ 1.50×' };
-  row.met = ratioOf(row)! <= 1.5;
-  rows.push(row);
-  line(`   list/readdir+stat ${ratioOf(row)!.toFixed(2)}×`);
-  line();
-}
-
-// ---------------------------------------------------------------------------------------------
 // c) N processes race for one stale lock
 
 const CONTENDERS = 12;
@@ -457,7 +377,7 @@ async function main(): Promise<void> {
         fs.rmSync(shm, { recursive: true, force: true });
       }
     }
-    await benchList(root, rows);
+    await benchList(root, rows, QUICK, line);
     if (CLI_STARTUP) await benchCliStartup(root, rows, QUICK, line, path.resolve(__dirname, '..', '..', 'dist', 'cli.js'));
     await benchRace(root, rows);
     if (STAGE) await benchStage(root, rows, QUICK, line);

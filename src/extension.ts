@@ -69,7 +69,7 @@ export function activate(context: vscode.ExtensionContext): DevserverStagingApi 
   });
   const prompts = createPrompts(config);
   const windowLocks = new WindowLocks(config, log);
-  const mine = new Mine(windowLocks.clientId, (d, t) => windowLocks.has(d, t));
+  const mine = new Mine(windowLocks.clientId, (d, t) => windowLocks.has(d, t), () => windowLocks.all);
   const tree = new StagingTreeProvider(config, states, mine);
   const view = vscode.window.createTreeView(VIEW_ID, { treeDataProvider: tree, showCollapseAll: true, canSelectMany: true });
   // Polling (network filesystems) only while someone looks.

@@ -59,7 +59,10 @@ export class StatusBar implements vscode.Disposable {
       return;
     }
     const isMine = (r: AreaRecord): boolean => this.mine.has(r, r.lock);
-    const c = this.states.totals(isMine);
+    // What the model keeps locked, and what this window knows it holds or stages: never a pass
+    // over every build, of which there may be 100,000.
+    const own = this.mine.refs();
+    const c = this.states.totals(isMine, own);
     const staging = this.mine.stagingCount;
     const icon = staging > 0 ? '$(sync~spin)' : c.mine > 0 ? '$(account)' : c.held + c.stale + c.legacy > 0 ? '$(lock)' : '$(unlock)';
     const words = StatusBar.words(c);
@@ -77,7 +80,12 @@ export class StatusBar implements vscode.Disposable {
     const md = new vscode.MarkdownString(undefined, true);
     md.appendMarkdown(`**${vscode.l10n.t('Devserver Staging')}**\n\n`);
     if (staging > 0) md.appendMarkdown(`$(sync~spin) ${vscode.l10n.t('Staging in this window: {0}', staging)}  \n`);
-    const locked = this.states.builds((r) => isMine(r) || (r.lock !== undefined && r.lock.state !== 'free')).sort((a, b) => a.tag.localeCompare(b.tag));
+    const candidates = new Set(this.states.lockedBuilds());
+    for (const ref of own) {
+      const r = this.states.record(ref.staticDir, ref.tag);
+      if (r?.kind === 'build') candidates.add(r);
+    }
+    const locked = [...candidates].filter((r) => isMine(r) || (r.lock !== undefined && r.lock.state !== 'free')).sort((a, b) => a.tag.localeCompare(b.tag));
     const mine = locked.filter(isMine);
     const others = locked.filter((r) => !isMine(r));
     md.appendMarkdown(`$(account) ${vscode.l10n.t('Held by you: {0}', mine.length)}  \n`);

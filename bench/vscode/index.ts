@@ -3,8 +3,10 @@
  * suite (bench/vscode/run.mjs starts it). Prints figures; asserts no timing. See bench/README.md.
  *
  * Environment:
- *   DEVSERVER_STAGING_BENCH_PARTS        comma-separated, of activation,latency,cpu,scale (default all)
+ *   DEVSERVER_STAGING_BENCH_PARTS        comma-separated, of activation,latency,cpu,scale,scan (default all)
  *   DEVSERVER_STAGING_BENCH_SCALE_BUILDS builds in the one big folder of the scale part (default 10000)
+ *   DEVSERVER_STAGING_BENCH_SCAN_BUILDS  builds in the static directory of the scan part (default 100000)
+ *   DEVSERVER_STAGING_BENCH_SCAN_FOLDERS folders they are spread over (default 10)
  *   DEVSERVER_STAGING_BENCH_EVENTS       lock and release events each for the latency (default 60)
  *   DEVSERVER_STAGING_BENCH_CPU_SECONDS  seconds of CPU measured in each state (default 60)
  *   DEVSERVER_STAGING_BENCH_OUT          a file to write the figures to, as JSON
@@ -17,6 +19,7 @@ import { monitorEventLoopDelay, performance } from 'perf_hooks';
 import * as vscode from 'vscode';
 import type { DevserverStagingApi } from '../../src/extension';
 import type { Node } from '../../src/tree/provider';
+import { BlockProbe } from '../blocks';
 import { median, p95 } from '../stats';
 
 const T0 = Date.now();
@@ -25,7 +28,7 @@ const EXTENSION_ID = 'devserver-staging.devserver-staging';
 const MARK = '::test:: ';
 
 const env = process.env;
-const PARTS = new Set((env['DEVSERVER_STAGING_BENCH_PARTS'] ?? 'activation,latency,cpu,scale').split(',').map((s) => s.trim()));
+const PARTS = new Set((env['DEVSERVER_STAGING_BENCH_PARTS'] ?? 'activation,latency,cpu,scale,scan').split(',').map((s) => s.trim()));
 const EVENTS = Number(env['DEVSERVER_STAGING_BENCH_EVENTS'] ?? 60);
 const CPU_MS = Number(env['DEVSERVER_STAGING_BENCH_CPU_SECONDS'] ?? 60) * 1000;
 
@@ -37,6 +40,8 @@ const CPU_WORKERS = 4;
 const CPU_ROUNDS = 2;
 const SCALE_BUILDS = Number(env['DEVSERVER_STAGING_BENCH_SCALE_BUILDS'] ?? 10_000);
 const SCALE_ROUNDS = 5;
+const SCAN_BUILDS = Number(env['DEVSERVER_STAGING_BENCH_SCAN_BUILDS'] ?? 100_000);
+const SCAN_FOLDERS = Number(env['DEVSERVER_STAGING_BENCH_SCAN_FOLDERS'] ?? 10);
 
 /** Figures by name, for the runner's summary over several runs. */
 const figures: Record<string, number> = {};
@@ -189,6 +194,8 @@ class TreeProbe implements vscode.Disposable {
   events = 0;
   getTreeItem = 0;
   getChildren = 0;
+  /** The last item VS Code was given for each folder's row, by the folder's tag: what it shows. */
+  readonly folderItems = new Map<string, vscode.TreeItem>();
   private readonly waiters = new Set<() => void>();
   private readonly fetchWaiters = new Set<(n: Node) => void>();
   private readonly sub: vscode.Disposable;
@@ -207,7 +214,9 @@ class TreeProbe implements vscode.Disposable {
     tree.getTreeItem = (n: Node) => {
       this.getTreeItem++;
       for (const w of [...this.fetchWaiters]) w(n);
-      return getTreeItem.call(tree, n);
+      const item = getTreeItem.call(tree, n);
+      if (n.kind === 'folder') this.folderItems.set(n.tag, item);
+      return item;
     };
     tree.getChildren = (n?: Node) => {
       this.getChildren++;
@@ -538,10 +547,144 @@ async function scale(api: DevserverStagingApi, probe: TreeProbe, staticDir: stri
   figures['scale: clear filter 10k, median ms'] = c.median;
 }
 
+
+// ---------------------------------------------------------------------------------------------
+// Scan: a static directory of 100,000 builds in 10 folders, from the setting that names it until
+// the tree shows every folder with its count
+
+/** Runs `script` in another Node process: work on 100,000 directories would hold this host for seconds. */
+function inChild(script: string, args: string[]): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, ['-e', script, ...args], { stdio: ['ignore', 'ignore', 'pipe'], env: { ...process.env, ELECTRON_RUN_AS_NODE: '1' } });
+    let stderr = '';
+    child.stderr!.on('data', (d: Buffer) => (stderr += d.toString()));
+    child.on('error', reject);
+    child.on('exit', (code) => (code === 0 ? resolve() : reject(new Error(`a helper process failed (${code}): ${stderr}`))));
+  });
+}
+
+const MAKE_BUILDS = `
+const fs = require('fs'), path = require('path');
+const [dir, folders, per] = [process.argv[1], Number(process.argv[2]), Number(process.argv[3])];
+for (let f = 0; f < folders; f++) {
+  for (let i = 0; i < per; i++) {
+    const b = path.join(dir, 'board-' + f, 'R' + (100 + (i % 50)) + '-' + (15000 + i) + '.0.0');
+    fs.mkdirSync(b, { recursive: true });
+    fs.writeFileSync(path.join(b, 'staged.timestamp'), '');
+  }
+}`;
+
+/** This thread's CPU time in ms (NaN where Node cannot tell it from the process's). */
+function threadCpuMs(): number {
+  const f = (process as { threadCpuUsage?: () => NodeJS.CpuUsage }).threadCpuUsage;
+  if (f === undefined) return NaN;
+  const u = f.call(process);
+  return (u.user + u.system) / 1000;
+}
+
+const mb = (bytes: number): string => `${(bytes / 1048576).toFixed(0)} MB`;
+
+async function scan(api: DevserverStagingApi, probe: TreeProbe, smallDir: string): Promise<void> {
+  const per = Math.ceil(SCAN_BUILDS / SCAN_FOLDERS);
+  const total = per * SCAN_FOLDERS;
+  const staticDir = path.join(path.dirname(smallDir), 'scan-static');
+  let t = performance.now();
+  await inChild(MAKE_BUILDS, [staticDir, String(SCAN_FOLDERS), String(per)]);
+  say(`scan: made ${total} builds in ${SCAN_FOLDERS} folders (in another process) in ${ms1(performance.now() - t)} ms`);
+  const config = vscode.workspace.getConfiguration('devserverStaging');
+  const folders = Array.from({ length: SCAN_FOLDERS }, (_, f) => `board-${f}`);
+  const counted = `${new Intl.NumberFormat().format(per)} builds`;
+  const shown = (): number => folders.filter((f) => String(probe.folderItems.get(f)?.description ?? '').startsWith(counted)).length;
+  const listed = (): number => folders.filter((f) => api.states.record(staticDir, f)?.children?.length === per).length;
+  try {
+    await sleep(2_000);
+    const before = process.memoryUsage();
+    probe.folderItems.clear();
+    const blocks = new BlockProbe();
+    const start = performance.now();
+    const scanCpu0 = process.cpuUsage();
+    const thread0 = threadCpuMs();
+    const listedAt: number[] = [];
+    const onListed = api.states.onDidList((ref) => {
+      if (ref.staticDir === staticDir && ref.tag !== '') listedAt.push(performance.now() - start);
+    });
+    // What activation does with a static directory (scan it, show it in the status bar and the
+    // tree) is what a change of the setting does: the model starts over on the new directory.
+    await config.update('staticDirs', [staticDir], vscode.ConfigurationTarget.Global);
+    let scannedMs = NaN;
+    let shownMs = NaN;
+    try {
+      await waitUntil(
+        () => {
+          if (Number.isNaN(scannedMs) && listed() === SCAN_FOLDERS) scannedMs = performance.now() - start;
+          if (Number.isNaN(shownMs) && shown() === SCAN_FOLDERS) shownMs = performance.now() - start;
+          return !Number.isNaN(scannedMs) && !Number.isNaN(shownMs);
+        },
+        180_000,
+        `the model to list every folder and the tree to show ${SCAN_FOLDERS} folders with "${counted}"`,
+      );
+    } catch (err) {
+      say(`scan: ${err instanceof Error ? err.message : String(err)}`);
+      say(`scan: listed ${listed()} of ${SCAN_FOLDERS} folders; the rows show: ${folders.map((f) => `${f} "${String(probe.folderItems.get(f)?.description ?? '(not fetched)')}"`).join(', ')}`);
+    }
+    await api.states.settled();
+    const doneMs = performance.now() - start;
+    const block = blocks.stop();
+    onListed.dispose();
+    const scanCpu = process.cpuUsage(scanCpu0);
+    const threadMs = threadCpuMs() - thread0;
+    const after = process.memoryUsage();
+    const builds = api.states.buildsUnder(staticDir, '').length;
+    say(`scan: ${builds} builds known; every folder listed after ${ms1(scannedMs)} ms, the tree showed ${SCAN_FOLDERS} folders with "${counted}" after ${ms1(shownMs)} ms, all settled after ${ms1(doneMs)} ms`);
+    say(`scan: folders listed at ${listedAt.map((t) => `${(t / 1000).toFixed(1)}`).join(', ')} s`);
+    say(`scan: CPU of the extension host meanwhile ${((scanCpu.user + scanCpu.system) / 1000).toFixed(0)} ms, of its main thread ${ms1(threadMs)} ms`);
+    say(`scan: longest event-loop block in the extension host ${ms1(block.wallMs)} ms (${blocks.describe()})`);
+    say(`scan: heapUsed ${mb(before.heapUsed)} -> ${mb(after.heapUsed)} (+${mb(after.heapUsed - before.heapUsed)}), RSS ${mb(before.rss)} -> ${mb(after.rss)} (+${mb(after.rss - before.rss)})`);
+    figures['scan 100k: every folder listed, ms'] = scannedMs;
+    figures['scan 100k: tree shows the folders with counts, ms'] = shownMs;
+    figures['scan 100k: main thread CPU until settled, ms'] = threadMs;
+    figures['scan 100k: longest event-loop block, ms'] = block.wallMs;
+    figures['scan 100k: most thread CPU in one block, ms'] = block.cpuMs;
+    figures['scan 100k: heapUsed after, MB'] = after.heapUsed / 1048576;
+    figures['scan 100k: heapUsed added, MB'] = (after.heapUsed - before.heapUsed) / 1048576;
+    figures['scan 100k: RSS added, MB'] = (after.rss - before.rss) / 1048576;
+
+    // Then nothing happens: what 100,000 builds followed cost while idle.
+    const idleBlocks = new BlockProbe();
+    const cpu0 = process.cpuUsage();
+    t = performance.now();
+    await sleep(10_000);
+    const cpu = process.cpuUsage(cpu0);
+    const idleBlock = idleBlocks.stop();
+    const idleMs = performance.now() - t;
+    const later = process.memoryUsage();
+    say(`scan: then idle for ${(idleMs / 1000).toFixed(0)} s: CPU ${((cpu.user + cpu.system) / 1000).toFixed(0)} ms, longest block ${ms1(idleBlock.wallMs)} ms (${idleBlocks.describe()}); heapUsed ${mb(later.heapUsed)}, RSS ${mb(later.rss)}`);
+    figures['scan 100k: idle CPU, ms per 10 s'] = ((cpu.user + cpu.system) / 1000) * (10_000 / idleMs);
+
+    // A folder of 10,000 opened in the view.
+    const node = api.tree.nodeFor(staticDir, folders[0]!);
+    if (node !== undefined) {
+      const expandBlocks = new BlockProbe();
+      t = performance.now();
+      await api.view.reveal(node, { select: false, focus: false, expand: true });
+      const expandMs = await lastFetch(probe, t);
+      const expandBlock = expandBlocks.stop();
+      say(`scan: expand one folder of ${per}: ${ms1(expandMs)} ms until VS Code stopped fetching rows, longest block ${ms1(expandBlock.wallMs)} ms (${expandBlocks.describe()})`);
+      figures['scan 100k: expand a folder, longest block, ms'] = expandBlock.wallMs;
+      figures['scan 100k: expand a folder, most thread CPU in one block, ms'] = expandBlock.cpuMs;
+    }
+  } finally {
+    // The model lets go of the directory (and its watches) before it goes.
+    await config.update('staticDirs', [smallDir], vscode.ConfigurationTarget.Global);
+    await sleep(500);
+    await inChild("require('fs').rmSync(process.argv[1], { recursive: true, force: true })", [staticDir]);
+  }
+  say();
+}
 // ---------------------------------------------------------------------------------------------
 
 export async function run(): Promise<void> {
-  const staticDir = PARTS.has('latency') || PARTS.has('cpu') || PARTS.has('scale') ? makeStaticDir() : undefined;
+  const staticDir = PARTS.has('latency') || PARTS.has('cpu') || PARTS.has('scale') || PARTS.has('scan') ? makeStaticDir() : undefined;
   const config = vscode.workspace.getConfiguration('devserverStaging');
   if (staticDir !== undefined) await config.update('staticDirs', [staticDir], vscode.ConfigurationTarget.Global);
   const api = await activate();
@@ -555,6 +698,7 @@ export async function run(): Promise<void> {
     if (PARTS.has('latency')) await latency(api, probe, staticDir);
     if (PARTS.has('cpu')) await cpu(api, probe, staticDir);
     if (PARTS.has('scale')) await scale(api, probe, staticDir);
+    if (PARTS.has('scan')) await scan(api, probe, staticDir);
   } finally {
     probe.dispose();
     await config.update('staticDirs', undefined, vscode.ConfigurationTarget.Global);

@@ -10,7 +10,7 @@
 // --activation-runs    further fresh VS Codes that only activate the extension (default 3)
 // --quick              20 events, 15 s CPU windows: a smoke run, not figures to quote
 // --no-build           measure dist/ as it is instead of building the production bundles first
-// --parts              which parts of the full runs (default activation,latency,cpu,scale)
+// --parts              which parts of the full runs (default activation,latency,cpu,scale,scan)
 import { runTests } from '@vscode/test-electron';
 import { execFileSync } from 'node:child_process';
 import * as fs from 'node:fs';
@@ -90,7 +90,7 @@ const results = [];
 let failed = false;
 for (let i = 0; i < runs; i++) {
   if (runs > 1) console.log(`run ${i + 1} of ${runs}`);
-  const r = await runOnce(arg('parts', 'activation,latency,cpu,scale'));
+  const r = await runOnce(arg('parts', 'activation,latency,cpu,scale,scan'));
   if (r === undefined) failed = true;
   else results.push(r);
 }

@@ -11,6 +11,7 @@ import { openBelow, openDir, openPath, type Dir } from './anchored';
 import { StagingError, asStagingError, errnoCode, isStagingError } from './errors';
 import { MAX_MANIFEST_BYTES, parseManifest, readManifestText, type Manifest } from './manifest';
 import { MANIFEST_FILE } from './protocol';
+import { pause } from './slices';
 import { resolveArea, type Area } from './tags';
 
 function noBuild(area: Area): StagingError {
@@ -47,12 +48,46 @@ export async function readEntries(p: string, sync: boolean): Promise<{ entries: 
   const raw = sync ? fs.readdirSync(p, options) : await fs.promises.readdir(p, options);
   const entries: fs.Dirent[] = [];
   const undecodable: fs.Dirent[] = [];
-  for (const e of raw) {
-    const name = e.name.toString('utf8');
-    const exact = Buffer.from(name, 'utf8').equals(e.name);
-    (exact ? entries : undecodable).push(Object.assign(e, { name }) as unknown as fs.Dirent);
-  }
+  for (const e of raw) sortByName(e, entries, undecodable);
   return { entries, undecodable };
+}
+
+function sortByName(e: fs.Dirent<Buffer>, entries: fs.Dirent[], undecodable: fs.Dirent[]): void {
+  const name = e.name.toString('utf8');
+  const exact = Buffer.from(name, 'utf8').equals(e.name);
+  (exact ? entries : undecodable).push(Object.assign(e, { name }) as unknown as fs.Dirent);
+}
+
+/** Entries read from the kernel at a time by `readEntriesInSlices`. */
+const DIR_BATCH = 128;
+
+/**
+ * `readEntries` of a directory that may hold 100,000 entries: read a batch at a time, pausing
+ * between slices (slices.ts), where reading and decoding them all at once holds the event loop
+ * for a large part of a second. `sync`: the batches are read synchronously (a local filesystem).
+ * Names are read as strings, a Buffer each costing far more; only where one holds U+FFFD, which
+ * is what a name that is not UTF-8 decodes to, is the directory read again as `readEntries` reads it.
+ */
+export async function readEntriesInSlices(p: string, sync: boolean): Promise<{ entries: fs.Dirent[]; undecodable: fs.Dirent[] }> {
+  const options = { bufferSize: DIR_BATCH, encoding: 'utf8' as const };
+  const dir = sync ? fs.opendirSync(p, options) : await fs.promises.opendir(p, options);
+  const entries: fs.Dirent[] = [];
+  try {
+    for (let n = 1; ; n++) {
+      const e = sync ? dir.readSync() : await dir.read();
+      if (e === null) break;
+      if (e.name.includes('\uFFFD')) return await readEntries(p, sync);
+      entries.push(e);
+      if (n % 64 === 0) {
+        const p = pause();
+        if (p !== undefined) await p;
+      }
+    }
+  } finally {
+    if (sync) dir.closeSync();
+    else await dir.close();
+  }
+  return { entries, undecodable: [] };
 }
 
 /** One entry of a directory inside a build, as a view shows it. */

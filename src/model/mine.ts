@@ -10,7 +10,7 @@ export interface Staging {
 }
 
 export class Mine implements Disposable {
-  private readonly stagings = new Map<string, Staging>();
+  private readonly stagings = new Map<string, { ref: AreaRef; s: Staging }>();
   private readonly _onDidChange = new Emitter<AreaRef | undefined>();
   /** Fires with the area whose staging started, moved on or ended; undefined when locks changed. */
   readonly onDidChange = this._onDidChange.event;
@@ -19,7 +19,17 @@ export class Mine implements Disposable {
     /** How this window names itself in the locks it takes. */
     readonly clientId: string,
     private readonly holds: (staticDir: string, tag: string) => boolean,
+    /** The areas whose locks this window holds. */
+    private readonly held: () => Iterable<AreaRef> = () => [],
   ) {}
+
+  /**
+   * The areas this window holds or stages into, as it knows them: some may not show as locked
+   * in the model yet (its watcher has not seen the lock), so counts ask about these too.
+   */
+  refs(): AreaRef[] {
+    return [...[...this.stagings.values()].map((v) => v.ref), ...this.held()];
+  }
 
   /** Whether the area's lock is this window's, or this window is staging into it. */
   has(ref: AreaRef, lock?: LockInfo): boolean {
@@ -28,7 +38,7 @@ export class Mine implements Disposable {
   }
 
   staging(ref: AreaRef): Staging | undefined {
-    return this.stagings.get(keyOf(ref.staticDir, ref.tag));
+    return this.stagings.get(keyOf(ref.staticDir, ref.tag))?.s;
   }
 
   get stagingCount(): number {
@@ -39,7 +49,8 @@ export class Mine implements Disposable {
   async track<T>(ref: AreaRef, work: (report: (fraction: number | undefined) => void) => Promise<T>): Promise<T> {
     const key = keyOf(ref.staticDir, ref.tag);
     const s: Staging = {};
-    this.stagings.set(key, s);
+    const entry = { ref: { staticDir: ref.staticDir, tag: ref.tag }, s };
+    this.stagings.set(key, entry);
     this._onDidChange.fire(ref);
     let shown = -1;
     const report = (fraction: number | undefined): void => {
@@ -55,7 +66,7 @@ export class Mine implements Disposable {
     try {
       return await work(report);
     } finally {
-      if (this.stagings.get(key) === s) this.stagings.delete(key);
+      if (this.stagings.get(key) === entry) this.stagings.delete(key);
       this._onDidChange.fire(ref);
     }
   }

@@ -19,11 +19,12 @@ export class FolderNode extends AreaRow<StaticDirNode | FolderNode> {
     return parts.join(' · ');
   }
 
-  toTreeItem(c: Counts, matching?: number): vscode.TreeItem {
+  /** `counting`: the folder is being listed for the first time, so its counts are not known yet. */
+  toTreeItem(c: Counts, matching?: number, counting = false): vscode.TreeItem {
     const name = this.name;
     const item = new vscode.TreeItem(name, vscode.TreeItemCollapsibleState.Collapsed);
     item.id = this.id;
-    item.description = FolderNode.description(c, matching);
+    item.description = counting ? vscode.l10n.t('counting builds…') : FolderNode.description(c, matching);
     item.iconPath = vscode.ThemeIcon.Folder;
     item.resourceUri = vscode.Uri.file(this.dir);
     item.contextValue = 'folder';

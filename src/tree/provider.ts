@@ -47,6 +47,8 @@ export class StagingTreeProvider implements vscode.TreeDataProvider<Node>, vscod
       // New roots, order or columns: everything shown again.
       config.onDidChange(() => this.refresh()),
       states.onDidChange((changes) => this.onStatesChanged(changes)),
+      // A folder listed for the first time: its row and those above it count more builds now.
+      states.onDidList((ref) => this.refreshRows(this.foldersAtOrAbove(ref.staticDir, ref.tag))),
       // Which locks and stagings are this window's changes those rows only.
       mine.onDidChange((ref) => {
         states.invalidate();
@@ -89,8 +91,9 @@ export class StagingTreeProvider implements vscode.TreeDataProvider<Node>, vscod
     }
     if (node instanceof FolderNode) {
       const isMine = (r: AreaRecord): boolean => this.mine.has(r, r.lock);
-      const counts = this.states.counts(node.staticDir, node.tag, isMine);
-      return node.toTreeItem(counts, isActive(this.filter) ? this.matching(node.staticDir, node.tag).length : undefined);
+      const counts = this.states.counts(node.staticDir, node.tag, isMine, this.mine.refs());
+      const counting = !this.states.isListed(node.staticDir, node.tag);
+      return node.toTreeItem(counts, isActive(this.filter) ? this.matching(node.staticDir, node.tag).length : undefined, counting);
     }
     return node.toTreeItem();
   }
@@ -245,17 +248,23 @@ export class StagingTreeProvider implements vscode.TreeDataProvider<Node>, vscod
     return node;
   }
 
+  /** The rows of the folders at or above an area that the tree has shown. */
+  private foldersAtOrAbove(staticDir: string, tag: string): FolderNode[] {
+    const out: FolderNode[] = [];
+    for (let t = tag; t !== ''; t = parentTag(t)) {
+      const n = this.find(staticDir, t);
+      if (n instanceof FolderNode) out.push(n);
+    }
+    return out;
+  }
+
   private onStatesChanged(changes: StateChange[]): void {
     const nodes: (Node | undefined)[] = [];
     for (const c of changes) {
       if (c.what === 'children') this.forgetBelow(c.staticDir, c.tag);
       nodes.push(this.find(c.staticDir, c.tag));
       // A folder's counts (and, filtered, which builds it shows) follow its builds.
-      for (let t = parentTag(c.tag); c.tag !== ''; t = parentTag(t)) {
-        const up = this.find(c.staticDir, t);
-        if (up instanceof FolderNode) nodes.push(up);
-        if (t === '') break;
-      }
+      nodes.push(...this.foldersAtOrAbove(c.staticDir, parentTag(c.tag)));
     }
     // With a filter, a build whose state changed may come or go: its folder lists again.
     if (isActive(this.filter)) {

@@ -141,6 +141,30 @@ describe('the view of builds', function () {
     assert.equal(after.length, 1_005, 'the page grew to hold it, and no "more" row is left');
   });
 
+  it('draws a folder\'s row again when its listing lands: counting until then, never a count of none', async () => {
+    const other = tempDir('dss-view-wide-');
+    const events: Node[] = [];
+    const sub = ext.tree.onDidChangeTreeData((e) => events.push(...(e === undefined ? [] : Array.isArray(e) ? e : [e])));
+    try {
+      for (let i = 0; i < 3_000; i++) makeBuild(other, `wide/R${i}-1.0.0`);
+      await config().update('staticDirs', [staticDir, other], vscode.ConfigurationTarget.Global);
+      const roots = await ext.tree.getChildren();
+      const root = roots.find((r) => r.kind === 'staticDir' && r.dir === other)!;
+      const wide = (await ext.tree.getChildren(root)).find((n) => n.kind === 'folder' && n.tag === 'wide')!;
+      const first = String(itemOf(wide).description);
+      if (first !== '3,000 builds') {
+        // Drawn while its 3,000 builds were being listed: it says so, and is drawn again.
+        assert.equal(first, 'counting builds…');
+        await waitFor(() => (events.some((n) => n.kind === 'folder' && n.tag === 'wide' && n.staticDir === other) ? true : undefined), 20_000, 'the row of wide drawn again');
+      }
+      assert.equal(itemOf(wide).description, '3,000 builds');
+    } finally {
+      sub.dispose();
+      await config().update('staticDirs', [staticDir], vscode.ConfigurationTarget.Global);
+      cleanup(other);
+    }
+  });
+
   it('Verify Build marks a damaged build in the tree until a verification finds it whole', async () => {
     const tag = 'lab/octopus/R1-0.0.1';
     const file = path.join(staticDir, tag, 'notes.txt');

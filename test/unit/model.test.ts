@@ -6,7 +6,7 @@
 import { strict as assert } from 'assert';
 import * as fs from 'fs';
 import * as path from 'path';
-import { acquire, LockStates, stage, type AreaRecord, type StateChange } from '../../src/core';
+import { acquire, LockStates, naturalOrder, stage, type AreaRecord, type Counts, type StateChange } from '../../src/core';
 import { Mine } from '../../src/model/mine';
 import { matches, sortBuilds, NO_FILTER } from '../../src/model/view';
 import { cleanup, tempDir, waitFor } from '../helpers';
@@ -171,6 +171,128 @@ describe('the model of builds and folders', function () {
     states.markDamaged(staticDir, 'eve/R1', undefined);
     assert.equal(states.record(staticDir, 'eve/R1')?.damaged, undefined);
     assert.equal(seen.length, 2);
+  });
+});
+
+describe('the model at scale: counts kept as records change, listings taken in slices', function () {
+  let staticDir: string;
+  let other: string;
+  let states: LockStates | undefined;
+
+  beforeEach(() => {
+    staticDir = tempDir('dss-model-scale-');
+    other = tempDir('dss-model-scale-other-');
+  });
+  afterEach(() => {
+    states?.dispose();
+    states = undefined;
+    cleanup(staticDir);
+    cleanup(other);
+  });
+
+  /** The counts as a pass over every build below would give them: what the kept tallies must equal. */
+  function recount(s: LockStates, tag: string, mine: (r: AreaRecord) => boolean = () => false): Counts {
+    const c: Counts = { builds: 0, held: 0, stale: 0, legacy: 0, mine: 0 };
+    for (const r of s.builds((b) => b.staticDir === staticDir && (tag === '' || b.tag === tag || b.tag.startsWith(`${tag}/`)))) {
+      c.builds++;
+      if (mine(r)) c.mine++;
+      else if (r.lock?.state === 'held' || r.lock?.state === 'stale' || r.lock?.state === 'legacy') c[r.lock.state]++;
+    }
+    return c;
+  }
+
+  function agree(s: LockStates, what: string): void {
+    for (const tag of ['', 'eve', 'lab', 'lab/octopus']) {
+      s.invalidate();
+      assert.deepEqual(s.counts(staticDir, tag, () => false), recount(s, tag), `${what}: the counts of '${tag}'`);
+    }
+  }
+
+  it('keeps every folder\'s counts equal to a recount through locks, new builds, removals and a folder turned build', async () => {
+    for (let i = 0; i < 30; i++) build(staticDir, `eve/R${i}`);
+    build(staticDir, 'lab/octopus/R1');
+    build(staticDir, 'lab/R2');
+    fs.mkdirSync(path.join(staticDir, 'lab/later'));
+    states = await scanned(staticDir);
+    await waitFor(() => (states!.record(staticDir, 'lab/octopus/R1') !== undefined && states!.record(staticDir, 'lab/later')?.children !== undefined ? true : undefined), 5_000, 'the nested folders');
+    agree(states, 'after the scan');
+    assert.deepEqual(states.counts(staticDir, '', () => false), { builds: 32, held: 0, stale: 0, legacy: 0, mine: 0 });
+
+    const leases = await Promise.all(['eve/R3', 'eve/R7', 'lab/octopus/R1'].map((t) => acquire(staticDir, t, { ...timing, createOnce: false, clientId: 'someone-else' })));
+    try {
+      await waitFor(() => (states!.lockedBuilds().length === 3 ? true : undefined), 5_000, 'three held');
+      agree(states, 'three held');
+      assert.equal(states.counts(staticDir, 'lab', () => false).held, 1);
+      // A stale lock, left by a holder that no longer exists.
+      fs.mkdirSync(path.join(staticDir, 'eve/R9/devserver.lock'));
+      const hourAgo = new Date(Date.now() - 3_600_000);
+      fs.utimesSync(path.join(staticDir, 'eve/R9/devserver.lock'), hourAgo, hourAgo);
+      await waitFor(() => (states!.entry(staticDir, 'eve/R9')?.state === 'stale' ? true : undefined), 5_000, 'R9 stale');
+      agree(states, 'one stale');
+    } finally {
+      await Promise.all(leases.map((l) => l.release()));
+    }
+    await waitFor(() => (states!.lockedBuilds().length === 1 ? true : undefined), 5_000, 'only the stale one locked');
+    agree(states, 'released');
+
+    build(staticDir, 'eve/R100');
+    fs.rmSync(path.join(staticDir, 'eve/R0'), { recursive: true });
+    await waitFor(() => (states!.record(staticDir, 'eve/R100') !== undefined && states!.record(staticDir, 'eve/R0') === undefined ? true : undefined), 5_000, 'R100 in, R0 out');
+    agree(states, 'a build added and one removed');
+
+    // A folder staged into is a build: what was below it goes, and it counts as one.
+    fs.writeFileSync(path.join(staticDir, 'lab/octopus/staged.timestamp'), '');
+    await waitFor(() => (states!.record(staticDir, 'lab/octopus')?.kind === 'build' ? true : undefined), 5_000, 'octopus a build');
+    agree(states, 'a folder turned build');
+    fs.rmSync(path.join(staticDir, 'lab'), { recursive: true });
+    await waitFor(() => (states!.record(staticDir, 'lab') === undefined ? true : undefined), 5_000, 'lab gone');
+    agree(states, 'a folder removed');
+    assert.deepEqual(states.counts(staticDir, '', () => false), { builds: 30, held: 0, stale: 1, legacy: 0, mine: 0 });
+    assert.equal(states.lockedBuilds().length, 1);
+  });
+
+  it('counts an area this window says it holds as mine before the watcher has seen its lock', async () => {
+    build(staticDir, 'eve/R1');
+    build(staticDir, 'eve/R2');
+    states = await scanned(staticDir);
+    const held = [{ staticDir, tag: 'eve/R2' }];
+    const mine = new Mine('vscode:test-window', (d, t) => d === staticDir && t === 'eve/R2', () => held);
+    const isMine = (r: AreaRecord): boolean => mine.has(r, r.lock);
+    assert.equal(states.entry(staticDir, 'eve/R2')?.state, 'free');
+    assert.deepEqual(states.counts(staticDir, 'eve', isMine, mine.refs()), { builds: 2, held: 0, stale: 0, legacy: 0, mine: 1 });
+    assert.deepEqual(states.totals(isMine, mine.refs()), { builds: 2, held: 0, stale: 0, legacy: 0, mine: 1 });
+  });
+
+  it('a reset while a folder of thousands is being listed: nothing of the old directory is kept, nothing is counted twice', async () => {
+    for (let i = 0; i < 3_000; i++) build(staticDir, `eve/R${i}`);
+    build(other, 'lab/R1');
+    states = new LockStates(timing, quiet);
+    states.scan([staticDir]);
+    // The root is listed; its folder of 3,000 is being taken in.
+    await waitFor(() => (states!.record(staticDir, 'eve') !== undefined ? true : undefined), 5_000, 'eve found');
+    states.reset(timing, [other]);
+    await states.settled();
+    await new Promise((r) => setTimeout(r, 200));
+    await states.settled();
+    assert.deepEqual(states.builds().map((r) => r.tag), ['lab/R1']);
+    assert.equal(states.record(staticDir, 'eve'), undefined);
+    assert.deepEqual(states.counts(staticDir, '', () => false), { builds: 0, held: 0, stale: 0, legacy: 0, mine: 0 });
+    assert.deepEqual(states.totals(() => false), { builds: 1, held: 0, stale: 0, legacy: 0, mine: 0 });
+  });
+
+  it('a folder of 5,000 builds: every one known once, in natural order, and a folder\'s builds found without a pass over all', async () => {
+    for (let i = 0; i < 5_000; i++) build(staticDir, `big/R${i % 50}-${i}.0.0`, i % 2 === 0 ? 'staged.timestamp' : '.devserver-staging.manifest.json');
+    build(staticDir, 'small/R1');
+    states = new LockStates(timing, quiet);
+    states.scan([staticDir]);
+    const big = await states.children(staticDir, 'big');
+    assert.equal(big.length, 5_000);
+    assert.deepEqual(big.map((r) => r.tag), [...big.map((r) => r.tag)].sort((a, b) => naturalOrder.compare(a, b)));
+    assert.equal(new Set(big.map((r) => r.tag)).size, 5_000);
+    await waitFor(() => (states!.isListed(staticDir, 'small') ? true : undefined), 5_000, 'small listed');
+    assert.deepEqual(states.buildsUnder(staticDir, 'small').map((r) => r.tag), ['small/R1']);
+    assert.equal(states.buildsUnder(staticDir, 'big').length, 5_000);
+    assert.equal(states.buildsUnder(staticDir, '').length, 5_001);
   });
 });
 

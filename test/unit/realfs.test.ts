@@ -401,6 +401,52 @@ describe('a network filesystem shared by two clients (sshfs)', function () {
     assert.deepEqual(fs.readdirSync(path.join(exportDir, tag)).filter((n) => n !== FENCE_FILE), []);
   });
 
+  it('a share mounted as a folder of a local static directory: a listing never waits on it with the event loop held, even when its server stops answering', async () => {
+    const local = path.join(base, 'local-static');
+    const remote = path.join(local, 'remote');
+    fs.mkdirSync(path.join(local, 'eve', 'R1'), { recursive: true });
+    fs.writeFileSync(path.join(local, 'eve', 'R1', 'staged.timestamp'), '');
+    fs.mkdirSync(remote);
+    // No caches: every lookup below goes to the (stopped) server.
+    await mount(remote, 'dir_cache=no,attr_timeout=0,entry_timeout=0,negative_timeout=0');
+    const sshfsPid = fs
+      .readdirSync('/proc')
+      .filter((d) => /^\d+$/.test(d))
+      .find((d) => {
+        const argv = fs.readFileSync(`/proc/${d}/cmdline`, 'utf8').split('\0');
+        return argv[0]?.endsWith('sshfs') === true && argv.includes(remote);
+      });
+    assert.ok(sshfsPid !== undefined, 'the sshfs process of the share');
+    // A listing in another process, which says every 50 ms that its event loop turns.
+    const script = `
+      const { list } = require(${JSON.stringify(path.join(__dirname, '..', '..', 'src', 'core', 'inspect.js'))});
+      setInterval(() => process.stdout.write('beat\\n'), 50);
+      list(process.argv[1]).then((r) => { process.stdout.write('listed ' + r.map((e) => e.tag).join(',') + '\\n'); process.exit(0); }, (e) => { process.stdout.write('error ' + e.code + '\\n'); process.exit(1); });`;
+    let out = '';
+    try {
+      process.kill(Number(sshfsPid), 'SIGSTOP');
+      try {
+        const child = spawn(process.execPath, ['-e', script, local], { stdio: ['ignore', 'pipe', 'pipe'] });
+        child.stdout!.on('data', (d: Buffer) => (out += d.toString()));
+        track(child);
+        await sleep(1_500);
+        const beats = out.split('\n').filter((l) => l === 'beat').length;
+        await sleep(1_000);
+        const later = out.split('\n').filter((l) => l === 'beat').length;
+        assert.ok(!out.includes('listed'), `the listing waited for the stopped server: ${out}`);
+        // About 20 beats a second while the event loop is free; none while a synchronous lstat waits.
+        assert.ok(later - beats >= 5, `${later - beats} beats in the second while the share did not answer`);
+      } finally {
+        process.kill(Number(sshfsPid), 'SIGCONT');
+      }
+      await waitFor(() => (out.includes('listed') || out.includes('error') ? true : undefined), 30_000, 'the listing once the server answers');
+      assert.match(out, /listed eve,remote/);
+    } finally {
+      await killAll();
+      if (!(await works('/usr/bin/fusermount', ['-u', remote]))) await works('/usr/bin/fusermount', ['-uz', remote]);
+    }
+  });
+
   /** How long after a lock is taken through mount B a LockStates following `seenFrom` shows it held, each round. */
   async function pollDelays(seenFrom: string, prefix: string, rounds: number): Promise<number[]> {
     const states = new LockStates({ staleMs: 10_000, refreshMs: 2_500 }, { warn: () => undefined });

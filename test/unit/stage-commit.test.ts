@@ -12,7 +12,7 @@
  *   area never keeps what was swapped in.
  */
 import { strict as assert } from 'assert';
-import { spawn, spawnSync, type ChildProcess } from 'child_process';
+import { spawn, type ChildProcess } from 'child_process';
 import * as crypto from 'crypto';
 import * as fs from 'fs';
 import * as path from 'path';
@@ -21,7 +21,7 @@ import { acquire } from '../../src/core/lock';
 import { LOCK_NAME } from '../../src/core/protocol';
 import { forceRelease } from '../../src/core/remove';
 import { stage } from '../../src/core/stage/stage';
-import { areaJunk, artifactsOnDisk, changes, checkArea, fingerprint, hasTool, plantCanaries, sha256 } from '../attack';
+import { areaJunk, artifactsOnDisk, changes, checkArea, exchanger, fingerprint, plantCanaries, sha256 } from '../attack';
 import { WORKERS, cleanup, report, run, tempDir } from '../helpers';
 
 /** Every artifact of an area (protocol names left out) with its content hash or link target. */
@@ -179,32 +179,11 @@ describe('stage: a commit cut off, a lock lost, the work directory tampered with
   });
 
   it('a new directory exchanged with a link to outside while it is written and committed: nothing outside changes', async function () {
-    if (process.platform !== 'linux' || !hasTool('cc')) {
-      report('skipped: needs Linux and a C compiler for the renameat2 helper');
+    const swapper = process.platform === 'linux' ? exchanger(root) : 'needs Linux';
+    if (typeof swapper === 'string') {
+      report(`skipped: ${swapper}`);
       this.skip();
     }
-    const swapC = path.join(root, 'swap.c');
-    fs.writeFileSync(
-      swapC,
-      `#define _GNU_SOURCE
-#include <fcntl.h>
-#include <signal.h>
-#include <stdio.h>
-#include <sys/syscall.h>
-#include <unistd.h>
-static volatile sig_atomic_t stop = 0;
-static void on_term(int s) { (void)s; stop = 1; }
-int main(int argc, char **argv) {
-  unsigned long n = 0;
-  signal(SIGTERM, on_term);
-  while (!stop) if (syscall(SYS_renameat2, AT_FDCWD, argv[1], AT_FDCWD, argv[2], 2) == 0) n++;
-  printf("%lu\\n", n);
-  return 0;
-}
-`,
-    );
-    const swapper = path.join(root, 'swap');
-    assert.equal(spawnSync('cc', ['-O2', '-o', swapper, swapC]).status, 0);
     const outside = path.join(root, 'outside');
     plantCanaries(outside, { 'd0/keep.txt': 'outside, as a directory of the build would be named\n' });
     const src = path.join(root, 'swapsrc');
@@ -228,7 +207,7 @@ int main(int argc, char **argv) {
           if (work !== undefined && made !== undefined) {
             const link = path.join(lock, work, 'zz-link');
             fs.symlinkSync(outside, link);
-            racer = spawn(swapper, [path.join(lock, work, made), link], { stdio: ['ignore', 'pipe', 'ignore'] });
+            racer = spawn(swapper[0]!, [...swapper.slice(1), path.join(lock, work, made), link], { stdio: ['ignore', 'pipe', 'ignore'] });
             break;
           }
           await new Promise((r) => setImmediate(r));

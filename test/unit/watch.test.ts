@@ -68,7 +68,10 @@ describe('devserver-stage watch', function () {
     await waitFor(() => (seen(lines, 'eve/R2').at(-1) === 'change:free' ? true : undefined), 5_000, 'R2 staged');
     assert.equal((await cli(staticDir, ['destroy', 'eve/R1'])).code, 0);
     await waitFor(() => (seen(lines, 'eve/R1').at(-1) === 'gone' ? true : undefined), 5_000, 'R1 gone');
-    assert.deepEqual(seen(lines, 'eve/R1'), ['snapshot:free', 'change:held', 'change:free', 'gone']);
+    // destroy takes the lock before it removes the build: on a busy machine the lock can be seen
+    // held for a moment, which is true, before the build goes.
+    const r1 = seen(lines, 'eve/R1');
+    assert.deepEqual(r1.filter((e, i) => !(e === 'change:held' && r1[i + 1] === 'gone')), ['snapshot:free', 'change:held', 'change:free', 'gone']);
     // R2 was staged under its lock: it may show held first, and ends free.
     assert.equal(seen(lines, 'eve/R2').at(-1), 'change:free');
     child.kill('SIGINT');

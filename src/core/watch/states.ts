@@ -15,6 +15,7 @@ import { inspect, list } from '../inspect';
 import { isLocalFilesystem } from '../io';
 import { lockIdOf } from '../judge';
 import { BUILD_MARKS, LOCK_NAME, isBookkeeping, isProtocolName } from '../protocol';
+import { pause } from '../slices';
 import { usage } from '../usage';
 import type { ListEntry, LockInfo, Timing } from '../types';
 import { Emitter, type Disposable } from './emitter';
@@ -44,6 +45,25 @@ interface Pending extends AreaRef {
   children: boolean;
 }
 
+/** The builds at or below a root or folder, by state: kept as records change, never counted again. */
+interface Tally {
+  builds: number;
+  held: number;
+  stale: number;
+  legacy: number;
+}
+
+/** What one build counts for. */
+function tallyOf(r: AreaRecord): Tally {
+  const t: Tally = { builds: 1, held: 0, stale: 0, legacy: 0 };
+  const state = r.lock?.state ?? 'free';
+  if (state !== 'free') t[state] = 1;
+  return t;
+}
+
+/** Entries of a listing taken in between two looks at the clock. */
+const PER_CHECK = 64;
+
 /** Lock events in one directory within this window count as one. */
 const SETTLE_MS = 15;
 /**
@@ -71,13 +91,20 @@ export class LockStates implements Disposable {
   readonly onDidList = this._onDidList.event;
 
   private readonly records = new Map<string, AreaRecord>();
+  /**
+   * Builds whose lock is not free, and the tally of every root and folder: what the timers, the
+   * counts and the status bar need, without a pass over every record on each event.
+   */
+  private readonly lockedSet = new Set<AreaRecord>();
+  private readonly tallies = new Map<string, Tally>();
   /** Areas whose listing has begun: events from then on may change it. */
   private readonly listed = new Set<string>();
-  private readonly dirs = new Map<string, AreaRef>();
   private readonly pending = new Map<string, Pending>();
   private readonly queues = new Map<string, Promise<unknown>>();
   private readonly measuring = new Map<string, Promise<void>>();
-  private readonly watcher: DirectoryWatcher;
+  private readonly watcher: DirectoryWatcher<AreaRef>;
+  /** Grows with every reset: a listing begun before one is dropped when it ends. */
+  private generation = 0;
   private roots: readonly string[] = [];
   private settleTimer: NodeJS.Timeout | undefined;
   private listingTimer: NodeJS.Timeout | undefined;
@@ -123,7 +150,7 @@ export class LockStates implements Disposable {
       });
     }
     for (const d of staticDirs) {
-      if (!this.records.has(keyOf(d, ''))) this.records.set(keyOf(d, ''), { staticDir: d, tag: '', kind: 'root', lock: undefined, judgedAt: Date.now() });
+      if (!this.records.has(keyOf(d, ''))) this.put({ staticDir: d, tag: '', kind: 'root', lock: undefined, judgedAt: Date.now() });
       void this.children(d, '').catch(() => undefined);
     }
   }
@@ -188,47 +215,69 @@ export class LockStates implements Disposable {
     return this.builds().sort((a, b) => (order.get(a.staticDir) ?? 0) - (order.get(b.staticDir) ?? 0) || naturalOrder.compare(a.tag, b.tag));
   }
 
-  /** Every known build at or below an area (a folder, or a root for tag ''). */
+  /**
+   * Every known build at or below an area (a folder, or a root for tag ''): a folder's are found
+   * through the listings below it, not by a look at every record.
+   */
   buildsUnder(staticDir: string, tag: string): AreaRecord[] {
-    return this.builds((r) => r.staticDir === staticDir && isAtOrBelow(r.tag, tag));
+    if (tag === '') return this.builds((r) => r.staticDir === staticDir);
+    const out: AreaRecord[] = [];
+    const walk = (t: string): void => {
+      const r = this.records.get(keyOf(staticDir, t));
+      if (r === undefined) return;
+      if (r.kind === 'build') out.push(r);
+      else for (const c of r.children ?? []) walk(c);
+    };
+    walk(tag);
+    return out;
   }
 
-  /** Every known build whose lock is not free. */
-  locked(): ListEntry[] {
-    return this.builds()
-      .map((r) => r.lock)
-      .filter((e): e is ListEntry => e !== undefined && e.state !== 'free');
+  /** Every known build whose lock is not free (held, stale or legacy). */
+  lockedBuilds(): AreaRecord[] {
+    return [...this.lockedSet];
   }
 
   /**
    * The builds at or below an area counted by state. `mine` says which are this window's; they
-   * are counted as mine and not as held.
+   * are counted as mine and not as held. Only builds whose lock is not free and the areas in
+   * `also` are asked: this window's locks and stagings whose lock the watcher has not seen yet.
    */
-  counts(staticDir: string, tag: string, mine: (r: AreaRecord) => boolean): Counts {
+  counts(staticDir: string, tag: string, mine: (r: AreaRecord) => boolean, also: Iterable<AreaRef> = []): Counts {
     const key = keyOf(staticDir, tag);
     const cached = this.countCache.get(key);
     if (cached !== undefined && cached.version === this.version) return cached.counts;
-    const c: Counts = { builds: 0, held: 0, stale: 0, legacy: 0, mine: 0 };
-    for (const r of this.records.values()) {
-      if (r.kind !== 'build' || r.staticDir !== staticDir || !isAtOrBelow(r.tag, tag)) continue;
-      c.builds++;
-      if (mine(r)) c.mine++;
-      else if (r.lock?.state === 'held') c.held++;
-      else if (r.lock?.state === 'stale') c.stale++;
-      else if (r.lock?.state === 'legacy') c.legacy++;
-    }
+    const self = this.records.get(key);
+    // A build counts itself; a root or folder, what its tally holds.
+    const t = self?.kind === 'build' ? tallyOf(self) : this.tallies.get(key);
+    const c: Counts = { builds: t?.builds ?? 0, held: t?.held ?? 0, stale: t?.stale ?? 0, legacy: t?.legacy ?? 0, mine: 0 };
+    const claimed = new Set<AreaRecord>();
+    const claim = (r: AreaRecord | undefined): void => {
+      if (r === undefined || r.kind !== 'build' || r.staticDir !== staticDir || !isAtOrBelow(r.tag, tag) || claimed.has(r) || !mine(r)) return;
+      claimed.add(r);
+      c.mine++;
+      const state = r.lock?.state;
+      if (state === 'held' || state === 'stale' || state === 'legacy') c[state]--;
+    };
+    for (const r of this.lockedSet) claim(r);
+    for (const ref of also) claim(this.records.get(keyOf(ref.staticDir, ref.tag)));
     this.countCache.set(key, { version: this.version, counts: c });
     return c;
   }
 
   /** The counts over every static directory. */
-  totals(mine: (r: AreaRecord) => boolean): Counts {
+  totals(mine: (r: AreaRecord) => boolean, also: Iterable<AreaRef> = []): Counts {
     const total: Counts = { builds: 0, held: 0, stale: 0, legacy: 0, mine: 0 };
+    const refs = [...also];
     for (const d of this.roots) {
-      const c = this.counts(d, '', mine);
+      const c = this.counts(d, '', mine, refs);
       for (const k of Object.keys(total) as (keyof Counts)[]) total[k] += c[k];
     }
     return total;
+  }
+
+  /** Whether a root or folder has been listed (its counts are complete once all below it are). */
+  isListed(staticDir: string, tag: string): boolean {
+    return this.records.get(keyOf(staticDir, tag))?.children !== undefined;
   }
 
   /** Something outside the model (which window holds what) changed what `counts` would say. */
@@ -322,9 +371,11 @@ export class LockStates implements Disposable {
   /** Forgets everything and scans again, as after a change of settings or an explicit refresh. */
   reset(timing?: Timing, staticDirs: readonly string[] = this.roots): void {
     if (timing !== undefined) this.timing = timing;
+    this.generation++;
     this.records.clear();
+    this.lockedSet.clear();
+    this.tallies.clear();
     this.listed.clear();
-    this.dirs.clear();
     this.pending.clear();
     this.countCache.clear();
     this.version++;
@@ -360,59 +411,96 @@ export class LockStates implements Disposable {
     return next;
   }
 
-  /** Lists a root or folder: its child areas, each judged and classified by the core. */
+  /**
+   * Lists a root or folder: its child areas, each judged and classified by the core. Taken in
+   * slices: a folder of 10,000 builds means as many records and watches.
+   */
   private async relist(staticDir: string, tag: string, notify: boolean): Promise<void> {
     const key = keyOf(staticDir, tag);
     const dir = tag === '' ? staticDir : path.join(staticDir, tag);
+    const generation = this.generation;
+    const known = this.records.get(key);
     // Watch before listing: a change between the two is then seen rather than lost.
     this.listed.add(key);
     this.watchDir(dir, { staticDir, tag });
     this.work.listings++;
+    const listedAt = Date.now();
     const fresh = await list(staticDir, tag, this.timing);
-    if (this.disposed) return;
-    const self = this.records.get(key) ?? { staticDir, tag, kind: tag === '' ? 'root' : 'folder', lock: undefined, judgedAt: Date.now() };
-    this.records.set(key, self);
+    // Forgotten meanwhile (a reset, or the folder went): what it held is not to be recorded.
+    const gone = (): boolean => this.disposed || this.generation !== generation || (known !== undefined && this.records.get(key) !== known);
+    if (gone()) return;
+    let self = this.records.get(key);
+    if (self === undefined) {
+      self = { staticDir, tag, kind: tag === '' ? 'root' : 'folder', lock: undefined, judgedAt: listedAt };
+      this.put(self);
+    }
     const old = self.children;
-    const now = Date.now();
     const changes: StateChange[] = [];
     let childrenChanged = old !== undefined && old.length !== fresh.length;
-    for (const e of fresh) {
+    const added: AreaRecord[] = [];
+    const tags: string[] = [];
+    for (let i = 0; i < fresh.length; i++) {
+      const e = fresh[i]!;
+      tags.push(e.tag);
       const ckey = keyOf(staticDir, e.tag);
       const before = this.records.get(ckey);
       const kind: AreaKind = e.kind;
       if (before === undefined) {
-        this.records.set(ckey, { staticDir, tag: e.tag, kind, lock: e, judgedAt: now });
+        const r: AreaRecord = { staticDir, tag: e.tag, kind, lock: e, judgedAt: listedAt };
+        this.put(r);
+        added.push(r);
         childrenChanged = true;
         // A new directory's watch starts after the listing read it: a lock taken in between
         // would be missed, so look at its lock once more.
         if (old !== undefined) this.mark({ staticDir, tag: e.tag }, { lock: true });
-      } else {
-        if (before.kind !== kind) {
-          // A folder that was staged into is a build now (or the reverse): what was listed
-          // inside it means something else.
-          this.forgetBelow(staticDir, e.tag);
+      } else if (before.kind !== kind) {
+        // A folder that was staged into is a build now (or the reverse): what was listed
+        // inside it means something else.
+        this.forgetBelow(staticDir, e.tag);
+        this.update(before, () => {
           before.kind = kind;
-          delete before.children;
-          delete before.artifacts;
-          childrenChanged = true;
-        } else if (stateKey(before.lock) !== stateKey(e)) {
+          before.lock = e;
+          before.judgedAt = listedAt;
+        });
+        delete before.children;
+        delete before.artifacts;
+        childrenChanged = true;
+      } else if (before.judgedAt <= listedAt) {
+        // (A judgement begun after this listing began is newer than what it says.)
+        if (stateKey(before.lock) !== stateKey(e)) {
           changes.push({ staticDir, tag: e.tag, what: 'state' });
           // A build whose lock changed hands may have been staged into: measure again on request.
           delete before.usage;
         }
-        before.lock = e;
-        before.judgedAt = now;
+        this.update(before, () => {
+          before.lock = e;
+          before.judgedAt = listedAt;
+        });
       }
-      this.watchDir(e.dir, { staticDir, tag: e.tag });
-    }
-    const names = new Set(fresh.map((e) => e.tag));
-    for (const t of old ?? []) {
-      if (!names.has(t)) {
-        this.forget(staticDir, t);
-        childrenChanged = true;
+      // The record itself goes with the watch: an object more for each of 100,000 would cost.
+      this.watchDir(e.dir, this.records.get(ckey) ?? { staticDir, tag: e.tag });
+      if (i % PER_CHECK === PER_CHECK - 1) {
+        const p = pause();
+        if (p !== undefined) {
+          await p;
+          if (gone() || this.records.get(key) !== self) {
+            // Forgotten while this was taken in: what it added goes too, or counts would keep it.
+            for (const r of added) if (this.records.get(keyOf(staticDir, r.tag)) === r) this.forget(staticDir, r.tag);
+            return;
+          }
+        }
       }
     }
-    self.children = fresh.map((e) => e.tag);
+    if (old !== undefined) {
+      const names = new Set(tags);
+      for (const t of old) {
+        if (!names.has(t)) {
+          this.forget(staticDir, t);
+          childrenChanged = true;
+        }
+      }
+    }
+    self.children = tags;
     if (old !== undefined && childrenChanged) changes.unshift({ staticDir, tag, what: 'children' });
     else if (old === undefined) this.version++;
     this.scheduleTimers();
@@ -450,16 +538,19 @@ export class LockStates implements Disposable {
     const r = this.records.get(keyOf(staticDir, tag));
     if (r === undefined || r.lock === undefined) return;
     this.work.inspections++;
+    const judgedAt = Date.now();
     const info = await inspect(staticDir, tag, this.timing).catch(() => undefined);
-    if (this.disposed) return;
+    if (this.disposed || this.records.get(keyOf(staticDir, tag)) !== r) return;
     if (info === undefined || !info.exists || (info.state === 'free' && r.kind === 'folder') || (info.state !== 'free' && r.kind !== 'build')) {
       // Gone, unreadable, or perhaps of another kind now: the parent's listing decides.
       await this.serial(keyOf(staticDir, parentTag(tag)), () => this.relist(staticDir, parentTag(tag), true)).catch(() => undefined);
       return;
     }
     const before = r.lock;
-    r.lock = { name: before.name, kind: r.kind === 'build' ? 'build' : 'folder', ...info };
-    r.judgedAt = Date.now();
+    this.update(r, () => {
+      r.lock = { name: before.name, kind: r.kind === 'build' ? 'build' : 'folder', ...info };
+      r.judgedAt = judgedAt;
+    });
     this.scheduleTimers();
     if (stateKey(before) !== stateKey(r.lock)) {
       delete r.usage;
@@ -468,37 +559,66 @@ export class LockStates implements Disposable {
   }
 
   private watchDir(dir: string, ref: AreaRef): void {
-    this.dirs.set(dir, ref);
-    this.watcher.watch(dir);
+    this.watcher.watch(dir, ref);
   }
 
-  /** Forgets an area and everything below it. */
+  /** Records an area, counted in the tallies above it. */
+  private put(r: AreaRecord): void {
+    this.records.set(keyOf(r.staticDir, r.tag), r);
+    this.account(r, 1);
+  }
+
+  /** Changes an area's kind or lock, its tallies following. */
+  private update(r: AreaRecord, change: () => void): void {
+    this.account(r, -1);
+    change();
+    this.account(r, 1);
+  }
+
+  /** Adds (1) or takes away (-1) what a build counts for in the tallies of the areas above it. */
+  private account(r: AreaRecord, sign: 1 | -1): void {
+    if (r.kind !== 'build') return;
+    const state = r.lock?.state ?? 'free';
+    if (state !== 'free') {
+      if (sign > 0) this.lockedSet.add(r);
+      else this.lockedSet.delete(r);
+    }
+    for (let t = parentTag(r.tag); ; t = parentTag(t)) {
+      const key = keyOf(r.staticDir, t);
+      let tally = this.tallies.get(key);
+      if (tally === undefined) {
+        tally = { builds: 0, held: 0, stale: 0, legacy: 0 };
+        this.tallies.set(key, tally);
+      }
+      tally.builds += sign;
+      if (state !== 'free') tally[state] += sign;
+      if (t === '') break;
+    }
+  }
+
+  /** Forgets an area and everything below it, found through the listings below it. */
   private forget(staticDir: string, tag: string): void {
-    this.records.delete(keyOf(staticDir, tag));
-    this.listed.delete(keyOf(staticDir, tag));
-    this.forgetBelow(staticDir, tag);
-    const dir = path.join(staticDir, tag);
-    this.dirs.delete(dir);
-    this.watcher.unwatchTree(dir);
+    const key = keyOf(staticDir, tag);
+    const r = this.records.get(key);
+    if (r !== undefined) {
+      for (const t of r.children ?? []) this.forget(staticDir, t);
+      this.account(r, -1);
+      this.records.delete(key);
+    }
+    this.listed.delete(key);
+    this.tallies.delete(key);
+    this.countCache.delete(key);
+    this.watcher.unwatch(path.join(staticDir, tag));
   }
 
   /** Forgets what is below an area, keeping the area itself. */
   private forgetBelow(staticDir: string, tag: string): void {
-    const prefix = keyOf(staticDir, `${tag}/`);
-    for (const k of [...this.records.keys()]) if (k.startsWith(prefix)) this.records.delete(k);
-    for (const k of [...this.listed]) if (k.startsWith(prefix)) this.listed.delete(k);
-    const dir = `${path.join(staticDir, tag)}/`;
-    for (const d of [...this.dirs.keys()]) {
-      if (d.startsWith(dir)) {
-        this.dirs.delete(d);
-        this.watcher.unwatch(d);
-      }
-    }
+    for (const t of this.records.get(keyOf(staticDir, tag))?.children ?? []) this.forget(staticDir, t);
+    this.tallies.delete(keyOf(staticDir, tag));
   }
 
-  private onWatchEvent(e: WatchEvent): void {
-    const ref = this.dirs.get(e.dir);
-    if (ref === undefined) return;
+  private onWatchEvent(e: WatchEvent<AreaRef>): void {
+    const ref = e.data;
     const r = this.records.get(keyOf(ref.staticDir, ref.tag));
     if (e.name === LOCK_NAME) {
       // Taken, released, or only a heartbeat: inotify reports a directory's utimes like a
@@ -598,7 +718,7 @@ export class LockStates implements Disposable {
     this.staleTimer = undefined;
     let next = Infinity;
     let local = false;
-    for (const r of this.records.values()) {
+    for (const r of this.lockedSet) {
       if (r.lock?.state !== 'held') continue;
       next = Math.min(next, this.expiresAt(r.lock, r.judgedAt));
       if (r.lock.holder !== undefined && isOnThisMachine(r.lock.holder)) local = true;
@@ -623,7 +743,7 @@ export class LockStates implements Disposable {
   private checkExpired(): void {
     const now = Date.now();
     let due = 0;
-    for (const r of [...this.records.values()]) {
+    for (const r of [...this.lockedSet]) {
       if (r.lock?.state !== 'held') continue;
       if (this.expiresAt(r.lock, r.judgedAt) <= now) {
         this.mark(r, { lock: true });
@@ -635,7 +755,7 @@ export class LockStates implements Disposable {
   }
 
   private checkLiveness(): void {
-    for (const r of this.records.values()) {
+    for (const r of this.lockedSet) {
       const h = r.lock?.holder;
       if (r.lock?.state === 'held' && h !== undefined && isOnThisMachine(h) && !isHolderAlive(h)) this.mark(r, { lock: true });
     }

@@ -6,26 +6,36 @@
  */
 import * as fs from 'fs';
 import type { Disposable } from './emitter';
+import { pause } from '../slices';
 
-export type WatchEvent = { dir: string; name: string | null; kind: 'rename' | 'change' };
+/** `data`: what the directory was watched with (the model's area for it). */
+export type WatchEvent<T> = { dir: string; data: T; name: string | null; kind: 'rename' | 'change' };
 
-export class DirectoryWatcher implements Disposable {
-  private readonly watchers = new Map<string, fs.FSWatcher>();
+/** A watch knows its directory and data itself: one shared listener serves them all. */
+type Watch<T> = fs.FSWatcher & { dir: string; data: T; owner: DirectoryWatcher<T> | undefined };
+
+export class DirectoryWatcher<T> implements Disposable {
+  private watchers = new Map<string, Watch<T>>();
   private failedOnce = false;
 
   constructor(
-    private readonly onEvent: (e: WatchEvent) => void,
+    private readonly onEvent: (e: WatchEvent<T>) => void,
     private readonly onError: (dir: string, err: unknown) => void,
   ) {}
 
-  /** Starts watching `dir` unless it is already watched. False if it could not be watched. */
-  watch(dir: string): boolean {
-    if (this.watchers.has(dir)) return true;
-    let w: fs.FSWatcher;
+  /**
+   * Starts watching `dir` unless it is already watched (then `data` replaces what it was
+   * watched with). False if it could not be watched.
+   */
+  watch(dir: string, data: T): boolean {
+    const known = this.watchers.get(dir);
+    if (known !== undefined) {
+      known.data = data;
+      return true;
+    }
+    let w: Watch<T>;
     try {
-      w = fs.watch(dir, { persistent: false }, (kind, name) => {
-        this.onEvent({ dir, name: name === null ? null : String(name), kind: kind === 'change' ? 'change' : 'rename' });
-      });
+      w = fs.watch(dir, { persistent: false }, onChange) as Watch<T>;
     } catch (err) {
       // ENOSPC here means the inotify watch limit; the rest of the tree still works, only
       // without live updates for this directory.
@@ -33,23 +43,57 @@ export class DirectoryWatcher implements Disposable {
       this.failedOnce = true;
       return false;
     }
-    w.on('error', () => this.unwatch(dir));
+    w.dir = dir;
+    w.data = data;
+    w.owner = this;
+    w.on('error', onError);
     this.watchers.set(dir, w);
     return true;
   }
 
   unwatch(dir: string): void {
-    this.watchers.get(dir)?.close();
+    const w = this.watchers.get(dir);
+    if (w === undefined) return;
+    w.owner = undefined;
+    w.close();
     this.watchers.delete(dir);
   }
 
-  /** Stops watching `dir` and everything below it. */
-  unwatchTree(dir: string): void {
-    for (const d of [...this.watchers.keys()]) if (d === dir || d.startsWith(`${dir}/`)) this.unwatch(d);
+  /** What a watch reports, as long as it is this watcher's. */
+  report(w: Watch<T>, kind: string, name: string | Buffer | null): void {
+    this.onEvent({ dir: w.dir, data: w.data, name: name === null ? null : String(name), kind: kind === 'change' ? 'change' : 'rename' });
   }
 
+  /**
+   * Stops every watch. They are closed in slices (slices.ts), 100,000 of them at once would hold
+   * the event loop for a second; none reports anything from now on.
+   */
   dispose(): void {
-    for (const w of this.watchers.values()) w.close();
-    this.watchers.clear();
+    const old = this.watchers;
+    this.watchers = new Map();
+    for (const w of old.values()) w.owner = undefined;
+    void (async () => {
+      let n = 0;
+      for (const w of old.values()) {
+        w.close();
+        if (++n % 256 === 0) {
+          const p = pause();
+          if (p !== undefined) await p;
+        }
+      }
+    })();
   }
+}
+
+// Shared by every watch, each called with the watch as `this`: a pair of closures for each of
+// 100,000 directories would cost more than the model's record of them.
+function onChange(this: Watch<unknown>, kind: string, name: string | Buffer | null): void {
+  // A watch closed, or being closed after `dispose`, reports nothing.
+  this.owner?.report(this, kind, name);
+}
+
+function onError(this: Watch<unknown>): void {
+  const owner = this.owner;
+  if (owner !== undefined) owner.unwatch(this.dir);
+  else this.close();
 }
