@@ -168,7 +168,7 @@ async function benchCycle(root: string, rows: Row[]): Promise<void> {
           stale: timing.staleMs,
           update: timing.refreshMs,
           retries: 0,
-          fs: lockFs as unknown as typeof import('fs'),
+          fs: lockFs,
         });
         rememberPrecision(lockFs, state);
         await release();

@@ -27,7 +27,7 @@ async function pool<T>(items: readonly T[], limit: number, fn: (item: T) => Prom
   let next = 0;
   await Promise.all(
     Array.from({ length: Math.min(limit, items.length) }, async () => {
-      while (next < items.length) await fn(items[next++]!);
+      while (next < items.length) await fn(items[next++]);
     }),
   );
 }

@@ -306,7 +306,7 @@ async function latency(api: DevserverStagingApi, probe: TreeProbe, staticDir: st
     }
     await sleep(500);
     for (let i = 0; i < EVENTS; i++) {
-      const tag = tags[i % tags.length]!;
+      const tag = tags[i % tags.length];
       for (const [op, state] of [
         ['lock', 'held'],
         ['release', 'free'],
@@ -557,7 +557,7 @@ function inChild(script: string, args: string[]): Promise<void> {
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, ['-e', script, ...args], { stdio: ['ignore', 'ignore', 'pipe'], env: { ...process.env, ELECTRON_RUN_AS_NODE: '1' } });
     let stderr = '';
-    child.stderr!.on('data', (d: Buffer) => (stderr += d.toString()));
+    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
     child.on('error', reject);
     child.on('exit', (code) => (code === 0 ? resolve() : reject(new Error(`a helper process failed (${code}): ${stderr}`))));
   });
@@ -662,7 +662,7 @@ async function scan(api: DevserverStagingApi, probe: TreeProbe, smallDir: string
     figures['scan 100k: idle CPU, ms per 10 s'] = ((cpu.user + cpu.system) / 1000) * (10_000 / idleMs);
 
     // A folder of 10,000 opened in the view.
-    const node = api.tree.nodeFor(staticDir, folders[0]!);
+    const node = api.tree.nodeFor(staticDir, folders[0]);
     if (node !== undefined) {
       const expandBlocks = new BlockProbe();
       t = performance.now();

@@ -55,7 +55,7 @@ export async function readEntries(p: string, sync: boolean): Promise<{ entries: 
 function sortByName(e: fs.Dirent<Buffer>, entries: fs.Dirent[], undecodable: fs.Dirent[]): void {
   const name = e.name.toString('utf8');
   const exact = Buffer.from(name, 'utf8').equals(e.name);
-  (exact ? entries : undecodable).push(Object.assign(e, { name }) as unknown as fs.Dirent);
+  (exact ? entries : undecodable).push(Object.assign(e, { name }));
 }
 
 /** Entries read from the kernel at a time by `readEntriesInSlices`. */

@@ -29,7 +29,7 @@ const WEIGHTS: { ofChar: Map<string, string>; number: string } = (() => {
   const ofChar = new Map<string, string>();
   let weight = BASE;
   singles.forEach((ch, i) => {
-    if (i > 0 && naturalOrder.compare(singles[i - 1]!, ch) !== 0) weight++;
+    if (i > 0 && naturalOrder.compare(singles[i - 1], ch) !== 0) weight++;
     ofChar.set(ch, String.fromCharCode(weight));
     if (ch >= 'a' && ch <= 'z') ofChar.set(ch.toUpperCase(), String.fromCharCode(weight));
   });
@@ -58,7 +58,7 @@ export function naturalKey(name: string): string | undefined {
       i = j;
       continue;
     }
-    const w = WEIGHTS.ofChar.get(name[i]!);
+    const w = WEIGHTS.ofChar.get(name[i]);
     if (w === undefined) return undefined;
     primary += w;
     if (c >= 0x41 && c <= 0x5a) cases += 'b';
@@ -92,7 +92,7 @@ export async function sortNatural<T>(items: readonly T[], nameOf: (item: T) => s
   const sorted = (await sortInSlices(keyed, (a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0))).map((k) => k.item);
   // The keys are built to agree with the collator; its word is checked, not assumed.
   for (let i = 1; i < sorted.length; i++) {
-    if (byCollator(sorted[i - 1]!, sorted[i]!) > 0) return sortInSlices(sorted, byCollator);
+    if (byCollator(sorted[i - 1], sorted[i]) > 0) return sortInSlices(sorted, byCollator);
     if (i % 512 === 0) {
       const p = pause();
       if (p !== undefined) await p;

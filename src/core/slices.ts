@@ -47,7 +47,7 @@ export async function eachInSlices<T>(items: readonly T[], lanes: number, fn: (i
         await p;
         continue;
       }
-      const item = items[next++]!;
+      const item = items[next++];
       try {
         await fn(item);
       } catch (err) {
@@ -89,7 +89,7 @@ export async function sortInSlices<T>(items: readonly T[], compare: (a: T, b: T)
       let k = lo;
       while (i < mid || j < hi) {
         // Ties take the left run's item first: the sort stays stable.
-        dst[k++] = j >= hi || (i < mid && compare(src[i]!, src[j]!) <= 0) ? src[i++]! : src[j++]!;
+        dst[k++] = j >= hi || (i < mid && compare(src[i], src[j]) <= 0) ? src[i++] : src[j++];
         if (++steps % CHECK_EVERY === 0) {
           const p = pause();
           if (p !== undefined) await p;

@@ -102,7 +102,7 @@ export async function resolveArea(staticDirIn: unknown, tag: unknown): Promise<A
   let current = staticDir;
   let exists = true;
   for (let i = 0; i < segments.length; i++) {
-    current = path.join(current, segments[i]!);
+    current = path.join(current, segments[i]);
     let st: fs.Stats;
     try {
       // Each level above was checked to be a directory, so null here means this one does not exist.
@@ -172,7 +172,7 @@ export async function openArea(area: Area, exclusive: boolean): Promise<OpenedAr
   let shown = area.staticDir;
   try {
     for (let i = 0; i < area.segments.length; i++) {
-      const seg = area.segments[i]!;
+      const seg = area.segments[i];
       const last = i === area.segments.length - 1;
       shown = path.join(shown, seg);
       let madeHere = false;
@@ -226,7 +226,7 @@ export async function openArea(area: Area, exclusive: boolean): Promise<OpenedAr
 export async function removeCreated(created: readonly CreatedDir[]): Promise<void> {
   for (let i = created.length - 1; i >= 0; i--) {
     try {
-      await fs.promises.rmdir(created[i]!.parent.at(created[i]!.name));
+      await fs.promises.rmdir(created[i].parent.at(created[i].name));
     } catch {
       return; // not empty any more: someone else is using it, leave it and its parents alone
     }

@@ -427,7 +427,7 @@ describe('a network filesystem shared by two clients (sshfs)', function () {
       process.kill(Number(sshfsPid), 'SIGSTOP');
       try {
         const child = spawn(process.execPath, ['-e', script, local], { stdio: ['ignore', 'pipe', 'pipe'] });
-        child.stdout!.on('data', (d: Buffer) => (out += d.toString()));
+        child.stdout.on('data', (d: Buffer) => (out += d.toString()));
         track(child);
         await sleep(1_500);
         const beats = out.split('\n').filter((l) => l === 'beat').length;

@@ -207,7 +207,7 @@ describe('stage: a commit cut off, a lock lost, the work directory tampered with
           if (work !== undefined && made !== undefined) {
             const link = path.join(lock, work, 'zz-link');
             fs.symlinkSync(outside, link);
-            racer = spawn(swapper[0]!, [...swapper.slice(1), path.join(lock, work, made), link], { stdio: ['ignore', 'pipe', 'ignore'] });
+            racer = spawn(swapper[0], [...swapper.slice(1), path.join(lock, work, made), link], { stdio: ['ignore', 'pipe', 'ignore'] });
             break;
           }
           await new Promise((r) => setImmediate(r));

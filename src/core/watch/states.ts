@@ -440,7 +440,7 @@ export class LockStates implements Disposable {
     const added: AreaRecord[] = [];
     const tags: string[] = [];
     for (let i = 0; i < fresh.length; i++) {
-      const e = fresh[i]!;
+      const e = fresh[i];
       tags.push(e.tag);
       const ckey = keyOf(staticDir, e.tag);
       const before = this.records.get(ckey);
