@@ -173,10 +173,15 @@ function workerMain(): void {
     for (let off = 0; off < n; ) off += fs.writeSync(fd, buf, off, n - off);
   };
 
-  /** The copy's file: made now, or the one the creating worker made (which must still be that inode). */
+  /**
+   * The copy's file: made now (after a look through the lock), or the one the creating worker made,
+   * which must still be that inode (writing into it adds nothing to a lock being removed).
+   */
   function openDest(job: CopyJob): number {
-    fenced(job);
-    if (job.created === undefined) return tryOr('dest', () => fs.openSync(job.dest, C.O_WRONLY | C.O_CREAT | C.O_EXCL | C.O_NOFOLLOW, 0o666));
+    if (job.created === undefined) {
+      fenced(job);
+      return tryOr('dest', () => fs.openSync(job.dest, C.O_WRONLY | C.O_CREAT | C.O_EXCL | C.O_NOFOLLOW, 0o666));
+    }
     const fd = tryOr('dest', () => fs.openSync(job.dest, C.O_WRONLY | C.O_NOFOLLOW | C.O_NONBLOCK));
     let ino: number | undefined;
     try {
@@ -255,7 +260,7 @@ function workerMain(): void {
       const same = (a: { ino: number; size: number; mtimeMs: number }): boolean => a.ino === end.ino && a.size === end.size && a.mtimeMs === end.mtimeMs;
       if (end !== st && (!same(st) || (seen !== undefined && !same(seen)) || size !== end.size)) throw new Fail('changed');
       const fd = output;
-      const ino = tryOr('dest', () => fs.fstatSync(fd).ino);
+      const ino = job.created ?? tryOr('dest', () => fs.fstatSync(fd).ino);
       output = undefined;
       tryOr('dest', () => fs.closeSync(fd)); // a network filesystem may report a failed write only here
       return { id: job.id, size, sha256: hash.digest('hex'), end: { ino: end.ino, size: end.size, mtimeMs: end.mtimeMs }, ino };
