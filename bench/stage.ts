@@ -1,7 +1,7 @@
 /**
  * d) Staging a directory of about 1 GiB (a few large files and many small ones) with progress on,
  * against `cp -r` of the same tree, alternating, in the same run. The staging hashes every byte
- * and writes a manifest; cp does neither. Aim: at least 0.9× cp's speed.
+ * and writes a manifest; cp does neither. Aim: at least cp's speed (1.0×).
  */
 import { spawnSync } from 'child_process';
 import * as crypto from 'crypto';
@@ -99,5 +99,5 @@ export async function benchStage(root: string, rows: Row[], quick: boolean, line
   const speed = mCp / mOurs;
   line(`   speed relative to cp -r: ${speed.toFixed(2)}×`);
   line();
-  rows.push(speedRow('stage ~1 GiB dir (speed vs cp)', ours, 'cp -r', cp, 0.9));
+  rows.push(speedRow('stage ~1 GiB dir (speed vs cp)', ours, 'cp -r', cp, 1.0));
 }

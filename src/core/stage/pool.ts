@@ -73,8 +73,11 @@ export class CopyFailure extends Error {
 
 /** Up to this size a file is read whole, hashed and written in one go (the same in copy.ts). */
 export const SMALL_MAX = 1024 * 1024;
-/** Larger files are copied in chunks of this size: the stop flag is looked at between them. */
-const CHUNK = 1024 * 1024;
+/**
+ * Larger files are copied in chunks of this size: small enough to stay in the core's cache
+ * between the read, the hash and the write, and the stop flag is looked at between them.
+ */
+const CHUNK = 256 * 1024;
 /** A large file's progress is sent this often (bytes). */
 const PROGRESS_EVERY = 8 * 1024 * 1024;
 /** Small files per message: enough to make the message's cost vanish, few enough to keep both workers fed. */
@@ -97,10 +100,12 @@ interface CopyJob {
   dest: string;
   seen?: SeenFile;
   fence?: { path: string; ino: number };
+  /** `dest` was created already (empty, by the creating worker) as this inode: opened, not created. */
+  created?: number;
 }
 
 /** `stop`: the calling staging's flag, set when it stops (looked at between files and chunks). */
-type ToWorker = { stop: SharedArrayBuffer } & ({ copy: CopyJob[] } | { measure: { id: number; dirs: string[] } });
+type ToWorker = { stop: SharedArrayBuffer } & ({ copy: CopyJob[] } | { create: CopyJob[] } | { measure: { id: number; dirs: string[] } });
 
 interface ErrorShape {
   message: string;
@@ -112,7 +117,8 @@ interface ErrorShape {
 type Result =
   | { id: number; size: number; sha256: string; end: Copied['end']; ino: number }
   | { id: number; failed: FailSide; error?: ErrorShape }
-  | { id: number; total: number | null };
+  | { id: number; total: number | null }
+  | { id: number; created: number };
 
 type FromWorker = { results: Result[] } | { id: number; progress: number };
 
@@ -172,6 +178,41 @@ function workerMain(): void {
     for (let off = 0; off < n; ) off += fs.writeSync(fd, buf, off, n - off);
   };
 
+  /**
+   * The copy's file: made now (after a look through the lock), or the one the creating worker made,
+   * which must still be that inode (writing into it adds nothing to a lock being removed).
+   */
+  function openDest(job: CopyJob): number {
+    if (job.created === undefined) {
+      fenced(job);
+      return tryOr('dest', () => fs.openSync(job.dest, C.O_WRONLY | C.O_CREAT | C.O_EXCL | C.O_NOFOLLOW, 0o666));
+    }
+    const fd = tryOr('dest', () => fs.openSync(job.dest, C.O_WRONLY | C.O_NOFOLLOW | C.O_NONBLOCK));
+    let ino: number | undefined;
+    try {
+      ino = fs.fstatSync(fd).ino;
+    } catch {
+      ino = undefined;
+    }
+    if (ino !== job.created) {
+      fs.closeSync(fd);
+      throw new Fail('dest', Object.assign(new Error(`${job.dest} was replaced in the work directory`), { code: 'EEXIST' }));
+    }
+    return fd;
+  }
+
+  /** Makes the copy's file, empty, and lets it go: the copying worker opens it by name (a descriptor is only closed where it was opened). */
+  function create(job: CopyJob): Result {
+    if (Atomics.load(stop, 0) !== 0) throw new Fail('stopped');
+    fenced(job);
+    const fd = tryOr('dest', () => fs.openSync(job.dest, C.O_WRONLY | C.O_CREAT | C.O_EXCL | C.O_NOFOLLOW, 0o666));
+    try {
+      return { id: job.id, created: tryOr('dest', () => fs.fstatSync(fd).ino) };
+    } finally {
+      fs.closeSync(fd);
+    }
+  }
+
   function copy(job: CopyJob): Result {
     if (Atomics.load(stop, 0) !== 0) throw new Fail('stopped');
     let input: number;
@@ -193,15 +234,13 @@ function workerMain(): void {
         for (let got = -1; got !== 0 && size < st.size + 1; size += got) got = tryOr('source', () => fs.readSync(input, whole, size, st.size + 1 - size, size));
         if (size > st.size) throw new Fail('changed');
         hash.update(whole.subarray(0, size));
-        fenced(job);
-        output = tryOr('dest', () => fs.openSync(job.dest, C.O_WRONLY | C.O_CREAT | C.O_EXCL | C.O_NOFOLLOW, 0o666));
+        output = openDest(job);
         const out = output;
         tryOr('dest', () => writeAll(out, whole, size));
       } else {
         if (seen !== undefined && seen.size <= data.small) throw new Fail('changed'); // grew past a small file since the walk
         const buf = (chunk ??= Buffer.allocUnsafe(data.chunk));
-        fenced(job);
-        output = tryOr('dest', () => fs.openSync(job.dest, C.O_WRONLY | C.O_CREAT | C.O_EXCL | C.O_NOFOLLOW, 0o666));
+        output = openDest(job);
         const out = output;
         let told = 0;
         for (;;) {
@@ -226,7 +265,7 @@ function workerMain(): void {
       const same = (a: { ino: number; size: number; mtimeMs: number }): boolean => a.ino === end.ino && a.size === end.size && a.mtimeMs === end.mtimeMs;
       if (end !== st && (!same(st) || (seen !== undefined && !same(seen)) || size !== end.size)) throw new Fail('changed');
       const fd = output;
-      const ino = tryOr('dest', () => fs.fstatSync(fd).ino);
+      const ino = job.created ?? tryOr('dest', () => fs.fstatSync(fd).ino);
       output = undefined;
       tryOr('dest', () => fs.closeSync(fd)); // a network filesystem may report a failed write only here
       return { id: job.id, size, sha256: hash.digest('hex'), end: { ino: end.ino, size: end.size, mtimeMs: end.mtimeMs }, ino };
@@ -278,9 +317,10 @@ function workerMain(): void {
       return;
     }
     const results: Result[] = [];
-    for (const job of msg.copy) {
+    const creating = 'create' in msg;
+    for (const job of creating ? msg.create : msg.copy) {
       try {
-        results.push(copy(job));
+        results.push(creating ? create(job) : copy(job));
       } catch (err) {
         if (err instanceof Fail) results.push(err.err === undefined ? { id: job.id, failed: err.side } : { id: job.id, failed: err.side, error: shape(err.err) });
         else results.push({ id: job.id, failed: 'source', error: shape(err) });
@@ -299,6 +339,8 @@ interface Job {
   large: boolean;
   /** The staging and the directory it writes into: small files are batched by it. */
   key: string;
+  /** A small file is first made (by the one worker making files), then copied. */
+  phase: 'create' | 'copy';
   resolve(r: Result): void;
   reject(err: Error): void;
   onProgress?: (bytes: number) => void;
@@ -322,6 +364,8 @@ function defaultWorkers(): number {
 
 /** Idle workers are ended after this long without a job. */
 const IDLE_MS = 30_000;
+/** Small files made per message by the worker making them. */
+const CREATE_BATCH = 32;
 
 /**
  * The process's copying workers, shared by its stagings: starting a worker costs tens of
@@ -331,9 +375,17 @@ const IDLE_MS = 30_000;
 class Workers {
   private readonly slots: Slot[] = [];
   /**
-   * Small files waiting, by staging and directory, oldest first. Creating a file holds its
-   * directory's lock in the kernel, and on some filesystems creating is most of a small file's
-   * cost: two workers creating in one directory take turns, in two directories they do not.
+   * Small files whose copies are still to be made, by staging and directory, oldest first. Making
+   * a file is, on some filesystems, most of a small file's cost, and the kernel makes one at a
+   * time there (two threads creating files take turns and spin while they wait): so one worker
+   * at a time makes them, a batch after another, while the others read, hash and write.
+   */
+  private readonly toCreate = new Map<string, Job[]>();
+  /** Whether a batch of files is being made. */
+  private creating = false;
+  /**
+   * Small files ready to be copied (their copies made), by staging and directory, oldest first:
+   * they go in batches of one directory, to a directory no other worker is writing into if any.
    */
   private readonly small = new Map<string, Job[]>();
   /** Large files and measurements waiting (a worker each). */
@@ -360,14 +412,10 @@ class Workers {
         message.id = id;
         key = `${pool.id}:${path.dirname(message.dest)}`;
       }
-      const job: Job = { id, pool, message, large, key, resolve, reject };
+      const job: Job = { id, pool, message, large, key, phase: large ? 'copy' : 'create', resolve, reject };
       if (onProgress !== undefined) job.onProgress = onProgress;
       if (large) this.large.push(job);
-      else {
-        const queue = this.small.get(key);
-        if (queue === undefined) this.small.set(key, [job]);
-        else queue.push(job);
-      }
+      else this.enqueue(this.toCreate, job);
       // Jobs submitted together go out together.
       if (!this.pumpQueued) {
         this.pumpQueued = true;
@@ -379,13 +427,21 @@ class Workers {
     });
   }
 
+  private enqueue(queues: Map<string, Job[]>, job: Job): void {
+    const queue = queues.get(job.key);
+    if (queue === undefined) queues.set(job.key, [job]);
+    else queue.push(job);
+  }
+
   /** Fails `pool`'s jobs with `reason`: those queued are dropped, those sent are no longer waited for. */
   drop(pool: CopyPool, reason: Error): void {
     for (let i = this.large.length - 1; i >= 0; i--) if (this.large[i].pool === pool) this.large.splice(i, 1)[0].reject(reason);
-    for (const [key, queue] of this.small) {
-      if (queue[0].pool !== pool) continue;
-      this.small.delete(key);
-      for (const job of queue) job.reject(reason);
+    for (const queues of [this.toCreate, this.small]) {
+      for (const [key, queue] of queues) {
+        if (queue[0].pool !== pool) continue;
+        queues.delete(key);
+        for (const job of queue) job.reject(reason);
+      }
     }
     for (const slot of this.slots) for (const job of slot.jobs.values()) if (job.pool === pool) job.reject(reason);
   }
@@ -396,19 +452,25 @@ class Workers {
   }
 
   /**
-   * Sends queued jobs to workers with room. A large file goes ahead of small ones, to a worker
-   * that is given no more small ones until it has finished those it has; but while small files
-   * wait, one worker at least stays with them: hashing a large file keeps a core busy, while a
-   * small file's time is mostly the filesystem's, so the two overlap well side by side. Small
-   * files go in batches of one directory, to a directory no other worker is writing into if any.
+   * Sends queued jobs to workers with room. Small files are made first, one batch at a time, on
+   * the worker with the least in hand. A large file goes ahead of small ones, to a worker that is
+   * given nothing more until it has finished what it has; but while small files wait, one worker
+   * at least stays with them: hashing a large file keeps a core busy, while a small file's time
+   * is mostly the filesystem's, so the two overlap well side by side. Small files are copied in
+   * batches of one directory, to a directory no other worker is writing into if any.
    */
   private pump(): void {
-    if (this.small.size === 0 && this.large.length === 0) return;
+    if (this.toCreate.size === 0 && this.small.size === 0 && this.large.length === 0) return;
     this.warm();
     for (;;) {
       const free = this.slots.filter((s) => !s.busy);
+      const least = (except?: Slot): Slot | undefined => {
+        let best: Slot | undefined;
+        for (const s of free) if (s !== except && s.batches.length < BATCHES_PER_WORKER && (best === undefined || s.batches.length < best.batches.length)) best = s;
+        return best;
+      };
       let reserved: Slot | undefined;
-      if (this.large.length > 0 && (this.small.size === 0 || free.length > 1)) {
+      if (this.large.length > 0 && ((this.small.size === 0 && this.toCreate.size === 0) || free.length > 1)) {
         for (const s of free) if (reserved === undefined || s.batches.length < reserved.batches.length) reserved = s;
         if (reserved !== undefined && reserved.batches.length === 0) {
           reserved.busy = true;
@@ -416,9 +478,19 @@ class Workers {
           continue;
         }
       }
+      if (!this.creating && this.toCreate.size > 0) {
+        const slot = least(reserved) ?? least();
+        if (slot !== undefined) {
+          const [key, queue] = this.toCreate.entries().next().value!;
+          const batch = queue.splice(0, CREATE_BATCH);
+          if (queue.length === 0) this.toCreate.delete(key);
+          this.creating = true;
+          this.send(slot, batch);
+          continue;
+        }
+      }
       if (this.small.size === 0) return;
-      let slot: Slot | undefined;
-      for (const s of free) if (s !== reserved && s.batches.length < BATCHES_PER_WORKER && (slot === undefined || s.batches.length < slot.batches.length)) slot = s;
+      const slot = least(reserved);
       if (slot === undefined) return;
       let key: string | undefined;
       for (const k of this.small.keys()) {
@@ -437,12 +509,16 @@ class Workers {
 
   private send(slot: Slot, jobs: Job[]): void {
     const head = jobs[0];
-    slot.batches.push(head.key);
-    this.inFlight.set(head.key, (this.inFlight.get(head.key) ?? 0) + 1);
+    // Batches of files being made do not count as writing into their directory.
+    const key = head.phase === 'create' ? `+${head.key}` : head.key;
+    slot.batches.push(key);
+    this.inFlight.set(key, (this.inFlight.get(key) ?? 0) + 1);
     for (const job of jobs) slot.jobs.set(job.id, job);
     slot.worker.ref();
     const stop = head.pool.stopFlag;
-    const msg: ToWorker = 'measure' in head.message ? { stop, measure: { id: head.id, dirs: head.message.measure } } : { stop, copy: jobs.map((j) => j.message as CopyJob) };
+    const messages = jobs.map((j) => j.message as CopyJob);
+    const msg: ToWorker =
+      'measure' in head.message ? { stop, measure: { id: head.id, dirs: head.message.measure } } : head.phase === 'create' ? { stop, create: messages } : { stop, copy: messages };
     slot.worker.postMessage(msg);
   }
 
@@ -469,7 +545,15 @@ class Workers {
         if (job === undefined) continue;
         slot.jobs.delete(r.id);
         if (job.large) slot.busy = false;
-        job.resolve(r);
+        if (job.phase === 'create') this.creating = false;
+        if ('created' in r) {
+          // Made: now to be copied into, unless its staging stopped meanwhile.
+          if (!job.pool.stopping) {
+            (job.message as CopyJob).created = r.created;
+            job.phase = 'copy';
+            this.enqueue(this.small, job);
+          }
+        } else job.resolve(r);
         job.pool.settled();
       }
       this.answered(slot);
@@ -484,6 +568,7 @@ class Workers {
       if (i >= 0) this.slots.splice(i, 1);
       const jobs = [...slot.jobs.values()];
       slot.jobs.clear();
+      if (jobs.some((j) => j.phase === 'create')) this.creating = false;
       while (slot.batches.length > 0) this.answered(slot);
       for (const job of jobs) {
         job.reject(err);
@@ -504,7 +589,7 @@ class Workers {
   private idleSoon(): void {
     clearTimeout(this.idleTimer);
     this.idleTimer = setTimeout(() => {
-      if (this.small.size > 0 || this.large.length > 0 || this.slots.some((s) => s.jobs.size > 0)) return this.idleSoon();
+      if (this.toCreate.size > 0 || this.small.size > 0 || this.large.length > 0 || this.slots.some((s) => s.jobs.size > 0)) return this.idleSoon();
       for (const slot of this.slots.splice(0)) {
         slot.worker.removeAllListeners('exit');
         void slot.worker.terminate().catch(() => undefined);
@@ -534,6 +619,11 @@ export class CopyPool {
   /** Set to 1 when this call stops: the workers look at it between files and chunks. */
   readonly stopFlag = new SharedArrayBuffer(4);
   private stopped?: Error;
+
+  /** Whether it was stopped (its jobs are failed already). */
+  get stopping(): boolean {
+    return this.stopped !== undefined;
+  }
   private drained?: () => void;
 
   /** Copies one file (see the module's comment); `onProgress` hears the bytes of a large one now and then. */
