@@ -8,6 +8,7 @@
 import * as crypto from 'crypto';
 import * as fs from 'fs';
 import { type Dir, openDir, readRecord } from './anchored';
+import { isLocalFilesystem } from './io';
 import { openMeta } from './meta';
 import { isHolderAlive, isOnThisMachine, isPidAlive, parseHolder, processStartOf, thisMachine } from './holder';
 import { CLOCK_PROBE } from './protocol';
@@ -35,7 +36,7 @@ export function fsClockSkew(realStaticDir: string): Promise<number> {
     if (hit.pending !== undefined) return hit.pending;
     if (now - hit.measuredAt < MAX_AGE_MS) return Promise.resolve(hit.skewMs);
   }
-  const pending = measure(realStaticDir).then(
+  const pending = measureUnlessLocal(realStaticDir).then(
     (skewMs) => {
       cache.set(realStaticDir, { skewMs, measuredAt: Date.now() });
       return skewMs;
@@ -57,6 +58,18 @@ export function knownClockSkew(realStaticDir: string): number | undefined {
   const hit = cache.get(realStaticDir);
   if (hit === undefined || hit.pending !== undefined || Date.now() - hit.measuredAt >= MAX_AGE_MS) return undefined;
   return hit.skewMs;
+}
+
+/**
+ * On a filesystem of this machine's kernel the mtimes are stamped by this kernel's clock, the one
+ * `Date.now()` reads: the offset is 0 by construction, and measuring it would cost a file written,
+ * synced and removed (milliseconds on a journalled disk) for every command. That holds when the
+ * directory is exported to other hosts too: their offset is to this clock, measured on their side.
+ * `DEVSERVER_STAGING_CLOCK_PROBE=1` measures anyway (the probe's own tests).
+ */
+async function measureUnlessLocal(realStaticDir: string): Promise<number> {
+  if (process.env.DEVSERVER_STAGING_CLOCK_PROBE !== '1' && (await isLocalFilesystem(realStaticDir))) return 0;
+  return measure(realStaticDir);
 }
 
 /** A probe older than this is junk whoever left it (a killed process on another host sharing the directory). */

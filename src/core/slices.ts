@@ -4,12 +4,12 @@
  * held in one piece freezes every other extension for seconds; a command-line tool loses nothing
  * by it either (a slice costs one turn of the loop, tens of microseconds).
  */
-import { performance } from 'perf_hooks';
-
 /** How long a slice may hold the event loop. */
 export const SLICE_MS = 8;
 
-let sliceStart = performance.now();
+// The global `performance`, not perf_hooks': Node loads it on first use, so a process that never
+// works in slices (a lock around a command) does not pay the 3 ms of loading it.
+let sliceStart: number | undefined;
 let pausing: Promise<void> | undefined;
 
 /**
@@ -19,7 +19,9 @@ let pausing: Promise<void> | undefined;
  */
 export function pause(): Promise<void> | undefined {
   if (pausing !== undefined) return pausing;
-  if (performance.now() - sliceStart < SLICE_MS) return undefined;
+  const now = performance.now();
+  sliceStart ??= now;
+  if (now - sliceStart < SLICE_MS) return undefined;
   pausing = new Promise<void>((resolve) =>
     setImmediate(() => {
       pausing = undefined;

@@ -42,6 +42,17 @@ function age(p: string, ms: number): void {
 
 describe('clock probe: never through a link', function () {
   this.timeout(120_000);
+  // On a local filesystem the offset is 0 without a probe; these tests are about the probe, which
+  // network filesystems make. Commands spawned here inherit it.
+  let probeWas: string | undefined;
+  before(() => {
+    probeWas = process.env.DEVSERVER_STAGING_CLOCK_PROBE;
+    process.env.DEVSERVER_STAGING_CLOCK_PROBE = '1';
+  });
+  after(() => {
+    if (probeWas === undefined) delete process.env.DEVSERVER_STAGING_CLOCK_PROBE;
+    else process.env.DEVSERVER_STAGING_CLOCK_PROBE = probeWas;
+  });
   let root: string;
   let staticDir: string;
   let outside: string;
@@ -60,6 +71,17 @@ describe('clock probe: never through a link', function () {
     for (const p of [path.join(outside, 'canary'), path.join(outside, 'dir', 'clock.1')]) age(p, 3_600_000);
   });
   afterEach(() => cleanup(root));
+
+  it('without the probe asked for, a local filesystem is measured at 0 and nothing is written', async () => {
+    delete process.env.DEVSERVER_STAGING_CLOCK_PROBE;
+    try {
+      resetClockCache();
+      assert.equal(await fsClockSkew(staticDir), 0);
+      assert.equal(fs.existsSync(meta), false, 'no bookkeeping directory made for a measurement');
+    } finally {
+      process.env.DEVSERVER_STAGING_CLOCK_PROBE = '1';
+    }
+  });
 
   /** list, status and lock -- CMD all succeed; returns the pid of the CLI that ran lock. */
   async function runCommands(): Promise<number> {

@@ -48,6 +48,28 @@ describe('package', () => {
   });
 });
 
+describe('bundles and the process they run in', () => {
+  it("leave Node's fs as it is: graceful-fs, which would patch it for every extension in the host, is not loaded", async () => {
+    const bundles = ['extension.js', 'core.js', 'cli/lockCommand.js', 'cli/stageCommand.js'].map((b) => path.join(ROOT, 'dist', b));
+    for (const bundle of bundles) assert.doesNotMatch(fs.readFileSync(bundle, 'utf8'), /node_modules\/graceful-fs\//, bundle);
+    // vscode is not there outside the editor: a stand-in that answers anything is enough to load
+    // the extension's bundle (its top level only names things; activate() is not called).
+    const probe = `
+      const Module = require('module');
+      const load = Module._load;
+      const anything = new Proxy(function () {}, { get: (_t, k) => (k === Symbol.toPrimitive ? () => '' : anything), apply: () => anything, construct: () => anything });
+      Module._load = function (request, ...rest) { return request === 'vscode' ? anything : load.call(this, request, ...rest); };
+      const fs = require('fs');
+      const close = fs.close, closeSync = fs.closeSync;
+      for (const b of ${JSON.stringify(bundles)}) require(b);
+      const patched = fs.close !== close || fs.closeSync !== closeSync || Object.getOwnPropertySymbols(fs).some((s) => String(s).includes('graceful-fs'));
+      process.stdout.write(patched ? 'patched' : 'as it was');`;
+    const r = await run(process.execPath, ['-e', probe]);
+    assert.equal(r.code, 0, r.stderr);
+    assert.equal(r.stdout, 'as it was');
+  });
+});
+
 interface Command {
   command: string;
   title: string;

@@ -64,10 +64,12 @@ const FAKETIME_LIBS = ['x86_64-linux-gnu', 'aarch64-linux-gnu', 'i386-linux-gnu'
 /**
  * A clock `offsetS` seconds off for one process. The kernel still stamps files with the real
  * time, as a file server with a right clock would. Monotonic time is left alone: timers keep
- * their pace, and a negative offset cannot take it below zero on a machine just booted.
+ * their pace, and a negative offset cannot take it below zero on a machine just booted. Such a
+ * process plays another host on a network filesystem: it measures the offset with the probe,
+ * which the core skips on a local filesystem, where a real process's clock is the kernel's.
  */
 function skewedEnv(lib: string, offsetS: number): NodeJS.ProcessEnv {
-  return { LD_PRELOAD: lib, FAKETIME: `${offsetS >= 0 ? '+' : ''}${offsetS}s`, FAKETIME_DONT_FAKE_MONOTONIC: '1', DONT_FAKE_MONOTONIC: '1' };
+  return { LD_PRELOAD: lib, FAKETIME: `${offsetS >= 0 ? '+' : ''}${offsetS}s`, FAKETIME_DONT_FAKE_MONOTONIC: '1', DONT_FAKE_MONOTONIC: '1', DEVSERVER_STAGING_CLOCK_PROBE: '1' };
 }
 
 /** How far Date.now() of a node process started with `env` is from ours, in ms. */
