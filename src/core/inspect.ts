@@ -5,9 +5,8 @@
 import * as fs from 'fs';
 import { fsClockSkew } from './clock';
 import { StagingError, asStagingError, errnoCode } from './errors';
-import { mountPoints } from './anchored';
 import { readEntriesInSlices } from './browse';
-import { asyncIo, type Io } from './io';
+import { asyncIo, ioForTreeBelow, type Io } from './io';
 import { judgeLock, lockPathOf } from './judge';
 import { sortNatural } from './natural';
 import { eachInSlices } from './slices';
@@ -60,7 +59,7 @@ const LANES = 64;
 export async function list(staticDir: string, subpath = '', options: Partial<Timing> = {}): Promise<ListEntry[]> {
   const timing = clampTiming(options);
   const { staticDir: root, realStaticDir, io: rootIo } = await resolveStaticDir(staticDir);
-  const io = rootIo.sync && mountedBelow(realStaticDir) ? asyncIo : rootIo;
+  const io = ioForTreeBelow(rootIo, realStaticDir);
   let dir = root;
   let prefix = '';
   if (subpath !== '' && subpath !== '.' && subpath !== '/') {
@@ -120,13 +119,3 @@ export async function list(staticDir: string, subpath = '', options: Partial<Tim
 
 const CONTROL = /[\u0000-\u001f\u007f]/;
 
-/**
- * Whether another filesystem is mounted somewhere inside the static directory (an NFS share as a
- * folder of builds): a synchronous lstat there could wait on a server that does not answer, and
- * hold the event loop while it does. Such a static directory is listed asynchronously throughout.
- */
-function mountedBelow(realStaticDir: string): boolean {
-  const inside = realStaticDir.endsWith('/') ? realStaticDir : `${realStaticDir}/`;
-  for (const m of mountPoints()) if (m.startsWith(inside)) return true;
-  return false;
-}

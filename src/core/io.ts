@@ -7,7 +7,7 @@
  * loop of the process holding locks, which may be an editor's extension host.
  */
 import * as fs from 'fs';
-import { createRecord, createRecordSync, readRecord, readRecordSync, settle } from './anchored';
+import { createRecord, createRecordSync, mountPoints, readRecord, readRecordSync, settle } from './anchored';
 
 export interface Io {
   /** True when calls run synchronously (a local filesystem). */
@@ -113,6 +113,22 @@ export async function ioFor(p: string, dev: number): Promise<Io> {
   const io = local && process.env.DEVSERVER_STAGING_ASYNC_IO !== '1' ? syncIo : asyncIo;
   byDevice.set(dev, { io, local });
   return io;
+}
+
+/**
+ * `io`, the Io of the filesystem of the real path `realRoot`, for walking the tree below it: the
+ * asynchronous one where another filesystem is mounted anywhere below (an NFS share as a folder
+ * of builds), since a synchronous lstat there could wait on a server that does not answer and
+ * hold the event loop while it does.
+ */
+export function ioForTreeBelow(io: Io, realRoot: string): Io {
+  return io.sync && mountedBelow(realRoot) ? asyncIo : io;
+}
+
+function mountedBelow(realRoot: string): boolean {
+  const inside = realRoot.endsWith('/') ? realRoot : `${realRoot}/`;
+  for (const m of mountPoints()) if (m.startsWith(inside)) return true;
+  return false;
 }
 
 /**

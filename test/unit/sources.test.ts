@@ -11,10 +11,11 @@ import * as path from 'path';
 import { pathToFileURL } from 'url';
 import * as tar from 'tar';
 import { StagingError, isStagingError } from '../../src/core/errors';
+import { CopyPool } from '../../src/core/stage/pool';
 import { SOURCES, openSource, sourcesSize } from '../../src/core/stage/sources';
-import { DEFAULT_MAX_BYTES, PART_PREFIX, type EntrySource, type IncomingEntry, type SourceContext } from '../../src/core/stage/types';
+import { DEFAULT_MAX_BYTES, PART_PREFIX, type EntrySource, type IncomingEntry, type MeasureTree, type SourceContext } from '../../src/core/stage/types';
 import { hashStream, python, sha, startServer, writeArchives, type TestServer } from '../fixtures';
-import { cleanup, isRoot, sleep, tempDir, waitFor } from '../helpers';
+import { cleanup, isRoot, run, sleep, tempDir, waitFor } from '../helpers';
 
 /** The stated cancellation requirement. */
 const CANCEL_MS = 100;
@@ -242,6 +243,29 @@ describe('staging sources', function () {
       }
     });
 
+    it('walks the same with the asynchronous calls taken on network filesystems as with the synchronous local ones', async () => {
+      await python('import os, sys; os.mkfifo(sys.argv[1])', path.join(tree, 'fifo'));
+      try {
+        const script = `
+          const { localEntries } = require(${JSON.stringify(path.join(__dirname, '..', '..', 'src', 'core', 'stage', 'sources', 'local.js'))});
+          (async () => {
+            const out = [];
+            for await (const e of localEntries(${JSON.stringify(tree)}, new AbortController().signal)) out.push([e.name, e.type, e.size, e.linkTarget, e.what, e.localStat?.ino]);
+            process.stdout.write(JSON.stringify(out));
+          })();`;
+        const walked = async (env: NodeJS.ProcessEnv): Promise<unknown> => {
+          const r = await run(process.execPath, ['-e', script], { env: { ...process.env, ...env } });
+          assert.equal(r.code, 0, r.stderr);
+          return JSON.parse(r.stdout);
+        };
+        const synchronous = await walked({});
+        assert.equal((synchronous as unknown[]).length, 10);
+        assert.deepEqual(await walked({ DEVSERVER_STAGING_ASYNC_IO: '1' }), synchronous);
+      } finally {
+        fs.rmSync(path.join(tree, 'fifo'));
+      }
+    });
+
     it('follows a symbolic link given as the source itself, but none inside it', async () => {
       const latest = path.join(root, 'latest');
       fs.symlinkSync(path.join(tree, 'sub'), latest);
@@ -375,14 +399,23 @@ describe('staging sources', function () {
       for (const s of SOURCES) assert.equal(typeof s.open, 'function', s.name);
     });
 
+    // The stager's measurer: a copying worker walks the tree.
+    let pool: CopyPool;
+    let measureTree: MeasureTree;
+    before(() => {
+      pool = new CopyPool();
+      measureTree = (dir) => pool.measure([dir]);
+    });
+    after(() => pool.close());
+
     it('knows what local sources bring before reading them, and nothing of archives and downloads', async () => {
       // Files by lstat, links not followed, a hard link counted by each name (as it is staged).
       const inTree = 6 + 6 + 6 + 100_000 + 5;
-      assert.equal(await sourcesSize([tree]), inTree);
-      assert.equal(await sourcesSize([tree, path.join(tree, 'a.txt'), pathToFileURL(path.join(tree, 'sub')).href]), inTree + 6 + 100_005);
-      assert.equal(await sourcesSize([]), 0);
+      assert.equal(await sourcesSize([tree], measureTree), inTree);
+      assert.equal(await sourcesSize([tree, path.join(tree, 'a.txt'), pathToFileURL(path.join(tree, 'sub')).href], measureTree), inTree + 6 + 100_005);
+      assert.equal(await sourcesSize([], measureTree), 0);
       for (const unknown of [path.join(fixtures, 'tree.tar.gz'), 'http://example.invalid/a.bin', path.join(root, 'missing'), 'ftp://example.invalid/a', 'file://elsewhere.invalid/x']) {
-        assert.equal(await sourcesSize([tree, unknown]), undefined, unknown);
+        assert.equal(await sourcesSize([tree, unknown], measureTree), undefined, unknown);
       }
     });
 
@@ -395,8 +428,8 @@ describe('staging sources', function () {
       await python('import os, sys; os.mkfifo(sys.argv[1])', path.join(hostile, 'fifo'));
       try {
         const started = Date.now();
-        assert.equal(await sourcesSize([hostile]), 1_000, 'only the file inside counts');
-        assert.equal(await sourcesSize([path.join(hostile, 'fifo')]), 0, 'a FIFO is stat-ed, never opened');
+        assert.equal(await sourcesSize([hostile], measureTree), 1_000, 'only the file inside counts');
+        assert.equal(await sourcesSize([path.join(hostile, 'fifo')], measureTree), 0, 'a FIFO is stat-ed, never opened');
         assert.ok(Date.now() - started < 5_000, `measured in ${Date.now() - started} ms`);
       } finally {
         fs.rmSync(hostile, { recursive: true });

@@ -139,7 +139,7 @@ class Transaction {
     this.progress = new Progress(options.onProgress);
     this.copier = new Copier(this.dir, signal, this.budget, this.progress);
     this.knownDirs.add(this.dir);
-    this.total = sourcesSize(sources);
+    this.total = sourcesSize(sources, (dir) => this.copier.measure(dir));
     this.total.catch(() => undefined); // awaited in begin; a staging refused before it must not leave it unobserved
   }
 

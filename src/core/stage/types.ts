@@ -85,9 +85,16 @@ export interface SourceOpener {
   /**
    * The bytes the entries of `spec` bring, where that is known before they are read (for
    * progress); undefined where it is not (an archive's unpacked size, a download). Never throws.
+   * A local directory is measured by `measureTree`, off the main thread.
    */
-  size?(spec: string): Promise<number | undefined>;
+  size?(spec: string, measureTree: MeasureTree): Promise<number | undefined>;
 }
+
+/**
+ * The bytes of the regular files below a local directory, links not followed (nor the FIFOs and
+ * devices opened); undefined if it cannot be told in good time. The stager's copying workers do it.
+ */
+export type MeasureTree = (dir: string) => Promise<number | undefined>;
 
 // The manifest is the core's (verify, browse and du read it too); staging writes it.
 export type { Manifest, ManifestEntry } from '../manifest';

@@ -8,9 +8,9 @@ export const fileUrlSource: SourceOpener = {
   name: 'a file: URL',
   matches: (spec) => /^file:/i.test(spec),
   open: (spec, ctx) => fileEntries(spec, ctx.signal),
-  size: async (spec) => {
+  size: async (spec, measureTree) => {
     try {
-      return await localSize(fileURLToPath(spec));
+      return await localSize(fileURLToPath(spec), measureTree);
     } catch {
       return undefined; // names no local path: opening it says why
     }

@@ -6,7 +6,7 @@
  * A new kind of source is a file that exports a `SourceOpener` (see ../types.ts) and one line in
  * `SOURCES`.
  */
-import type { EntrySource, IncomingEntry, SourceContext, SourceOpener } from '../types';
+import type { EntrySource, IncomingEntry, MeasureTree, SourceContext, SourceOpener } from '../types';
 import { sourceError } from './errors';
 import { fileUrlSource } from './fileUrl';
 import { httpSource } from './http';
@@ -34,10 +34,10 @@ export function openSource(spec: string, ctx: SourceContext): EntrySource {
 }
 
 /** The bytes the sources bring, where every one of them knows it up front; undefined otherwise. */
-export async function sourcesSize(specs: readonly string[]): Promise<number | undefined> {
+export async function sourcesSize(specs: readonly string[], measureTree: MeasureTree): Promise<number | undefined> {
   let total = 0;
   for (const spec of specs) {
-    const size = await openerOf(spec)?.size?.(spec);
+    const size = await openerOf(spec)?.size?.(spec, measureTree);
     if (size === undefined) return undefined;
     total += size;
   }

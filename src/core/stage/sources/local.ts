@@ -3,10 +3,11 @@
  * (`.tar`, `.tar.gz`/`.tgz`, `.tar.xz`/`.txz`, `.zip`: unpacked) or any other file (one entry).
  * The path itself may be a link (a `latest` link to a build), which is followed.
  */
-import { constants, promises as fsp, type Stats } from 'fs';
+import { constants, lstatSync, promises as fsp, readdirSync, readlinkSync, type Stats } from 'fs';
 import * as path from 'path';
 import { fdPath } from '../../anchored';
-import type { IncomingEntry, SourceOpener } from '../types';
+import { ioFor, ioForTreeBelow } from '../../io';
+import type { IncomingEntry, MeasureTree, SourceOpener } from '../types';
 import { archiveFileEntries, archiveKindOf } from './archive';
 import { changedSourceError, fsSourceError, sourceError, throwIfAborted } from './errors';
 
@@ -36,7 +37,10 @@ export async function* localEntries(spec: string, signal: AbortSignal): AsyncGen
   if (st.isDirectory()) {
     const root = await openDir(real, st, shown, shown);
     try {
-      yield* walk(root, real, '', shown, signal);
+      // On a local filesystem a synchronous lstat takes microseconds where a round trip through
+      // the thread pool takes tens, and the walk is then most of a staging's main thread.
+      const sync = ioForTreeBelow(await ioFor(real, st.dev), real).sync;
+      yield* walk(root, real, '', shown, signal, sync);
     } finally {
       await root.close().catch(() => undefined);
     }
@@ -85,12 +89,12 @@ async function openDir(dir: string, seen: Stats, shown: string, shownRoot: strin
  * through its open handle, so a directory exchanged for a link after it was seen is never entered.
  * Files are named by path, and the stager checks that the file it opens is the one seen here.
  */
-async function* walk(handle: fsp.FileHandle, realDir: string, rel: string, shownRoot: string, signal: AbortSignal): AsyncGenerator<IncomingEntry> {
+async function* walk(handle: fsp.FileHandle, realDir: string, rel: string, shownRoot: string, signal: AbortSignal, sync: boolean): AsyncGenerator<IncomingEntry> {
   const here = fdPath(handle.fd) ?? realDir;
   const shownDir = rel === '' ? shownRoot : path.join(shownRoot, rel);
   let names: string[];
   try {
-    names = await fsp.readdir(here);
+    names = sync ? readdirSync(here) : await fsp.readdir(here);
   } catch (err) {
     throw fsSourceError(err, shownDir, shownRoot);
   }
@@ -102,7 +106,7 @@ async function* walk(handle: fsp.FileHandle, realDir: string, rel: string, shown
     const source = path.join(shownDir, base);
     let st: Stats;
     try {
-      st = await fsp.lstat(inHere);
+      st = sync ? lstatSync(inHere) : await fsp.lstat(inHere);
     } catch (err) {
       throw fsSourceError(err, source, shownRoot);
     }
@@ -110,7 +114,7 @@ async function* walk(handle: fsp.FileHandle, realDir: string, rel: string, shown
       yield { name, type: 'directory', source };
       const sub = await openDir(inHere, st, source, shownRoot);
       try {
-        yield* walk(sub, path.join(realDir, base), name, shownRoot, signal);
+        yield* walk(sub, path.join(realDir, base), name, shownRoot, signal, sync);
       } finally {
         await sub.close().catch(() => undefined);
       }
@@ -119,7 +123,7 @@ async function* walk(handle: fsp.FileHandle, realDir: string, rel: string, shown
     } else if (st.isSymbolicLink()) {
       let linkTarget: string;
       try {
-        linkTarget = await fsp.readlink(inHere);
+        linkTarget = sync ? readlinkSync(inHere) : await fsp.readlink(inHere);
       } catch (err) {
         // No longer a link: exchanged since it was seen.
         if ((err as NodeJS.ErrnoException).code === 'EINVAL') throw changedSourceError(source);
@@ -148,30 +152,13 @@ function identityOf(st: { dev: number; ino: number; size: number; mtimeMs: numbe
 
 /**
  * The bytes below a local source: a file's size, a directory's files added up (links not
- * followed); undefined for an archive (what it unpacks to is known only once read) or a path
- * that cannot be looked at.
+ * followed) by `measureTree`; undefined for an archive (what it unpacks to is known only once
+ * read) or a path that cannot be looked at.
  */
-export async function localSize(spec: string): Promise<number | undefined> {
+export async function localSize(spec: string, measureTree: MeasureTree): Promise<number | undefined> {
   // The source itself may be a link (a `latest` link to a build): sources follow it, so count it.
   const st = await fsp.stat(spec).catch(() => undefined);
   if (st === undefined) return undefined;
   if (!st.isDirectory()) return archiveKindOf(path.basename(spec)) !== undefined ? undefined : st.size;
-  let total = 0;
-  const stack = [spec];
-  while (stack.length > 0) {
-    const d = stack.pop()!;
-    const entries = await fsp.readdir(d, { withFileTypes: true }).catch(() => []);
-    await Promise.all(
-      entries.map(async (ent) => {
-        const p = path.join(d, ent.name);
-        if (ent.isDirectory()) stack.push(p);
-        else if (ent.isFile()) {
-          // Not `total += await …`: that reads `total` before the await and loses parallel updates.
-          const { size } = await fsp.lstat(p).catch(() => ({ size: 0 }));
-          total += size;
-        }
-      }),
-    );
-  }
-  return total;
+  return measureTree(spec);
 }
