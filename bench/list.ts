@@ -7,12 +7,12 @@
  *   node out/bench/list.js [--quick]     this part alone
  */
 import * as fs from 'fs';
-import * as os from 'os';
 import * as path from 'path';
 import { performance } from 'perf_hooks';
 import { list } from '../src/core/inspect';
+import { runAlone } from './alone';
 import { BlockProbe, measuresThreadCpu } from './blocks';
-import { formatTable, interleave, median, p95, ratioOf, type Candidate, type Row } from './stats';
+import { interleave, median, p95, ratioOf, type Candidate, type Row } from './stats';
 
 const HELD = 100;
 const STALE = 10;
@@ -143,20 +143,4 @@ export async function benchList(root: string, rows: Row[], quick: boolean, line:
   for (const areas of [10_000, 100_000]) await benchListOf(root, areas, rows, quick, line);
 }
 
-if (require.main === module) {
-  void (async () => {
-    const out = (s = ''): void => void process.stdout.write(`${s}\n`);
-    const root = fs.mkdtempSync(path.join(os.tmpdir(), 'dss-bench-list-'));
-    const rows: Row[] = [];
-    try {
-      out(`list bench: node ${process.version}, load ${os.loadavg().map((l) => l.toFixed(2)).join(' ')}`);
-      await benchList(root, rows, process.argv.includes('--quick'), out);
-    } finally {
-      fs.rmSync(root, { recursive: true, force: true });
-    }
-    out(formatTable(rows));
-  })().catch((err: unknown) => {
-    process.stderr.write(`bench failed: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
-    process.exitCode = 1;
-  });
-}
+if (require.main === module) runAlone('list', benchList);

@@ -6,11 +6,11 @@
 import { spawnSync } from 'child_process';
 import * as crypto from 'crypto';
 import * as fs from 'fs';
-import * as os from 'os';
 import * as path from 'path';
 import { performance } from 'perf_hooks';
 import { stage } from '../src/core/stage/stage';
-import { formatTable, median, speedRow, type Row } from './stats';
+import { runAlone } from './alone';
+import { median, speedRow, type Row } from './stats';
 
 const LARGE = 4;
 const LARGE_BYTES = 200 * 1024 * 1024;
@@ -103,20 +103,4 @@ export async function benchStage(root: string, rows: Row[], quick: boolean, line
   rows.push(speedRow('stage ~1 GiB dir (speed vs cp)', ours, 'cp -r', cp, 1.0));
 }
 
-if (require.main === module) {
-  void (async () => {
-    const out = (s = ''): void => void process.stdout.write(`${s}\n`);
-    const root = fs.mkdtempSync(path.join(os.tmpdir(), 'dss-bench-stage-'));
-    const rows: Row[] = [];
-    try {
-      out(`stage bench: node ${process.version}, load ${os.loadavg().map((l) => l.toFixed(2)).join(' ')}, tmp ${os.tmpdir()}`);
-      await benchStage(root, rows, process.argv.includes('--quick'), out);
-    } finally {
-      fs.rmSync(root, { recursive: true, force: true });
-    }
-    out(formatTable(rows));
-  })().catch((err: unknown) => {
-    process.stderr.write(`bench failed: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
-    process.exitCode = 1;
-  });
-}
+if (require.main === module) runAlone('stage', benchStage);
