@@ -1,14 +1,14 @@
 /** Human-readable output of the command-line tool. `--json` bypasses all of this. */
 import { describeHolder } from '../core/lock';
-import { formatDuration } from '../core/format';
+import { formatDuration, printable } from '../core/format';
 import { describeWaiter, type OnQueue } from '../core/queue';
 import type { ListEntry, LockInfo, QueueEntry } from '../core/types';
 
 export { formatDuration };
 
 function holderShort(info: LockInfo): string {
-  if (info.holder !== undefined) return `${info.holder.user}@${info.holder.hostname}:${info.holder.pid}`;
-  if (info.legacy !== undefined) return `python@${info.legacy.hostname}${info.legacy.pid !== undefined ? `:${info.legacy.pid}` : ''}`;
+  if (info.holder !== undefined) return `${printable(info.holder.user)}@${printable(info.holder.hostname)}:${info.holder.pid}`;
+  if (info.legacy !== undefined) return `python@${printable(info.legacy.hostname)}${info.legacy.pid !== undefined ? `:${info.legacy.pid}` : ''}`;
   return info.state === 'free' ? '' : '?';
 }
 
@@ -16,10 +16,10 @@ export function formatList(entries: readonly ListEntry[]): string {
   if (entries.length === 0) return '(no staging areas)\n';
   const rows = entries.map((e) => [
     e.state,
-    e.tag,
+    printable(e.tag),
     holderShort(e),
     e.state === 'free' ? '' : formatDuration(e.heartbeatAgeMs),
-    e.holder?.purpose ?? '',
+    printable(e.holder?.purpose ?? ''),
   ]);
   const header = ['STATE', 'TAG', 'HOLDER', 'HEARTBEAT', 'PURPOSE'];
   const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i].length)));
@@ -32,20 +32,20 @@ export function formatList(entries: readonly ListEntry[]): string {
 }
 
 export function formatStatus(info: LockInfo, queue: readonly QueueEntry[] = []): string {
-  const lines: string[] = [`${info.tag}: ${info.state}${info.exists ? '' : ' (no such staging area)'}`, `  directory:  ${info.dir}`];
+  const lines: string[] = [`${printable(info.tag)}: ${info.state}${info.exists ? '' : ' (no such staging area)'}`, `  directory:  ${printable(info.dir)}`];
   if (info.holder !== undefined) {
     const h = info.holder;
-    lines.push(`  holder:     ${describeHolder(info)}`, `  client:     ${h.clientId}`);
-    if (h.acquiredAt !== '') lines.push(`  acquired:   ${h.acquiredAt} (${formatDuration(info.ageMs)} ago)`);
+    lines.push(`  holder:     ${describeHolder(info)}`, `  client:     ${printable(h.clientId)}`);
+    if (h.acquiredAt !== '') lines.push(`  acquired:   ${printable(h.acquiredAt)} (${formatDuration(info.ageMs)} ago)`);
     if (h.fence !== undefined) lines.push(`  fence:      ${h.fence} (the lock's fencing token)`);
   } else if (info.legacy !== undefined) {
     lines.push(`  holder:     ${describeHolder(info)}`);
     if (info.legacy.pid === undefined && info.legacy.pidAndHash !== '') {
-      lines.push(`  pid+hash:   ${info.legacy.pidAndHash} (the pid is a prefix of these digits)`);
+      lines.push(`  pid+hash:   ${printable(info.legacy.pidAndHash)} (the pid is a prefix of these digits)`);
     }
-    if (info.legacy.uniqueFile !== undefined) lines.push(`  lock file:  ${info.legacy.uniqueFile}`);
+    if (info.legacy.uniqueFile !== undefined) lines.push(`  lock file:  ${printable(info.legacy.uniqueFile)}`);
   } else if (info.unreadable !== undefined) {
-    lines.push(`  holder:     unknown: ${info.unreadable}`);
+    lines.push(`  holder:     unknown: ${printable(info.unreadable)}`);
   } else if (info.state !== 'free') {
     lines.push('  holder:     unknown (no holder record)');
   }

@@ -76,14 +76,9 @@ export function jsonRequested(argv: readonly string[]): boolean {
   return false;
 }
 
-/**
- * A name as a terminal shows it, not as it obeys it: names and holder fields are a co-user's
- * bytes, and escape sequences in them (ESC, CSI, BEL) would retitle or rewrite the terminal.
- * Names with a control character are shown quoted, with it escaped.
- */
-export function printable(name: string): string {
-  return /[\u0000-\u001f\u007f-\u009f]/.test(name) ? JSON.stringify(name).replace(/[\u007f-\u009f]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`) : name;
-}
+import { terminalText } from '../core/format';
+
+export { printable, terminalText } from '../core/format';
 
 let writeFailed = false;
 
@@ -130,8 +125,10 @@ export class Output {
     private readonly stream: () => NodeJS.WriteStream,
   ) {}
 
-  write(text: string): void {
+  /** Writes `text` as a terminal should show it (`terminalText`): no control character but newline and tab. */
+  write(raw: string): void {
     if (this.failed) return;
+    const text = terminalText(raw);
     if (this.viaStream) {
       this.stream().write(text);
       return;

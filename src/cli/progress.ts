@@ -5,6 +5,7 @@
  */
 import type { StageProgress } from '../core/stage/types';
 import type { VerifyProgress } from '../core/verify';
+import { printable } from '../core/format';
 import { formatBytes, formatRate } from './units';
 
 export interface ProgressOutput {
@@ -103,7 +104,7 @@ export class StageProgressView {
     const tail = p.artifact !== '' ? `  ${this.amount(p)}${overall}  ${this.rate()}` : `${formatBytes(p.bytes)}  ${this.rate()}`;
     const head = `[${p.artifacts} done] `;
     const width = lineWidth(this.out);
-    const name = fitName(p.artifact, width - head.length - tail.length);
+    const name = fitName(printable(p.artifact), width - head.length - tail.length);
     this.out.write(`\r${`${head}${name}${tail}`.slice(0, width)}\x1b[K`);
     this.drawn = true;
   }
@@ -136,7 +137,7 @@ export class VerifyProgressView {
     const pct = p.totalBytes > 0 ? Math.min(100, Math.floor((p.bytes * 100) / p.totalBytes)) : 100;
     const head = `[${p.files.toLocaleString('en')}/${p.totalFiles.toLocaleString('en')} files] ${formatBytes(p.bytes)} of ${formatBytes(p.totalBytes)} (${pct}%)  `;
     const width = lineWidth(this.out);
-    this.out.write(`\r${`${head}${fitName(p.current ?? '', width - head.length)}`.slice(0, width)}\x1b[K`);
+    this.out.write(`\r${`${head}${fitName(printable(p.current ?? ''), width - head.length)}`.slice(0, width)}\x1b[K`);
     this.drawn = true;
   }
 

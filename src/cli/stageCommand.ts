@@ -8,7 +8,7 @@ import { stage } from '../core/stage/stage';
 import type { StageOptions, StageResult } from '../core/stage/types';
 import { commandMain } from './context';
 import { queueNotice } from './format';
-import { Interrupted, STOPPING, useStreams } from './output';
+import { Interrupted, STOPPING, terminalText, useStreams } from './output';
 import { StageProgressView, type ProgressOutput } from './progress';
 import { formatBytes, formatRate } from './units';
 
@@ -53,7 +53,7 @@ export async function runStage(staticDir: string, tag: string, sources: readonly
   const view = new StageProgressView(io.stderr);
   const say = (message: string): void => {
     view.clear();
-    io.stderr.write(`devserver-stage: ${message}\n`);
+    io.stderr.write(terminalText(`devserver-stage: ${message}\n`));
   };
   const controller = new AbortController();
   let stoppedBy: NodeJS.Signals | undefined;
@@ -88,7 +88,7 @@ export async function runStage(staticDir: string, tag: string, sources: readonly
   }
   view.clear();
   const ms = Date.now() - started;
-  io.stdout.write(io.json ? `${JSON.stringify(result, null, 2)}\n` : formatStageResult(result, ms));
+  io.stdout.write(io.json ? `${JSON.stringify(result, null, 2)}\n` : terminalText(formatStageResult(result, ms)));
   return 0;
 }
 

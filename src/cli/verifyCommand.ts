@@ -7,7 +7,7 @@ import { flushHistory, type HistoryOptions } from '../core/history';
 import type { Timing } from '../core/types';
 import { describeEntryType, verify, type VerifyProblem, type VerifyResult } from '../core/verify';
 import { commandMain } from './context';
-import { printable, useStreams } from './output';
+import { printable, terminalText, useStreams } from './output';
 import { VerifyProgressView, type ProgressOutput } from './progress';
 import { formatBytes } from './units';
 
@@ -34,7 +34,7 @@ export async function runVerify(staticDir: string, tag: string, options: Partial
   } finally {
     view.clear();
   }
-  io.stdout.write(io.json ? `${JSON.stringify(result, null, 2)}\n` : formatVerifyResult(result));
+  io.stdout.write(io.json ? `${JSON.stringify(result, null, 2)}\n` : terminalText(formatVerifyResult(result)));
   return result.ok ? 0 : 1;
 }
 

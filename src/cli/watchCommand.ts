@@ -11,7 +11,7 @@ import { isAtOrBelow, type AreaRecord } from '../core/watch/records';
 import type { StateChange } from '../core/watch/states';
 import type { Timing } from '../core/types';
 import { commandMain } from './context';
-import { STOPPING, useStreams } from './output';
+import { STOPPING, printable, terminalText, useStreams } from './output';
 
 export interface WatchIo {
   stdout: { write(text: string): unknown };
@@ -60,14 +60,11 @@ function lineOf(r: AreaRecord | undefined, tag: string, event: WatchLine['event'
 /** What a line shows of a build: when it differs, a line is due. */
 const keyOfLine = (l: WatchLine): string => [l.state, l.holder, l.pid, l.clientId, l.token].join('\0');
 
-/** Control characters of names and holder fields (which co-users write) are never sent to a terminal. */
-const shown = (s: string): string => (/[\x00-\x1f\x7f]/.test(s) ? JSON.stringify(s) : s);
-
 function text(l: WatchLine): string {
-  const parts = [l.time, shown(l.tag), l.event === 'gone' ? 'gone' : (l.state ?? '')];
-  if (l.holder !== undefined) parts.push(shown(l.holder) + (l.pid !== undefined ? ` pid ${l.pid}` : ''));
+  const parts = [l.time, printable(l.tag), l.event === 'gone' ? 'gone' : (l.state ?? '')];
+  if (l.holder !== undefined) parts.push(printable(l.holder) + (l.pid !== undefined ? ` pid ${l.pid}` : ''));
   if (l.token !== undefined) parts.push(`token ${l.token}`);
-  if (l.staleReason !== undefined) parts.push(`(${shown(l.staleReason)})`);
+  if (l.staleReason !== undefined) parts.push(`(${printable(l.staleReason)})`);
   return `${parts.join('  ')}\n`;
 }
 
@@ -79,10 +76,10 @@ export const main = commandMain(async (ctx, [subpath]: readonly [string], o: { p
 
 /** Resolves to the exit code once stopped by a signal (128 + the signal); errors at the start reject. */
 export async function runWatch(staticDir: string, subpath: string, timing: Partial<Timing>, io: WatchIo): Promise<number> {
-  const states = new LockStates({ staleMs: timing.staleMs ?? 10_000, refreshMs: timing.refreshMs ?? 2_500 }, { warn: (m) => io.stderr.write(`devserver-stage: ${m}\n`) });
+  const states = new LockStates({ staleMs: timing.staleMs ?? 10_000, refreshMs: timing.refreshMs ?? 2_500 }, { warn: (m) => io.stderr.write(terminalText(`devserver-stage: ${m}\n`)) });
   const under = subpath.replace(/^\/+|\/+$/g, '');
   const print = (l: WatchLine): void => {
-    io.stdout.write(io.json ? `${JSON.stringify(l)}\n` : text(l));
+    io.stdout.write(io.json ? `${JSON.stringify(l)}\n` : terminalText(text(l)));
   };
   const last = new Map<string, string>();
   const emit = (tag: string, event: WatchLine['event']): void => {

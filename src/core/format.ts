@@ -16,6 +16,25 @@ export function formatBytes(bytes: number): string {
   return `${value >= 100 ? Math.round(value) : value.toFixed(1)} ${BINARY[unit]}`;
 }
 
+/**
+ * A co-user's text as a terminal or a notification shows it rather than obeys it: build names and
+ * a holder's user, host and purpose come from directories and records anyone sharing the static
+ * directory can write, and an escape sequence among them (ESC, CSI, OSC, BEL) would retitle the
+ * terminal, rewrite what it shows, or on some terminals set the clipboard; a newline would forge
+ * a line. Text with any control character is shown quoted, each escaped (`"evil\u001b]0;…"`).
+ */
+export function printable(text: string): string {
+  return /[\u0000-\u001f\u007f-\u009f]/.test(text) ? JSON.stringify(text).replace(/[\u007f-\u009f]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`) : text;
+}
+
+/**
+ * Text the command line writes, whole, as a terminal should show it: every control character but
+ * newline and tab escaped (`\u001b`). What `printable` missed cannot act on the terminal either.
+ */
+export function terminalText(text: string): string {
+  return text.replace(/[\u0000-\u0008\u000b-\u001f\u007f-\u009f]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
+}
+
 /** A duration as people say it: "12 s", "4 min", "3 h", "2 d"; '-' when unknown. */
 export function formatDuration(ms: number | undefined): string {
   if (ms === undefined || !Number.isFinite(ms)) return '-';

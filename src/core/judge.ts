@@ -6,6 +6,7 @@ import * as fs from 'fs';
 import * as path from 'path';
 import { isWithin, openDir, readRecord, whereIs, type Dir } from './anchored';
 import { asStagingError, errnoCode } from './errors';
+import { printable } from './format';
 import { isOnThisMachine, parseHolder } from './holder';
 import { cachesAttributes } from './io';
 import { isLockAlive } from './lifetime';
@@ -119,8 +120,8 @@ export async function judgeLock(
       info.state = 'stale';
       info.staleReason =
         command === undefined
-          ? `its holder (pid ${holder.pid} on ${holder.hostname}) is no longer running`
-          : `its holder (pid ${holder.pid} on ${holder.hostname}) and the command it ran (pid ${command.pid}) are no longer running`;
+          ? `its holder (pid ${holder.pid} on ${printable(holder.hostname)}) is no longer running`
+          : `its holder (pid ${holder.pid} on ${printable(holder.hostname)}) and the command it ran (pid ${command.pid}) are no longer running`;
       return { info, identity };
     }
   }

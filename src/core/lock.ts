@@ -10,6 +10,7 @@ import * as lockfile from 'proper-lockfile';
 import { openDirIfThere, openDirWhere, type Dir } from './anchored';
 import { fsClockSkew } from './clock';
 import { StagingError, asStagingError, errnoCode } from './errors';
+import { printable } from './format';
 import { readFence } from './fence';
 import { makeHolder } from './holder';
 import { HistorySegment, actorOf, recordHistory, removalEvent, type HistoryOptions, type NewHistoryEvent } from './history';
@@ -270,12 +271,12 @@ export class Lease extends EventEmitter<LeaseEvents> {
 export function describeHolder(info: Pick<LockInfo, 'state' | 'holder' | 'legacy' | 'unreadable'>): string {
   if (info.holder !== undefined) {
     const h = info.holder;
-    return `${h.user}@${h.hostname} (pid ${h.pid}${h.purpose !== undefined ? `, ${h.purpose}` : ''})`;
+    return `${printable(h.user)}@${printable(h.hostname)} (pid ${h.pid}${h.purpose !== undefined ? `, ${printable(h.purpose)}` : ''})`;
   }
   if (info.legacy !== undefined) {
-    return `the Python devserver on ${info.legacy.hostname}${info.legacy.pid !== undefined ? ` (pid ${info.legacy.pid})` : ''}`;
+    return `the Python devserver on ${printable(info.legacy.hostname)}${info.legacy.pid !== undefined ? ` (pid ${info.legacy.pid})` : ''}`;
   }
-  if (info.unreadable !== undefined) return `another process (${info.unreadable})`;
+  if (info.unreadable !== undefined) return `another process (${printable(info.unreadable)})`;
   return 'another process (no holder record)';
 }
 

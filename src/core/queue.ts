@@ -19,6 +19,7 @@ import * as path from 'path';
 import { fdPath, isWithin, openBelow, openDir, settle, whereIs, type Dir } from './anchored';
 import { fsClockSkew } from './clock';
 import { errnoCode } from './errors';
+import { printable } from './format';
 import { isHolderAlive, isOnThisMachine, isPidAlive, makeHolder, parseHolder, parseObject, parseSideName, sideName, thisMachine } from './holder';
 import { asyncIo, cachesAttributes, ioFor, isLocalDevice, type Io } from './io';
 import { ATTR_CACHE_MS } from './judge';
@@ -321,8 +322,8 @@ async function clearLitter(q: Dir, names: readonly string[]): Promise<void> {
 /** How a waiter is named in messages: `user@host (pid N, purpose)`, or why its ticket cannot be read. */
 export function describeWaiter(e: Pick<QueueEntry, 'waiter' | 'unreadable'>): string {
   const w = e.waiter;
-  if (w === undefined) return `an unknown waiter (${e.unreadable ?? 'its ticket cannot be read'})`;
-  return `${w.user}@${w.hostname} (pid ${w.pid}${w.purpose !== undefined ? `, ${w.purpose}` : ''})`;
+  if (w === undefined) return `an unknown waiter (${printable(e.unreadable ?? 'its ticket cannot be read')})`;
+  return `${printable(w.user)}@${printable(w.hostname)} (pid ${w.pid}${w.purpose !== undefined ? `, ${printable(w.purpose)}` : ''})`;
 }
 
 /**
