@@ -4,6 +4,7 @@ import * as esbuild from 'esbuild';
 import { execFileSync } from 'node:child_process';
 import { builtinModules, createRequire } from 'node:module';
 import { readFileSync, readdirSync, writeFileSync, mkdirSync, rmSync, chmodSync } from 'node:fs';
+import * as path from 'node:path';
 
 const pkg = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8'));
 const production = process.argv.includes('--production');
@@ -13,7 +14,9 @@ const common = {
   target: 'node20',
   format: 'cjs',
   sourcemap: !production,
-  minify: production,
+  // Minified after the bundle is built (see `bundle`), so that its helpers still have their names.
+  minify: false,
+  write: false,
   logLevel: 'warning',
   define: { __VERSION__: JSON.stringify(pkg.version) },
 };
@@ -68,32 +71,39 @@ const plainFs = {
  * that has it: a copy of the module's properties, each a getter, made again per importing file
  * (17 copies of fs alone in the lock command, 4 ms of its start; 42 of the vscode API in the
  * extension). Our code only reads properties of such a namespace, never its `default`, so for
- * Node's own modules and vscode the module itself serves. The call is replaced by the bare
- * require, padded with spaces to its former length so that source maps stay true; minified
- * output names the helper differently, hence any name.
+ * Node's own modules and vscode the module itself serves. Only esbuild's own helper, by its name
+ * before minifying, is replaced: a library's `factory(require("stream/web"))` (a UMD wrapper)
+ * looks the same and must stay. The bare require is padded with spaces to the call's length, so
+ * that source maps stay true.
  */
-function plainNamespaces(dir) {
-  const plain = new Set([...builtinModules, ...builtinModules.map((m) => `node:${m}`), 'vscode']);
-  const wrapped = /[\w$]+\(require\("([^"]+)"\)\)/g;
-  for (const entry of readdirSync(dir, { recursive: true })) {
-    if (!entry.endsWith('.js')) continue;
-    const file = `${dir}/${entry}`;
-    const text = readFileSync(file, 'utf8');
-    const out = text.replace(wrapped, (call, name) => (plain.has(name) ? `require("${name}")`.padEnd(call.length) : call));
-    if (out !== text) writeFileSync(file, out);
+const PLAIN = new Set([...builtinModules, ...builtinModules.map((m) => `node:${m}`), 'vscode']);
+function plainNamespaces(code) {
+  return code.replace(/\b__toESM\(require\("([^"]+)"\)\)/g, (call, name) => (PLAIN.has(name) ? `require("${name}")`.padEnd(call.length) : call));
+}
+
+/** Builds, takes out the namespace copies, minifies for production, writes. */
+async function bundle(options) {
+  const result = await esbuild.build({ ...common, ...options });
+  for (const file of result.outputFiles) {
+    let text = file.text;
+    if (file.path.endsWith('.js')) {
+      text = plainNamespaces(text);
+      if (production) text = (await esbuild.transform(text, { minify: true, target: common.target, format: 'cjs', platform: 'node' })).code;
+    }
+    mkdirSync(path.dirname(file.path), { recursive: true });
+    writeFileSync(file.path, text);
   }
 }
 
 rmSync('dist', { recursive: true, force: true });
 mkdirSync('dist', { recursive: true });
 await Promise.all([
-  esbuild.build({ ...common, entryPoints: ['src/extension.ts'], outfile: 'dist/extension.js', external: ['vscode'], plugins: [plainFs] }),
-  esbuild.build({ ...common, entryPoints: ['src/cli.ts'], outfile: 'dist/cli.js', banner: { js: '#!/usr/bin/env node' }, plugins: [commandsExternal] }),
-  esbuild.build({ ...common, entryPoints: commandFiles.map((f) => `src/cli/${f}`), outdir: 'dist/cli', plugins: [lockfileOnlyWhereUsed, plainFs] }),
-  esbuild.build({ ...common, entryPoints: { commander: 'node_modules/commander/index.js' }, outdir: 'dist/cli' }),
-  esbuild.build({ ...common, entryPoints: ['src/core/index.ts'], outfile: 'dist/core.js', plugins: [plainFs] }),
+  bundle({ entryPoints: ['src/extension.ts'], outfile: 'dist/extension.js', external: ['vscode'], plugins: [plainFs] }),
+  bundle({ entryPoints: ['src/cli.ts'], outfile: 'dist/cli.js', banner: { js: '#!/usr/bin/env node' }, plugins: [commandsExternal] }),
+  bundle({ entryPoints: commandFiles.map((f) => `src/cli/${f}`), outdir: 'dist/cli', plugins: [lockfileOnlyWhereUsed, plainFs] }),
+  bundle({ entryPoints: { commander: 'node_modules/commander/index.js' }, outdir: 'dist/cli' }),
+  bundle({ entryPoints: ['src/core/index.ts'], outfile: 'dist/core.js', plugins: [plainFs] }),
 ]);
-plainNamespaces('dist');
 chmodSync('dist/cli.js', 0o755);
 
 // Declarations for the core only: what other Node programs import.

@@ -16,6 +16,7 @@ import { acquire } from '../../src/core/lock';
 import { META_DIR } from '../../src/core/protocol';
 import { MANIFEST_FILE, TIMESTAMP_FILE, type StageProgress, type StageResult } from '../../src/core/stage/types';
 import type { AreaUsage, PruneResult } from '../../src/core/usage';
+import { python } from '../fixtures';
 import { CLI, cleanup, run, snapshot, tempDir, waitFor } from '../helpers';
 
 /** The tool under test: the package's build, or another bundle named by DSS_CLI. */
@@ -143,6 +144,32 @@ describe('devserver-stage stage, du and prune', () => {
       assert.match(replaced.stdout, /0 added, 1 skipped as identical, 1 replaced/);
       assert.match(replaced.stdout, /^Replaced: autotest\/control\.$/m);
       assert.equal(fs.readFileSync(path.join(dir, 'autotest', 'control'), 'utf8'), 'another control file\n');
+    });
+
+    it('unpacks each kind of archive with the libraries bundled in the tool: tar, tar.gz, tar.xz, zip', async () => {
+      // The bundle, not the sources, is under test: a build step that rewrote a library's code
+      // (a UMD wrapper taken for a module helper) once left tar.xz unpackable by the tool alone.
+      const archives = path.join(root, 'archives');
+      fs.mkdirSync(archives);
+      await python(
+        [
+          'import io, sys, tarfile, zipfile',
+          'out = sys.argv[1]',
+          'def add(t):',
+          '    data = b"unpacked by the tool\\n"',
+          '    info = tarfile.TarInfo("image/readme.txt"); info.size = len(data); t.addfile(info, io.BytesIO(data))',
+          'for name, mode in (("b.tar", "w"), ("b.tar.gz", "w:gz"), ("b.tar.xz", "w:xz")):',
+          '    with tarfile.open(f"{out}/{name}", mode) as t: add(t)',
+          'with zipfile.ZipFile(f"{out}/b.zip", "w", zipfile.ZIP_DEFLATED) as z: z.writestr("image/readme.txt", "unpacked by the tool\\n")',
+        ].join('\n'),
+        archives,
+      );
+      for (const kind of ['tar', 'tar.gz', 'tar.xz', 'zip']) {
+        const tag = `archives/${kind.replace('.', '-')}`;
+        const r = await tool(staticDir, ['stage', tag, path.join(archives, `b.${kind}`)]);
+        assert.equal(r.code, 0, `${kind}: ${r.stderr}`);
+        assert.equal(fs.readFileSync(path.join(staticDir, ...tag.split('/'), 'image', 'readme.txt'), 'utf8'), 'unpacked by the tool\n', kind);
+      }
     });
 
     it('--json prints the result; progress goes to stderr as plain lines, at most one per artifact', async () => {

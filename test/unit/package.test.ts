@@ -9,6 +9,7 @@ import * as path from 'path';
 import * as yauzl from 'yauzl';
 import { EXTENSION_ID, commandsNeedingTrust } from '../../src/commands/trust';
 import { formatBytes } from '../../src/core/format';
+import { python } from '../fixtures';
 import { CLI, ROOT, cleanup, report, run, tempDir } from '../helpers';
 
 describe('package', () => {
@@ -474,5 +475,11 @@ describe('the .vsix', function () {
     assert.equal(help.code, 0, help.stderr);
     assert.match(help.stdout, /^Usage: devserver-stage status/);
     assert.equal((await run(process.execPath, [cli, 'frobnicate'], elsewhere)).code, 2);
+    // The archive libraries as minified into the staging bundle: xz, the one with a UMD wrapper.
+    const archive = path.join(dir, 'build.tar.xz');
+    await python('import io, sys, tarfile\nwith tarfile.open(sys.argv[1], "w:xz") as t:\n    i = tarfile.TarInfo("readme.txt"); i.size = 3; t.addfile(i, io.BytesIO(b"xz\\n"))', archive);
+    const staged = await run(process.execPath, [cli, '-d', staticDir, 'stage', 'eve/R2', archive], elsewhere);
+    assert.equal(staged.code, 0, staged.stderr);
+    assert.equal(fs.readFileSync(path.join(staticDir, 'eve', 'R2', 'readme.txt'), 'utf8'), 'xz\n');
   });
 });
