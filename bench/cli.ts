@@ -14,6 +14,7 @@ import { spawn } from 'child_process';
 import * as fs from 'fs';
 import * as path from 'path';
 import * as readline from 'readline';
+import { runAlone } from './alone';
 import { median, p95, type Row } from './stats';
 
 const PYTHON = ['/usr/bin/python3', 'python3'].find((p) => !p.startsWith('/') || fs.existsSync(p))!;
@@ -84,6 +85,12 @@ function makeFixture(staticDir: string): void {
 
 const ms = (s: number): string => `${(s * 1000).toFixed(1)} ms`;
 
+const SPAWN_FLOOR = 'spawn floor';
+const SPAWN_FLOOR_SCRIPT = [
+  "const c = require('child_process').spawn('/bin/sh', ['-c', 'IFS= read -r _ <&3 || exit 125; exec 3<&-; exec \"$@\"', 'floor', 'true'], { stdio: ['inherit', 'inherit', 'inherit', 'pipe'], detached: true });",
+  "c.on('exit', (code) => process.exit(code)); c.stdio[3].end('\\n');",
+].join(' ');
+
 export async function benchCliStartup(root: string, rows: Row[], quick: boolean, line: (s?: string) => void, cli: string): Promise<void> {
   line('i) command-line start-up: status, list and lock -- true, each a whole process, against node -e 0 (alternating rounds)');
   if (!fs.existsSync(cli)) {
@@ -100,6 +107,9 @@ export async function benchCliStartup(root: string, rows: Row[], quick: boolean,
     { name: 'status', argv: tool('status', tag) },
     { name: 'list', argv: tool('list') },
     { name: 'lock -- true', argv: tool('lock', tag, '--', 'true') },
+    // What `lock -- true` cannot go below: Node starting a command the way the tool does (a shell
+    // that waits at a gate on fd 3, then execs it, in a session of its own) and waiting for it.
+    { name: SPAWN_FLOOR, argv: [process.execPath, '-e', SPAWN_FLOOR_SCRIPT] },
   ];
   const samples = new Map<string, Sample[]>(candidates.map((c) => [c.name, []]));
   let runner: Runner;
@@ -141,10 +151,13 @@ export async function benchCliStartup(root: string, rows: Row[], quick: boolean,
       ['CPU', s.map((x) => x.cpu * 1000), baseCpu * 1000],
       ['wall', s.map((x) => x.wall * 1000), baseWall * 1000],
     ] as const) {
-      const row: Row = { name: `cli ${c.name}: ${what}`, unit: 'ms', median: median(values), p95: p95(values), baseline: 'node -e 0', baselineMedian: baseline, aim: '≤ 1.30×' };
-      row.met = row.median / baseline <= 1.3;
+      const floor = c.name === SPAWN_FLOOR;
+      const row: Row = { name: `cli ${c.name}: ${what}`, unit: 'ms', median: median(values), p95: p95(values), baseline: 'node -e 0', baselineMedian: baseline, aim: floor ? '(context)' : '≤ 1.30×' };
+      if (!floor) row.met = row.median / baseline <= 1.3;
       rows.push(row);
     }
   }
   line();
 }
+
+if (require.main === module) runAlone('cli', (root, rows, quick, line) => benchCliStartup(root, rows, quick, line, path.resolve(__dirname, '..', '..', 'dist', 'cli.js')));
