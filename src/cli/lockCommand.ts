@@ -4,7 +4,6 @@
  */
 import { spawn } from 'child_process';
 import * as os from 'os';
-import { isatty } from 'tty';
 import { acquire, type AcquireOptions } from '../core/lock';
 import { isStagingError, type StagingError } from '../core/errors';
 import { flushHistory } from '../core/history';
@@ -46,7 +45,7 @@ export interface LockCommandOptions extends AcquireOptions {
 
 export const main = commandMain(
   async (ctx, [tag, command]: readonly [string, readonly string[]], o: { createOnce?: boolean; wait: number; purpose?: string; destroyOnFailure?: boolean }) => {
-    const onQueue = queueNotice(tag, { isTTY: isatty(2), write: (text) => stderr.write(text) });
+    const onQueue = queueNotice(tag, stderr);
     try {
       return await runLocked(
         ctx.staticDir(),

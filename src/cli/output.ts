@@ -5,6 +5,7 @@
 import * as fs from 'fs';
 import * as os from 'os';
 import type { StagingError } from '../core/errors';
+import { terminalText } from '../core/format';
 
 /** The code of errors in how the tool was called (unknown command or option, missing or bad argument). */
 export const USAGE_CODE = 'EUSAGE';
@@ -76,8 +77,6 @@ export function jsonRequested(argv: readonly string[]): boolean {
   return false;
 }
 
-import { terminalText } from '../core/format';
-
 export { printable, terminalText } from '../core/format';
 
 let writeFailed = false;
@@ -126,9 +125,32 @@ export class Output {
   ) {}
 
   /** Writes `text` as a terminal should show it (`terminalText`): no control character but newline and tab. */
-  write(raw: string): void {
+  write(text: string): void {
+    this.put(terminalText(text));
+  }
+
+  /**
+   * Writes `text` as it is: only for a progress line redrawn in place, whose carriage return and
+   * erase-line sequence are the tool's own and whose names were made `printable`.
+   */
+  draw(text: string): void {
+    this.put(text);
+  }
+
+  /** Whether the descriptor is a terminal (progress is redrawn in place only there). */
+  get isTTY(): boolean {
+    // Loaded here, not for every command: `status` and `list` never ask.
+    // eslint-disable-next-line @typescript-eslint/no-require-imports -- see above
+    return (require('tty') as typeof import('tty')).isatty(this.fd);
+  }
+
+  /** The terminal's width, where the stream is in use and knows it. */
+  get columns(): number | undefined {
+    return this.viaStream ? this.stream().columns : undefined;
+  }
+
+  private put(text: string): void {
     if (this.failed) return;
-    const text = terminalText(raw);
     if (this.viaStream) {
       this.stream().write(text);
       return;

@@ -8,10 +8,12 @@ import type { VerifyProgress } from '../core/verify';
 import { printable } from '../core/format';
 import { formatBytes, formatRate } from './units';
 
+/** Where progress goes: whole lines through `write`, the line redrawn in place through `draw` (see `Output`). */
 export interface ProgressOutput {
   write(text: string): unknown;
+  draw(text: string): unknown;
   isTTY?: boolean;
-  columns?: number;
+  columns?: number | undefined;
 }
 
 export interface ProgressViewOptions {
@@ -76,7 +78,7 @@ export class StageProgressView {
 
   /** Removes the terminal line, before other output or at the end. */
   clear(): void {
-    if (this.tty && this.drawn) this.out.write('\r\x1b[K');
+    if (this.tty && this.drawn) this.out.draw('\r\x1b[K');
     this.drawn = false;
   }
 
@@ -105,7 +107,7 @@ export class StageProgressView {
     const head = `[${p.artifacts} done] `;
     const width = lineWidth(this.out);
     const name = fitName(printable(p.artifact), width - head.length - tail.length);
-    this.out.write(`\r${`${head}${name}${tail}`.slice(0, width)}\x1b[K`);
+    this.out.draw(`\r${`${head}${name}${tail}`.slice(0, width)}\x1b[K`);
     this.drawn = true;
   }
 }
@@ -137,13 +139,13 @@ export class VerifyProgressView {
     const pct = p.totalBytes > 0 ? Math.min(100, Math.floor((p.bytes * 100) / p.totalBytes)) : 100;
     const head = `[${p.files.toLocaleString('en')}/${p.totalFiles.toLocaleString('en')} files] ${formatBytes(p.bytes)} of ${formatBytes(p.totalBytes)} (${pct}%)  `;
     const width = lineWidth(this.out);
-    this.out.write(`\r${`${head}${fitName(printable(p.current ?? ''), width - head.length)}`.slice(0, width)}\x1b[K`);
+    this.out.draw(`\r${`${head}${fitName(printable(p.current ?? ''), width - head.length)}`.slice(0, width)}\x1b[K`);
     this.drawn = true;
   }
 
   /** Removes the line, before other output or at the end. */
   clear(): void {
-    if (this.drawn) this.out.write('\r\x1b[K');
+    if (this.drawn) this.out.draw('\r\x1b[K');
     this.drawn = false;
   }
 }

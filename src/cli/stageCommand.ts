@@ -8,12 +8,13 @@ import { stage } from '../core/stage/stage';
 import type { StageOptions, StageResult } from '../core/stage/types';
 import { commandMain } from './context';
 import { queueNotice } from './format';
-import { Interrupted, STOPPING, terminalText, useStreams } from './output';
+import { Interrupted, STOPPING, stderr, stdout, useStreams } from './output';
 import { StageProgressView, type ProgressOutput } from './progress';
 import { formatBytes, formatRate } from './units';
 
 export type StageCommandOptions = Omit<StageOptions, 'signal' | 'onProgress'>;
 
+/** Where the command writes: the tool's `stdout` and `stderr` (`Output`), which show text as a terminal should. */
 export interface StageCommandIo {
   stdout: { write(text: string): unknown };
   stderr: ProgressOutput;
@@ -22,9 +23,9 @@ export interface StageCommandIo {
 
 export const main = commandMain(
   async (ctx, [tag, sources]: readonly [string, readonly string[]], o: { add?: boolean; overwrite?: boolean; maxSize?: number; wait: number; purpose?: string }) => {
-    // Progress is drawn on process.stderr: everything else goes the same way, in order.
+    // Progress is drawn on stderr's stream: everything else goes the same way, in order.
     useStreams();
-    const onQueue = queueNotice(tag, process.stderr);
+    const onQueue = queueNotice(tag, stderr);
     try {
       return await runStage(
         ctx.staticDir(),
@@ -39,7 +40,7 @@ export const main = commandMain(
           ...(o.purpose !== undefined ? { purpose: o.purpose } : {}),
           ...(onQueue !== undefined ? { onQueue } : {}),
         },
-        { stdout: process.stdout, stderr: process.stderr, json: ctx.json },
+        { stdout, stderr, json: ctx.json },
       );
     } finally {
       // Records queued for a network filesystem are written before the process exits.
@@ -53,7 +54,7 @@ export async function runStage(staticDir: string, tag: string, sources: readonly
   const view = new StageProgressView(io.stderr);
   const say = (message: string): void => {
     view.clear();
-    io.stderr.write(terminalText(`devserver-stage: ${message}\n`));
+    io.stderr.write(`devserver-stage: ${message}\n`);
   };
   const controller = new AbortController();
   let stoppedBy: NodeJS.Signals | undefined;
@@ -88,7 +89,7 @@ export async function runStage(staticDir: string, tag: string, sources: readonly
   }
   view.clear();
   const ms = Date.now() - started;
-  io.stdout.write(io.json ? `${JSON.stringify(result, null, 2)}\n` : terminalText(formatStageResult(result, ms)));
+  io.stdout.write(io.json ? `${JSON.stringify(result, null, 2)}\n` : formatStageResult(result, ms));
   return 0;
 }
 

@@ -7,10 +7,11 @@ import { flushHistory, type HistoryOptions } from '../core/history';
 import type { Timing } from '../core/types';
 import { describeEntryType, verify, type VerifyProblem, type VerifyResult } from '../core/verify';
 import { commandMain } from './context';
-import { printable, terminalText, useStreams } from './output';
+import { printable, stderr, stdout, useStreams } from './output';
 import { VerifyProgressView, type ProgressOutput } from './progress';
 import { formatBytes } from './units';
 
+/** Where the command writes: the tool's `stdout` and `stderr` (`Output`), which show text as a terminal should. */
 export interface VerifyCommandIo {
   stdout: { write(text: string): unknown };
   stderr: ProgressOutput;
@@ -34,15 +35,15 @@ export async function runVerify(staticDir: string, tag: string, options: Partial
   } finally {
     view.clear();
   }
-  io.stdout.write(io.json ? `${JSON.stringify(result, null, 2)}\n` : terminalText(formatVerifyResult(result)));
+  io.stdout.write(io.json ? `${JSON.stringify(result, null, 2)}\n` : formatVerifyResult(result));
   return result.ok ? 0 : 1;
 }
 
 export const main = commandMain(async (ctx, [tag]: readonly [string]) => {
-  // Progress is drawn on process.stderr: everything else goes the same way, in order.
+  // Progress is drawn on stderr's stream: everything else goes the same way, in order.
   useStreams();
   try {
-    return await runVerify(ctx.staticDir(), tag, ctx.coreOptions(), { stdout: process.stdout, stderr: process.stderr, json: ctx.json });
+    return await runVerify(ctx.staticDir(), tag, ctx.coreOptions(), { stdout, stderr, json: ctx.json });
   } finally {
     // The `verified` record is written before the process exits, on a network filesystem too.
     await flushHistory();

@@ -11,8 +11,9 @@ import { isAtOrBelow, type AreaRecord } from '../core/watch/records';
 import type { StateChange } from '../core/watch/states';
 import type { Timing } from '../core/types';
 import { commandMain } from './context';
-import { STOPPING, printable, terminalText, useStreams } from './output';
+import { STOPPING, printable, stderr, stdout, useStreams } from './output';
 
+/** Where the command writes: the tool's `stdout` and `stderr` (`Output`), which show text as a terminal should. */
 export interface WatchIo {
   stdout: { write(text: string): unknown };
   stderr: { write(text: string): unknown };
@@ -71,15 +72,15 @@ function text(l: WatchLine): string {
 export const main = commandMain(async (ctx, [subpath]: readonly [string], o: { poll?: number }) => {
   // A reader slower than the changes must not hold the process: lines wait in the stream.
   useStreams();
-  return runWatch(ctx.staticDir(), subpath, ctx.coreOptions(), { stdout: process.stdout, stderr: process.stderr, json: ctx.json, pollMs: (o.poll ?? 0) * 1000 });
+  return runWatch(ctx.staticDir(), subpath, ctx.coreOptions(), { stdout, stderr, json: ctx.json, pollMs: (o.poll ?? 0) * 1000 });
 });
 
 /** Resolves to the exit code once stopped by a signal (128 + the signal); errors at the start reject. */
 export async function runWatch(staticDir: string, subpath: string, timing: Partial<Timing>, io: WatchIo): Promise<number> {
-  const states = new LockStates({ staleMs: timing.staleMs ?? 10_000, refreshMs: timing.refreshMs ?? 2_500 }, { warn: (m) => io.stderr.write(terminalText(`devserver-stage: ${m}\n`)) });
+  const states = new LockStates({ staleMs: timing.staleMs ?? 10_000, refreshMs: timing.refreshMs ?? 2_500 }, { warn: (m) => io.stderr.write(`devserver-stage: ${m}\n`) });
   const under = subpath.replace(/^\/+|\/+$/g, '');
   const print = (l: WatchLine): void => {
-    io.stdout.write(io.json ? `${JSON.stringify(l)}\n` : terminalText(text(l)));
+    io.stdout.write(io.json ? `${JSON.stringify(l)}\n` : text(l));
   };
   const last = new Map<string, string>();
   const emit = (tag: string, event: WatchLine['event']): void => {

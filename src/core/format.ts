@@ -16,6 +16,9 @@ export function formatBytes(bytes: number): string {
   return `${value >= 100 ? Math.round(value) : value.toFixed(1)} ${BINARY[unit]}`;
 }
 
+/** One character as JSON writes it escaped: `\u001b`. */
+const escapeChar = (c: string): string => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`;
+
 /**
  * A co-user's text as a terminal or a notification shows it rather than obeys it: build names and
  * a holder's user, host and purpose come from directories and records anyone sharing the static
@@ -24,7 +27,7 @@ export function formatBytes(bytes: number): string {
  * a line. Text with any control character is shown quoted, each escaped (`"evil\u001b]0;…"`).
  */
 export function printable(text: string): string {
-  return /[\u0000-\u001f\u007f-\u009f]/.test(text) ? JSON.stringify(text).replace(/[\u007f-\u009f]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`) : text;
+  return /[\u0000-\u001f\u007f-\u009f]/.test(text) ? JSON.stringify(text).replace(/[\u007f-\u009f]/g, escapeChar) : text;
 }
 
 /**
@@ -32,7 +35,7 @@ export function printable(text: string): string {
  * newline and tab escaped (`\u001b`). What `printable` missed cannot act on the terminal either.
  */
 export function terminalText(text: string): string {
-  return text.replace(/[\u0000-\u0008\u000b-\u001f\u007f-\u009f]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
+  return text.replace(/[\u0000-\u0008\u000b-\u001f\u007f-\u009f]/g, escapeChar);
 }
 
 /** A duration as people say it: "12 s", "4 min", "3 h", "2 d"; '-' when unknown. */

@@ -1,8 +1,9 @@
 /**
  * A hostile co-user writes escape sequences where the command line will print them: in a lock's
- * owner record (user, host, purpose, client, time) and in a build's name. Whoever runs `list`,
- * `status`, `watch`, or a `lock` that finds the build held must see them as text: no control
- * character but newline and tab reaches the terminal, and no forged line appears.
+ * owner record (user, host, purpose, client, time), in a build's name, and in the names of the
+ * files someone stages. Whoever runs `list`, `status`, `watch`, a `lock` that finds the build
+ * held, or `stage` and `verify` of such files must see them as text: no control character but
+ * newline and tab reaches the terminal (or the CI log that shows one), and no forged line appears.
  */
 import { strict as assert } from 'assert';
 import { spawn, type ChildProcess } from 'child_process';
@@ -91,5 +92,23 @@ describe('attack: escape sequences in owner records and build names reach the te
     await new Promise((r) => watch.once('exit', r));
     assertInert('watch', out);
     assert.match(out, /mallory\\u001b\[2J/);
+  });
+
+  it('stage and verify show hostile file names escaped, in their progress lines on a pipe too', async () => {
+    // C0 characters in a name are refused by the stager; C1 ones (a CSI as one character) are not.
+    const source = path.join(root, 'source');
+    fs.mkdirSync(source);
+    fs.writeFileSync(path.join(source, `image${C1_CSI}.bin`), 'x'.repeat(1000));
+    fs.writeFileSync(path.join(source, `notes${C1_CSI}.txt`), 'y');
+    const staged = await cli(staticDir, ['stage', 'board/R3', source]);
+    assert.equal(staged.code, 0, staged.stderr);
+    assertInert('stage', staged.stdout + staged.stderr);
+    // Written on a pipe: the progress lines name each file, escaped.
+    assert.match(staged.stderr, /done: .*image\\u009b31m\.bin/);
+    fs.rmSync(path.join(staticDir, 'board', 'R3', `notes${C1_CSI}.txt`));
+    const verified = await cli(staticDir, ['verify', 'board/R3']);
+    assert.equal(verified.code, 1, verified.stderr);
+    assertInert('verify', verified.stdout + verified.stderr);
+    assert.match(verified.stdout, /notes\\u009b31m\.txt/);
   });
 });

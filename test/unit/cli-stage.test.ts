@@ -402,7 +402,7 @@ describe('devserver-stage stage, du and prune', () => {
     it('on a terminal, redraws one line no wider than the terminal, and clears it', () => {
       let out = '';
       let t = 0;
-      const view = new StageProgressView({ write: (s: string) => (out += s), isTTY: true, columns: 80 }, { now: () => t });
+      const view = new StageProgressView({ write: (s: string) => (out += s), draw: (s: string) => (out += s), isTTY: true, columns: 80 }, { now: () => t });
       const p = (over: Partial<StageProgress>): StageProgress => ({ artifact: '', artifactBytes: 0, bytes: 0, artifacts: 0, ...over });
       view.update(p({ artifact: `${'very/long/path/'.repeat(5)}image.bin`, artifactBytes: 1024 ** 2, artifactTotal: 4 * 1024 ** 2, bytes: 1024 ** 2, totalBytes: 8 * 1024 ** 2 }));
       t = 50;
@@ -421,7 +421,7 @@ describe('devserver-stage stage, du and prune', () => {
     it('without a terminal, writes a line per finished artifact and one every 5 s for a long one', () => {
       let out = '';
       let t = 0;
-      const view = new StageProgressView({ write: (s: string) => (out += s), isTTY: false }, { now: () => t });
+      const view = new StageProgressView({ write: (s: string) => (out += s), draw: (s: string) => (out += s), isTTY: false }, { now: () => t });
       const p = (over: Partial<StageProgress>): StageProgress => ({ artifact: '', artifactBytes: 0, bytes: 0, artifacts: 0, ...over });
       for (t = 0; t <= 12_000; t += 100) view.update(p({ artifact: 'big.bin', artifactBytes: t * 1000, artifactTotal: 12_000_000, bytes: t * 1000 }));
       view.update(p({ artifacts: 1, bytes: 12_000_000 }));

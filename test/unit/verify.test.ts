@@ -319,7 +319,7 @@ describe('verify', () => {
 
     it('progress on a terminal is one line redrawn in place, cut to its width; elsewhere there is none', () => {
       let out = '';
-      const view = new VerifyProgressView({ write: (t: string) => (out += t), isTTY: true, columns: 60 });
+      const view = new VerifyProgressView({ write: (t: string) => (out += t), draw: (t: string) => (out += t), isTTY: true, columns: 60 });
       view.update({ files: 312, totalFiles: 2014, bytes: 512 * 1024 ** 2, totalBytes: 1024 ** 3, current: 'autotest/packages/a-rather-long-directory/client.tar' });
       const line = out.slice(1, out.indexOf('\x1b[K'));
       assert.ok(out.startsWith('\r'));
@@ -328,7 +328,7 @@ describe('verify', () => {
       view.clear();
       assert.ok(out.endsWith('\r\x1b[K'));
       let piped = '';
-      const quiet = new VerifyProgressView({ write: (t: string) => (piped += t), isTTY: false });
+      const quiet = new VerifyProgressView({ write: (t: string) => (piped += t), draw: (t: string) => (piped += t), isTTY: false });
       quiet.update({ files: 1, totalFiles: 2, bytes: 1, totalBytes: 2 });
       quiet.clear();
       assert.equal(piped, '');
