@@ -49,9 +49,22 @@ interface Sample {
   bytes: number;
 }
 
+/**
+ * The environment of every run: this one without NODE_EXTRA_CA_CERTS. Node reads and parses that
+ * file at every start (a system bundle of about 140 certificates took 40 ms of CPU on the machines
+ * this was written on, where it is set for all processes), the same for every command measured:
+ * with it, `node -e 0` costs three times as much and every ratio looks better than on a machine
+ * without it.
+ */
+function runEnv(): NodeJS.ProcessEnv {
+  const env = { ...process.env };
+  delete env.NODE_EXTRA_CA_CERTS;
+  return env;
+}
+
 /** A long-lived helper that runs command lines one at a time and reports each. */
 class Runner {
-  private readonly child = spawn(PYTHON, ['-c', RUNNER], { stdio: ['pipe', 'pipe', 'inherit'] });
+  private readonly child = spawn(PYTHON, ['-c', RUNNER], { stdio: ['pipe', 'pipe', 'inherit'], env: runEnv() });
   private readonly lines = readline.createInterface({ input: this.child.stdout })[Symbol.asyncIterator]();
 
   constructor() {
@@ -93,6 +106,7 @@ const SPAWN_FLOOR_SCRIPT = [
 
 export async function benchCliStartup(root: string, rows: Row[], quick: boolean, line: (s?: string) => void, cli: string): Promise<void> {
   line('i) command-line start-up: status, list and lock -- true, each a whole process, against node -e 0 (alternating rounds)');
+  if (process.env.NODE_EXTRA_CA_CERTS !== undefined) line('   (NODE_EXTRA_CA_CERTS is set here; these runs go without it, as on most machines: see bench/README.md)');
   if (!fs.existsSync(cli)) {
     line(`   skipped: ${cli} is not built (npm run build)`);
     line();

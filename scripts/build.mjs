@@ -67,6 +67,20 @@ const plainFs = {
 };
 
 /*
+ * signal-exit, which proper-lockfile loads, takes one function of Node's assert, whose loading
+ * costs a lock-taking command about 1 ms and makes process.stderr a stream. It gets a shim with
+ * that function; any other importer of assert gets Node's.
+ */
+const signalExitAssert = {
+  name: 'signal-exit-assert',
+  setup(build) {
+    build.onResolve({ filter: /^assert$/ }, (args) =>
+      /[\\/]node_modules[\\/]signal-exit[\\/]/.test(args.importer) ? { path: path.resolve('scripts/shims/assert-equal.cjs') } : undefined,
+    );
+  },
+};
+
+/*
  * `import * as fs from 'fs'` in a CommonJS bundle becomes `__toESM(require("fs"))` in every file
  * that has it: a copy of the module's properties, each a getter, made again per importing file
  * (17 copies of fs alone in the lock command, 4 ms of its start; 42 of the vscode API in the
@@ -98,11 +112,11 @@ async function bundle(options) {
 rmSync('dist', { recursive: true, force: true });
 mkdirSync('dist', { recursive: true });
 await Promise.all([
-  bundle({ entryPoints: ['src/extension.ts'], outfile: 'dist/extension.js', external: ['vscode'], plugins: [plainFs] }),
+  bundle({ entryPoints: ['src/extension.ts'], outfile: 'dist/extension.js', external: ['vscode'], plugins: [plainFs, signalExitAssert] }),
   bundle({ entryPoints: ['src/cli.ts'], outfile: 'dist/cli.js', banner: { js: '#!/usr/bin/env node' }, plugins: [commandsExternal] }),
-  bundle({ entryPoints: commandFiles.map((f) => `src/cli/${f}`), outdir: 'dist/cli', plugins: [lockfileOnlyWhereUsed, plainFs] }),
+  bundle({ entryPoints: commandFiles.map((f) => `src/cli/${f}`), outdir: 'dist/cli', plugins: [lockfileOnlyWhereUsed, plainFs, signalExitAssert] }),
   bundle({ entryPoints: { commander: 'node_modules/commander/index.js' }, outdir: 'dist/cli' }),
-  bundle({ entryPoints: ['src/core/index.ts'], outfile: 'dist/core.js', plugins: [plainFs] }),
+  bundle({ entryPoints: ['src/core/index.ts'], outfile: 'dist/core.js', plugins: [plainFs, signalExitAssert] }),
 ]);
 chmodSync('dist/cli.js', 0o755);
 

@@ -5,9 +5,9 @@
  * filesystem gives a file just written, minus local time), writes heartbeats in filesystem time
  * and judges ages in filesystem time.
  */
-import * as crypto from 'crypto';
 import * as fs from 'fs';
 import { type Dir, openDir, readRecord } from './anchored';
+import { randomHex } from './crypto';
 import { isLocalFilesystem } from './io';
 import { openMeta } from './meta';
 import { isHolderAlive, isOnThisMachine, isPidAlive, parseHolder, processStartOf, thisMachine } from './holder';
@@ -99,7 +99,7 @@ async function measure(realStaticDir: string): Promise<number> {
     top.close();
   }
   try {
-    const name = `${CLOCK_PROBE}.${process.pid}.${crypto.randomBytes(6).toString('hex')}`;
+    const name = `${CLOCK_PROBE}.${process.pid}.${randomHex(6)}`;
     const probe = meta.at(name);
     const before = Date.now();
     // Writing (not utimes) makes the filesystem, i.e. the file server, stamp the time.

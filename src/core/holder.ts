@@ -1,9 +1,9 @@
 /**
  * Who we are, as written into a lock's owner record, and whether a recorded holder still lives.
  */
-import * as crypto from 'crypto';
 import * as fs from 'fs';
 import * as os from 'os';
+import { randomHex } from './crypto';
 import type { Holder } from './types';
 
 declare const __VERSION__: string | undefined;
@@ -66,22 +66,6 @@ function optional<K extends string>(key: K, value: string | undefined): { [P in 
 
 /** This process's pid: `process.pid` asks the kernel each time it is read. */
 const PID = process.pid;
-
-/**
- * Random bytes for names and tokens, as hex, drawn from one larger batch of the system's generator:
- * a lock cycle needs several, and each call to the generator costs more than the name it makes.
- */
-let pool = Buffer.alloc(0);
-let poolAt = 0;
-
-export function randomHex(bytes: number): string {
-  if (poolAt + bytes > pool.length) {
-    pool = crypto.randomBytes(4096);
-    poolAt = 0;
-  }
-  poolAt += bytes;
-  return pool.toString('hex', poolAt - bytes, poolAt);
-}
 
 /**
  * A name for a temporary thing of ours beside a lock or record: the host and pid in it tell others

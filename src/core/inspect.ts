@@ -34,7 +34,7 @@ export async function inspect(staticDir: string, tag: string, options: Partial<T
   // Only a heartbeat is judged on the filesystem's clock, and measuring it writes a probe into the
   // static directory: an area without a lock is told free without. Anything else (a lock, or an
   // error the judge reports) is looked at again by the judge once the clock is known.
-  const st = await fs.promises.lstat(lockPathOf(area.dir)).catch((err: unknown) => (errnoCode(err) === 'ENOENT' ? null : undefined));
+  const st = await area.io.lstatOrNull(lockPathOf(area.dir)).catch(() => undefined);
   const skew = st === null ? 0 : await fsClockSkew(area.realStaticDir);
   return (await judgeLock(area, clampTiming(options), Date.now() + skew, st === null ? null : undefined)).info;
 }

@@ -7,6 +7,7 @@
  * loop of the process holding locks, which may be an editor's extension host.
  */
 import * as fs from 'fs';
+import { promisify } from 'util';
 import { createRecord, createRecordSync, mountPoints, readRecord, readRecordSync, settle } from './anchored';
 
 export interface Io {
@@ -38,26 +39,38 @@ const isMissing = (err: unknown): boolean => {
   return code === 'ENOENT' || code === 'ENOTDIR';
 };
 
+/*
+ * The callback API, promised, rather than fs.promises: the first use of fs.promises loads its
+ * module (with readline's, which it takes), a tenth of a command's start, and a rejected
+ * fs.promises call costs more than an lstat itself.
+ */
+export const lstatOf = promisify(fs.lstat) as (p: string) => Promise<fs.Stats>;
+/** stat(2) of `p`, links followed. */
+export const statOf = promisify(fs.stat) as (p: string) => Promise<fs.Stats>;
+/** The real path of `p`, by the system's realpath(3), as fs.promises.realpath. */
+export const realpathOf = promisify(fs.realpath.native) as (p: string) => Promise<string>;
+const mkdirOf = promisify(fs.mkdir) as (p: string) => Promise<string | undefined>;
+const statfsOf = promisify(fs.statfs) as (p: string) => Promise<fs.StatsFs>;
+
 export const asyncIo: Io = {
   sync: false,
-  lstat: (p) => fs.promises.lstat(p),
-  // The callback API: a rejected fs.promises call costs more than the lstat itself.
+  lstat: lstatOf,
   lstatOrNull: (p) =>
     new Promise((resolve, reject) => {
       fs.lstat(p, (err, st) => (err === null ? resolve(st) : isMissing(err) ? resolve(null) : reject(err)));
     }),
-  stat: (p) => fs.promises.stat(p),
-  realpath: (p) => fs.promises.realpath(p),
-  mkdir: (p) => fs.promises.mkdir(p).then(() => undefined),
-  rmdir: (p) => fs.promises.rmdir(p),
-  unlink: (p) => fs.promises.unlink(p),
+  stat: statOf,
+  realpath: realpathOf,
+  mkdir: (p) => mkdirOf(p).then(() => undefined),
+  rmdir: promisify(fs.rmdir),
+  unlink: promisify(fs.unlink),
   readRecord: (p, shown, max) => readRecord(p, shown, max),
   writeNewFile: (p, data, mode) => createRecord(p, data, mode),
-  utimes: (p, a, m) => fs.promises.utimes(p, a, m),
-  rename: (a, b) => fs.promises.rename(a, b),
-  chmod: (p, mode) => fs.promises.chmod(p, mode),
-  readlink: (p) => fs.promises.readlink(p),
-  symlink: (text, p) => fs.promises.symlink(text, p),
+  utimes: promisify(fs.utimes),
+  rename: promisify(fs.rename),
+  chmod: promisify(fs.chmod),
+  readlink: promisify(fs.readlink),
+  symlink: promisify(fs.symlink),
 };
 
 export const syncIo: Io = {
@@ -105,10 +118,7 @@ const byDevice = new Map<number, { io: Io; local: boolean }>();
 export async function ioFor(p: string, dev: number): Promise<Io> {
   const known = byDevice.get(dev);
   if (known !== undefined) return known.io;
-  const type = await fs.promises.statfs(p).then(
-    (s) => s.type,
-    () => undefined,
-  );
+  const type = await fsTypeOf(p);
   const local = type !== undefined && LOCAL_TYPES.has(type);
   const io = local && process.env.DEVSERVER_STAGING_ASYNC_IO !== '1' ? syncIo : asyncIo;
   byDevice.set(dev, { io, local });
@@ -161,7 +171,7 @@ export async function isLocalFilesystem(p: string): Promise<boolean> {
 
 /** The filesystem's type number (statfs), or undefined where it cannot be asked. */
 function fsTypeOf(p: string): Promise<number | undefined> {
-  return fs.promises.statfs(p).then(
+  return statfsOf(p).then(
     (s) => s.type,
     () => undefined,
   );

@@ -1,14 +1,14 @@
 /**
  * Reading a lock and deciding its state: free, held, stale or legacy.
  */
-import * as crypto from 'crypto';
 import * as fs from 'fs';
 import * as path from 'path';
 import { isWithin, openDir, readRecord, whereIs, type Dir } from './anchored';
+import { randomHex } from './crypto';
 import { asStagingError, errnoCode } from './errors';
 import { printable } from './format';
 import { isOnThisMachine, parseHolder } from './holder';
-import { cachesAttributes } from './io';
+import { cachesAttributes, lstatOf, statOf } from './io';
 import { isLockAlive } from './lifetime';
 import { LOCK_NAME, LOCK_PROBE_PREFIX, MAX_OWNER_BYTES, OWNER_FILE } from './protocol';
 import type { Area } from './tags';
@@ -57,7 +57,7 @@ export async function judgeLock(
   const lookedAt = Date.now();
   if (st === undefined) {
     try {
-      st = await fs.promises.lstat(lockPath);
+      st = await lstatOf(lockPath);
     } catch (err) {
       const code = errnoCode(err);
       if (code === 'ENOENT') st = null;
@@ -66,7 +66,7 @@ export async function judgeLock(
     }
   }
   if (st === null) {
-    const exists = await fs.promises.stat(areaPath).then(
+    const exists = await statOf(areaPath).then(
       (s) => s.isDirectory(),
       () => false,
     );
@@ -183,7 +183,7 @@ async function lstatAnew(area: Pick<Area, 'staticDir' | 'dir'>, lockPath: string
   try {
     const realStatic = await fs.promises.realpath(area.staticDir).catch(() => undefined);
     if (realStatic === undefined || !isWithin(realStatic, whereIs(dir))) return undefined;
-    const probe = `${LOCK_PROBE_PREFIX}${process.pid}.${crypto.randomBytes(4).toString('hex')}`;
+    const probe = `${LOCK_PROBE_PREFIX}${process.pid}.${randomHex(4)}`;
     try {
       await fs.promises.mkdir(dir.at(probe));
     } catch {

@@ -2,7 +2,7 @@
  * The on-disk protocol: names every party sharing a static directory must agree on.
  * The README's "On-disk protocol" section describes the same thing for other tools.
  */
-import * as crypto from 'crypto';
+import { sha256Hex } from './crypto';
 import type { Timing } from './types';
 
 /** The lock target inside each staging area, as the Chromium OS devserver named it. */
@@ -94,7 +94,7 @@ export const HISTORY_SEGMENT_BYTES = 1024 * 1024;
  * party hashes the same way, so they meet in the same directory.
  */
 export function areaKey(name: string): string {
-  return crypto.createHash('sha256').update(name).digest('hex');
+  return sha256Hex(name);
 }
 
 /** Recently asked tags: the history is written at every lock event, and a hash is a tenth of a record's cost. */

@@ -88,6 +88,16 @@ function queuePath(staticDir: string, key: string): string {
   return path.join(staticDir, META_DIR, QUEUE_DIR, key);
 }
 
+/**
+ * True when nobody waits for any area of the static directory: one lstat. A directory's link
+ * count is 2 plus its subdirectories (on most filesystems; where it is not, false, and the area's
+ * own queue is looked for), and each area's queue is removed by its last waiter.
+ */
+async function nobodyWaitsAnywhere(io: Io, realStaticDir: string): Promise<boolean> {
+  const queues = await io.lstatOrNull(path.join(realStaticDir, META_DIR, QUEUE_DIR)).catch(() => null);
+  return queues === null || (queues.isDirectory() && queues.nlink === 2);
+}
+
 /** The directory of the queue of `<staticDir>/<tag>`, whether or not anyone waits (it exists only while someone does). */
 export async function queueDirOf(staticDir: string, tag: string): Promise<string> {
   const area = await resolveArea(staticDir, tag);
@@ -334,6 +344,7 @@ export function describeWaiter(e: Pick<QueueEntry, 'waiter' | 'unreadable'>): st
 export async function queueOf(staticDir: string, tag: string, options: Partial<Timing> = {}): Promise<QueueEntry[]> {
   const timing = clampTiming(options);
   const area = await resolveArea(staticDir, tag);
+  if (await nobodyWaitsAnywhere(area.io, area.realStaticDir)) return [];
   const key = areaKey(await areaPathOf(area));
   if ((await asyncIo.lstatOrNull(queuePath(area.realStaticDir, key)).catch(() => null)) === null) return [];
   let q: QueueDirs;
@@ -408,15 +419,10 @@ export class Line {
     this.alarm.unwatch('area');
   }
 
-  /**
-   * Whether anyone may wait for this area: one lstat while nobody waits for any area. A
-   * directory's link count is 2 plus its subdirectories (on most filesystems; where it is not,
-   * the area's own queue is looked for), and each area's queue is removed by its last waiter.
-   */
+  /** Whether anyone may wait for this area: one lstat while nobody waits for any area. */
   private async anyoneWaits(): Promise<boolean> {
     const { io, realStaticDir } = this.area;
-    const queues = await io.lstatOrNull(path.join(realStaticDir, META_DIR, QUEUE_DIR)).catch(() => null);
-    if (queues === null || (queues.isDirectory() && queues.nlink === 2)) return false;
+    if (await nobodyWaitsAnywhere(io, realStaticDir)) return false;
     return (await io.lstatOrNull(queuePath(realStaticDir, this.key)).catch(() => null)) !== null;
   }
 

@@ -6,7 +6,7 @@ import * as fs from 'fs';
 import * as path from 'path';
 import { StagingError, asStagingError, errnoCode } from './errors';
 import { isInside, openDir, openPath, type Dir } from './anchored';
-import { ioFor, type Io } from './io';
+import { ioFor, realpathOf, statOf, type Io } from './io';
 import { isProtocolName } from './protocol';
 
 export interface Area {
@@ -76,8 +76,8 @@ export async function resolveStaticDir(staticDir: unknown): Promise<{ staticDir:
   let real: string;
   let st: fs.Stats;
   try {
-    real = await fs.promises.realpath(abs);
-    st = await fs.promises.stat(real);
+    real = await realpathOf(abs);
+    st = await statOf(real);
   } catch (err) {
     if (errnoCode(err) === 'ENOENT') {
       throw new StagingError('EBADSTATICDIR', `The static directory ${abs} does not exist; create it or point to another one.`, { path: abs });

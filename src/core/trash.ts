@@ -6,10 +6,10 @@
  * the area was taken from us meanwhile, it is put back untouched. The delete never follows a link
  * and never enters another filesystem (see anchored.ts).
  */
-import * as crypto from 'crypto';
 import * as fs from 'fs';
 import * as path from 'path';
 import { isWithin, openDir, openOrMakeBelow, removeTree, whereIs, type Dir } from './anchored';
+import { randomHex } from './crypto';
 import { openMeta } from './meta';
 import { StagingError, asStagingError, errnoCode } from './errors';
 import { META_TRASH_PREFIX, TRASH_DIR } from './protocol';
@@ -49,7 +49,7 @@ export async function destroyArea(staticDir: string, area: Dir, tag: string, isO
     if (st === null || st.ino !== area.ino || st.dev !== area.dev) {
       throw new StagingError('ENOENT', `Refusing to destroy ${shown}: the directory there is no longer the one that was locked (it was moved or replaced).`, { path: shown });
     }
-    const id = `${Date.now().toString(36)}-${crypto.randomBytes(4).toString('hex')}`;
+    const id = `${Date.now().toString(36)}-${randomHex(4)}`;
     let trash: Dir;
     try {
       trash = track(await openOrMakeBelow(track(await openMeta(root)), TRASH_DIR));

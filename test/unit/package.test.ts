@@ -4,6 +4,7 @@
  * and the .vsix that `npm run package` makes.
  */
 import { strict as assert } from 'assert';
+import { spawnSync } from 'child_process';
 import * as fs from 'fs';
 import * as path from 'path';
 import * as yauzl from 'yauzl';
@@ -68,6 +69,35 @@ describe('bundles and the process they run in', () => {
     const r = await run(process.execPath, ['-e', probe]);
     assert.equal(r.code, 0, r.stderr);
     assert.equal(r.stdout, 'as it was');
+  });
+
+  it('start status, list and lock without the Node modules they do not need (crypto, fs.promises, perf_hooks, assert)', () => {
+    // Each of these costs a command a twentieth to a sixth of Node's own start (bench/README.md, part i).
+    const dir = tempDir('dss-modules-');
+    try {
+      fs.mkdirSync(path.join(dir, 'static', 'board', 'build'), { recursive: true });
+      const reporter = path.join(dir, 'report.js');
+      fs.writeFileSync(reporter, "process.on('exit', () => require('fs').writeSync(3, JSON.stringify(process.moduleLoadList)));\n");
+      const unwanted = /^NativeModule (crypto|internal\/fs\/promises|perf_hooks|assert)$/;
+      for (const args of [['status', 'board/build'], ['list'], ['lock', 'board/build', '--', 'true']]) {
+        const out = path.join(dir, 'modules.json');
+        const fd = fs.openSync(out, 'w');
+        const r = spawnSync(process.execPath, ['-r', reporter, path.join(ROOT, 'dist', 'cli.js'), '-d', path.join(dir, 'static'), ...args], { stdio: ['ignore', 'pipe', 'pipe', fd], encoding: 'utf8' });
+        fs.closeSync(fd);
+        assert.equal(r.status, 0, `${args.join(' ')}: ${r.stderr}`);
+        const loaded = (JSON.parse(fs.readFileSync(out, 'utf8')) as string[]).filter((m) => unwanted.test(m));
+        assert.deepEqual(loaded, [], args.join(' '));
+      }
+    } finally {
+      cleanup(dir);
+    }
+  });
+
+  it("give signal-exit, in assert's place, a check that compares loosely and throws as assert.equal does", () => {
+    const { equal } = require(path.join(ROOT, 'scripts', 'shims', 'assert-equal.cjs')) as { equal: (a: unknown, b: unknown, m?: string) => void };
+    equal('function', 'function');
+    equal(1, '1');
+    assert.throws(() => equal('undefined', 'function', 'a callback must be provided'), (e: NodeJS.ErrnoException) => e.code === 'ERR_ASSERTION' && e.message === 'a callback must be provided');
   });
 });
 
