@@ -1,9 +1,10 @@
 // Bundles the extension, the command-line tool and the core with esbuild; writes the core's type
 // declarations with tsc. `node scripts/build.mjs [--production]`
 import * as esbuild from 'esbuild';
-import { execFileSync } from 'node:child_process';
+import { execFileSync, spawnSync } from 'node:child_process';
 import { builtinModules, createRequire } from 'node:module';
-import { readFileSync, readdirSync, writeFileSync, mkdirSync, rmSync, chmodSync } from 'node:fs';
+import { readFileSync, readdirSync, writeFileSync, mkdirSync, mkdtempSync, rmSync, chmodSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 
 const pkg = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8'));
@@ -119,6 +120,40 @@ await Promise.all([
   bundle({ entryPoints: ['src/core/index.ts'], outfile: 'dist/core.js', plugins: [plainFs, signalExitAssert] }),
 ]);
 chmodSync('dist/cli.js', 0o755);
+
+/*
+ * V8's code caches of the command bundles (src/cli/codeCache.ts), each made from a run of its
+ * command in a scratch static directory, so that it holds every function such a run compiles.
+ * The runs' own outcome does not matter (a force-release of a free build fails, and still
+ * compiles the command). `watch` runs until stopped and has none.
+ */
+function trainCodeCaches() {
+  const scratch = mkdtempSync(path.join(tmpdir(), 'dss-build-'));
+  try {
+    const staticDir = path.join(scratch, 'static');
+    for (const d of ['b/1', 'b/2']) mkdirSync(path.join(staticDir, d), { recursive: true });
+    const source = path.join(scratch, 'artifact.bin');
+    writeFileSync(source, 'x'.repeat(4096));
+    const runs = [
+      ['list'],
+      ['status', 'b/1'],
+      ['lock', 'b/1', '--', 'true'],
+      ['stage', 'b/3', source],
+      ['verify', 'b/3'],
+      ['history', 'b/1'],
+      ['du'],
+      ['prune', '--keep', '10', '--dry-run'],
+      ['force-release', 'b/1'],
+      ['destroy', 'b/2', '--force'],
+    ];
+    const env = { ...process.env, DEVSERVER_STAGING_CODE_CACHE: 'write', DEVSERVER_STATIC_DIR: staticDir };
+    delete env.NODE_OPTIONS;
+    for (const args of runs) spawnSync(process.execPath, ['dist/cli.js', ...args], { env, stdio: 'ignore', timeout: 60_000 });
+  } finally {
+    rmSync(scratch, { recursive: true, force: true });
+  }
+}
+trainCodeCaches();
 
 // Declarations for the core only: what other Node programs import.
 execFileSync(process.execPath, ['node_modules/typescript-native/bin/tsc', '-p', 'tsconfig.core.json'], { stdio: 'inherit' });

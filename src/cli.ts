@@ -9,13 +9,14 @@
  * then (src/cli/<name>Command.ts; dist/cli/ when built): a `status` loads neither the staging nor
  * the archive libraries nor commander, which is loaded only for help and usage errors.
  */
+import { withCodeCache } from './cli/codeCache';
 import type { CommandSpec } from './cli/commands';
 import type { CommandArgs, GlobalOptions } from './cli/context';
 import { EXIT, formatError, jsonRequested, outputFailed, stderr } from './cli/output';
 import { parseCommandLine } from './cli/parse';
 
 function runCommand(command: CommandSpec, globals: GlobalOptions, args: CommandArgs, options: Record<string, unknown>): Promise<number> {
-  return command.load().main(globals, args, options);
+  return withCodeCache(() => command.load()).main(globals, args, options);
 }
 
 export async function main(argv: readonly string[]): Promise<number> {
