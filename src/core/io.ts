@@ -125,6 +125,19 @@ export async function ioFor(p: string, dev: number): Promise<Io> {
   return io;
 }
 
+/** Real static directories `ioForStaticDir` has seen, and whether each is on a local filesystem. */
+const localStaticDirs = new Map<string, boolean>();
+
+/**
+ * `ioFor` of a static directory, by its real path: also remembered for `isLocalFilesystem`, which
+ * the clock asks of the same directory, so that a command asks statfs once.
+ */
+export async function ioForStaticDir(realStaticDir: string, dev: number): Promise<Io> {
+  const io = await ioFor(realStaticDir, dev);
+  localStaticDirs.set(realStaticDir, isLocalDevice(dev));
+  return io;
+}
+
 /**
  * `io`, the Io of the filesystem of the real path `realRoot`, for walking the tree below it: the
  * asynchronous one where another filesystem is mounted anywhere below (an NFS share as a folder
@@ -165,6 +178,8 @@ export async function cachesAttributes(p: string): Promise<boolean> {
  * whoever follows a static directory there must poll.
  */
 export async function isLocalFilesystem(p: string): Promise<boolean> {
+  const known = localStaticDirs.get(p);
+  if (known !== undefined) return known;
   const type = await fsTypeOf(p);
   return type !== undefined && LOCAL_TYPES.has(type);
 }

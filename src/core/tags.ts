@@ -6,7 +6,7 @@ import * as fs from 'fs';
 import * as path from 'path';
 import { StagingError, asStagingError, errnoCode } from './errors';
 import { isInside, openDir, openPath, type Dir } from './anchored';
-import { ioFor, realpathOf, statOf, type Io } from './io';
+import { ioForStaticDir, realpathOf, statOf, type Io } from './io';
 import { isProtocolName } from './protocol';
 
 export interface Area {
@@ -62,7 +62,8 @@ export function parseTag(tag: unknown): string[] {
 // The containment rule lives with the other path rules of acting on what was checked.
 export { isInside } from './anchored';
 
-const staticCache = new Map<string, { realStaticDir: string; io: Io }>();
+/** Answers, and answers under way: callers that ask at once (a status asks twice) share one. */
+const staticCache = new Map<string, Promise<{ realStaticDir: string; io: Io }>>();
 
 /** Resolves and checks the static directory; the answer is cached because it is asked on every call. */
 export async function resolveStaticDir(staticDir: unknown): Promise<{ staticDir: string; realStaticDir: string; io: Io }> {
@@ -71,8 +72,17 @@ export async function resolveStaticDir(staticDir: unknown): Promise<{ staticDir:
   }
   if (staticDir.includes('\0')) throw new StagingError('EBADSTATICDIR', 'The static directory path contains a NUL character.');
   const abs = path.resolve(staticDir);
-  const cached = staticCache.get(abs);
-  if (cached !== undefined) return { staticDir: abs, ...cached };
+  let entry = staticCache.get(abs);
+  if (entry === undefined) {
+    entry = checkStaticDir(abs);
+    staticCache.set(abs, entry);
+    // A failure is not kept: the directory may be made or mounted before the next call.
+    entry.catch(() => staticCache.delete(abs));
+  }
+  return { staticDir: abs, ...(await entry) };
+}
+
+async function checkStaticDir(abs: string): Promise<{ realStaticDir: string; io: Io }> {
   let real: string;
   let st: fs.Stats;
   try {
@@ -85,9 +95,7 @@ export async function resolveStaticDir(staticDir: unknown): Promise<{ staticDir:
     throw asStagingError(err, 'open the static directory', abs);
   }
   if (!st.isDirectory()) throw new StagingError('EBADSTATICDIR', `The static directory ${abs} is not a directory.`, { path: abs });
-  const entry = { realStaticDir: real, io: await ioFor(real, st.dev) };
-  staticCache.set(abs, entry);
-  return { staticDir: abs, ...entry };
+  return { realStaticDir: real, io: await ioForStaticDir(real, st.dev) };
 }
 
 /**

@@ -93,6 +93,26 @@ describe('bundles and the process they run in', () => {
     }
   });
 
+  it('ask statfs once per command of status and list, whatever they ask of the static directory', () => {
+    // The Io (synchronous or not) and the clock (measured or not) both follow the filesystem's type.
+    const dir = tempDir('dss-statfs-');
+    try {
+      fs.mkdirSync(path.join(dir, 'static', 'board', 'build'), { recursive: true });
+      const counter = path.join(dir, 'count.js');
+      fs.writeFileSync(counter, "const fs = require('fs'); let n = 0; const statfs = fs.statfs; fs.statfs = function (...a) { n++; return statfs.apply(this, a); }; process.on('exit', () => fs.writeSync(3, String(n)));\n");
+      for (const args of [['status', 'board/build'], ['list']]) {
+        const out = path.join(dir, 'count');
+        const fd = fs.openSync(out, 'w');
+        const r = spawnSync(process.execPath, ['-r', counter, path.join(ROOT, 'dist', 'cli.js'), '-d', path.join(dir, 'static'), ...args], { stdio: ['ignore', 'pipe', 'pipe', fd], encoding: 'utf8' });
+        fs.closeSync(fd);
+        assert.equal(r.status, 0, `${args.join(' ')}: ${r.stderr}`);
+        assert.equal(fs.readFileSync(out, 'utf8'), '1', args.join(' '));
+      }
+    } finally {
+      cleanup(dir);
+    }
+  });
+
   it("give signal-exit, in assert's place, a check that compares loosely and throws as assert.equal does", () => {
     const { equal } = require(path.join(ROOT, 'scripts', 'shims', 'assert-equal.cjs')) as { equal: (a: unknown, b: unknown, m?: string) => void };
     equal('function', 'function');
