@@ -71,46 +71,41 @@ describe('bundles and the process they run in', () => {
     assert.equal(r.stdout, 'as it was');
   });
 
-  it('start status, list and lock without the Node modules they do not need (crypto, fs.promises, perf_hooks, assert)', () => {
-    // Each of these costs a command a twentieth to a sixth of Node's own start (bench/README.md, part i).
-    const dir = tempDir('dss-modules-');
+  /**
+   * Runs the built tool on a static directory with one build, `board/build`, with `preload` (a
+   * script's text) loaded first; answers, per command line, what the preload wrote on fd 3.
+   */
+  function reportsOf(preload: string, commands: readonly (readonly string[])[]): string[] {
+    const dir = tempDir('dss-preload-');
     try {
       fs.mkdirSync(path.join(dir, 'static', 'board', 'build'), { recursive: true });
-      const reporter = path.join(dir, 'report.js');
-      fs.writeFileSync(reporter, "process.on('exit', () => require('fs').writeSync(3, JSON.stringify(process.moduleLoadList)));\n");
-      const unwanted = /^NativeModule (crypto|internal\/fs\/promises|perf_hooks|assert)$/;
-      for (const args of [['status', 'board/build'], ['list'], ['lock', 'board/build', '--', 'true']]) {
-        const out = path.join(dir, 'modules.json');
+      const script = path.join(dir, 'preload.js');
+      fs.writeFileSync(script, preload);
+      return commands.map((args) => {
+        const out = path.join(dir, 'report');
         const fd = fs.openSync(out, 'w');
-        const r = spawnSync(process.execPath, ['-r', reporter, path.join(ROOT, 'dist', 'cli.js'), '-d', path.join(dir, 'static'), ...args], { stdio: ['ignore', 'pipe', 'pipe', fd], encoding: 'utf8' });
+        const r = spawnSync(process.execPath, ['-r', script, path.join(ROOT, 'dist', 'cli.js'), '-d', path.join(dir, 'static'), ...args], { stdio: ['ignore', 'pipe', 'pipe', fd], encoding: 'utf8' });
         fs.closeSync(fd);
         assert.equal(r.status, 0, `${args.join(' ')}: ${r.stderr}`);
-        const loaded = (JSON.parse(fs.readFileSync(out, 'utf8')) as string[]).filter((m) => unwanted.test(m));
-        assert.deepEqual(loaded, [], args.join(' '));
-      }
+        return fs.readFileSync(out, 'utf8');
+      });
     } finally {
       cleanup(dir);
     }
+  }
+
+  it('start status, list and lock without the Node modules they do not need (crypto, fs.promises, perf_hooks, assert)', () => {
+    // Each of these costs a command a twentieth to a sixth of Node's own start (bench/README.md, part i).
+    const commands = [['status', 'board/build'], ['list'], ['lock', 'board/build', '--', 'true']];
+    const reports = reportsOf("process.on('exit', () => require('fs').writeSync(3, JSON.stringify(process.moduleLoadList)));\n", commands);
+    const unwanted = /^NativeModule (crypto|internal\/fs\/promises|perf_hooks|assert)$/;
+    reports.forEach((report, i) => assert.deepEqual((JSON.parse(report) as string[]).filter((m) => unwanted.test(m)), [], commands[i].join(' ')));
   });
 
   it('ask statfs once per command of status and list, whatever they ask of the static directory', () => {
     // The Io (synchronous or not) and the clock (measured or not) both follow the filesystem's type.
-    const dir = tempDir('dss-statfs-');
-    try {
-      fs.mkdirSync(path.join(dir, 'static', 'board', 'build'), { recursive: true });
-      const counter = path.join(dir, 'count.js');
-      fs.writeFileSync(counter, "const fs = require('fs'); let n = 0; const statfs = fs.statfs; fs.statfs = function (...a) { n++; return statfs.apply(this, a); }; process.on('exit', () => fs.writeSync(3, String(n)));\n");
-      for (const args of [['status', 'board/build'], ['list']]) {
-        const out = path.join(dir, 'count');
-        const fd = fs.openSync(out, 'w');
-        const r = spawnSync(process.execPath, ['-r', counter, path.join(ROOT, 'dist', 'cli.js'), '-d', path.join(dir, 'static'), ...args], { stdio: ['ignore', 'pipe', 'pipe', fd], encoding: 'utf8' });
-        fs.closeSync(fd);
-        assert.equal(r.status, 0, `${args.join(' ')}: ${r.stderr}`);
-        assert.equal(fs.readFileSync(out, 'utf8'), '1', args.join(' '));
-      }
-    } finally {
-      cleanup(dir);
-    }
+    const counter = "const fs = require('fs'); let n = 0; const statfs = fs.statfs; fs.statfs = function (...a) { n++; return statfs.apply(this, a); }; process.on('exit', () => fs.writeSync(3, String(n)));\n";
+    assert.deepEqual(reportsOf(counter, [['status', 'board/build'], ['list']]), ['1', '1']);
   });
 
   it("give signal-exit, in assert's place, a check that compares loosely and throws as assert.equal does", () => {
