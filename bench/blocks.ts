@@ -71,3 +71,22 @@ export class BlockProbe {
 
 /** Whether this Node can tell a thread's CPU from the process's. */
 export const measuresThreadCpu = threadCpu !== undefined;
+
+/**
+ * The longest the event loop was held at once while `run` ran, over `times` runs: in wall time,
+ * and the most of this thread's CPU in one block (see `BlockProbe`).
+ */
+export async function longestBlock(run: () => Promise<unknown>, times: number): Promise<{ wallMs: number; cpuMs: number }> {
+  const worst = { wallMs: 0, cpuMs: measuresThreadCpu ? 0 : NaN };
+  for (let i = 0; i < times; i++) {
+    const probe = new BlockProbe();
+    // The monitor's first sample comes a resolution after it is enabled: let it start.
+    await new Promise((r) => setTimeout(r, 10));
+    await run();
+    await new Promise((r) => setTimeout(r, 10));
+    const b = probe.stop();
+    worst.wallMs = Math.max(worst.wallMs, b.wallMs);
+    worst.cpuMs = Math.max(worst.cpuMs, b.cpuMs);
+  }
+  return worst;
+}

@@ -2,7 +2,7 @@
  * Benchmarks of the lock core against bare baselines measured in the same process and run.
  * Prints figures; never asserts timings. See bench/README.md.
  *
- *   node out/bench/index.js [--no-race] [--no-stage] [--no-verify] [--no-history] [--no-handoff] [--no-cli] [--quick]
+ *   node out/bench/index.js [--no-race] [--no-stage] [--no-verify] [--no-history] [--no-handoff] [--no-cli] [--no-manifest] [--quick]
  */
 import { spawn, type ChildProcess } from 'child_process';
 import * as fs from 'fs';
@@ -22,6 +22,7 @@ import { resolveArea } from '../src/core/tags';
 import { formatTable, interleave, median, p95, ratioOf, type Candidate, type Row } from './stats';
 import { benchHandoff } from './handoff';
 import { benchList } from './list';
+import { benchManifest } from './manifest';
 import { benchStage } from './stage';
 import { benchVerify } from './verify';
 import { benchPolling } from './watch';
@@ -36,6 +37,7 @@ const VERIFY = !argv.has('--no-verify');
 const HISTORY = !argv.has('--no-history');
 const HANDOFF = !argv.has('--no-handoff');
 const CLI_STARTUP = !argv.has('--no-cli');
+const MANIFEST = !argv.has('--no-manifest');
 
 const us = (ms: number): string => `${(ms * 1000).toFixed(0)} µs`;
 
@@ -382,6 +384,7 @@ async function main(): Promise<void> {
     await benchRace(root, rows);
     if (STAGE) await benchStage(root, rows, QUICK, line);
     if (VERIFY) await benchVerify(root, rows, QUICK, line);
+    if (MANIFEST) await benchManifest(root, rows, QUICK, line);
     if (HANDOFF) await benchHandoff(root, rows, QUICK, line, path.resolve(__dirname, '..', '..', 'dist', 'cli.js'));
     await benchPolling(root, rows, QUICK, line);
     if (HISTORY) await benchHistory(root, rows, QUICK, line);

@@ -11,7 +11,7 @@ import * as path from 'path';
 import { performance } from 'perf_hooks';
 import { list } from '../src/core/inspect';
 import { runAlone } from './alone';
-import { BlockProbe, measuresThreadCpu } from './blocks';
+import { longestBlock, measuresThreadCpu } from './blocks';
 import { interleave, median, p95, ratioOf, type Candidate, type Row } from './stats';
 
 const HELD = 100;
@@ -67,25 +67,6 @@ async function bareList(dir: string): Promise<number> {
   const entries = await fs.promises.readdir(dir, { withFileTypes: true });
   const stats = await Promise.all(entries.map((e) => fs.promises.stat(path.join(dir, e.name))));
   return stats.length;
-}
-
-/**
- * The longest the event loop was held at once while `run` ran, over `times` runs: in wall time,
- * and the most of this thread's CPU in one block (bench/blocks.ts).
- */
-async function longestBlock(run: () => Promise<unknown>, times: number): Promise<{ wallMs: number; cpuMs: number }> {
-  const worst = { wallMs: 0, cpuMs: measuresThreadCpu ? 0 : NaN };
-  for (let i = 0; i < times; i++) {
-    const probe = new BlockProbe();
-    // The monitor's first sample comes a resolution after it is enabled: let it start.
-    await new Promise((r) => setTimeout(r, 10));
-    await run();
-    await new Promise((r) => setTimeout(r, 10));
-    const b = probe.stop();
-    worst.wallMs = Math.max(worst.wallMs, b.wallMs);
-    worst.cpuMs = Math.max(worst.cpuMs, b.cpuMs);
-  }
-  return worst;
 }
 
 async function benchListOf(root: string, areas: number, rows: Row[], quick: boolean, line: (s?: string) => void): Promise<void> {

@@ -9,7 +9,7 @@ import * as fs from 'fs';
 import * as path from 'path';
 import { openBelow, openDir, openPath, type Dir } from './anchored';
 import { StagingError, asStagingError, errnoCode, isStagingError } from './errors';
-import { MAX_MANIFEST_BYTES, parseManifest, readManifestText, type Manifest } from './manifest';
+import { MAX_MANIFEST_BYTES, parseArtifacts, readManifestText, type ManifestEntry } from './manifest';
 import { MANIFEST_FILE } from './protocol';
 import { pause } from './slices';
 import { resolveArea, type Area } from './tags';
@@ -132,22 +132,23 @@ export async function readBuildDir(staticDir: string, tag: string, rel = ''): Pr
 }
 
 /**
- * The manifest of the build `tag`, read from the opened build directory: ENOENT when there is no
+ * The artifacts the manifest of the build `tag` lists, in its order, read from the opened build
+ * directory: ENOENT when there is no
  * such build, ENOMANIFEST when it has none, ECORRUPT when it is damaged, EIO naming it when it is a
  * link, a FIFO or larger than `maxBytes`.
  */
-export async function readBuildManifest(staticDir: string, tag: string, maxBytes = MAX_MANIFEST_BYTES): Promise<Manifest> {
+export async function readBuildArtifacts(staticDir: string, tag: string, maxBytes = MAX_MANIFEST_BYTES): Promise<ManifestEntry[]> {
   const area = await resolveArea(staticDir, tag);
   const build = await openBuild(area);
   try {
-    return await readOpenedManifest(area, build, maxBytes);
+    return await readOpenedArtifacts(area, build, maxBytes);
   } finally {
     build.close();
   }
 }
 
-/** The manifest of an opened build (see `readBuildManifest`). */
-export async function readOpenedManifest(area: Area, build: Dir, maxBytes = MAX_MANIFEST_BYTES): Promise<Manifest> {
+/** The artifacts of an opened build's manifest (see `readBuildArtifacts`). */
+export async function readOpenedArtifacts(area: Area, build: Dir, maxBytes = MAX_MANIFEST_BYTES): Promise<ManifestEntry[]> {
   const shown = path.join(area.dir, MANIFEST_FILE);
   const text = await readManifestText(build.at(MANIFEST_FILE), shown, maxBytes);
   if (text === undefined) {
@@ -159,5 +160,5 @@ export async function readOpenedManifest(area: Area, build: Dir, maxBytes = MAX_
       { path: shown },
     );
   }
-  return parseManifest(text, shown);
+  return parseArtifacts(text, shown);
 }

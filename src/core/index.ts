@@ -21,7 +21,7 @@ export type { StageOptions, StageProgress, StageResult, ManifestEntry, Manifest 
 export { MANIFEST_FILE, TIMESTAMP_FILE, DEFAULT_MAX_BYTES } from './stage/types';
 export { parseManifest, readManifest } from './manifest';
 export { verify, describeEntryType } from './verify';
-export { readBuildDir, readBuildManifest } from './browse';
+export { readBuildDir, readBuildArtifacts } from './browse';
 export type { BuildEntry } from './browse';
 export type { VerifyOptions, VerifyProblem, VerifyProblemKind, VerifyProgress, VerifyResult, ArtifactFacts, EntryType } from './verify';
 export { findBuildAbove } from './nesting';
@@ -32,6 +32,7 @@ export { isOnThisMachine, isHolderAlive } from './holder';
 export { BUILD_MARKS, clampTiming, isProtocolName, isBookkeeping, DEFAULT_TIMING, LOCK_NAME, LOCK_TARGET, OWNER_FILE, META_DIR, AUDIT_LOG, HISTORY_DIR } from './protocol';
 export type { Holder, LegacyHolder, ListEntry, LockInfo, LockState, QueueEntry, Timing, Waiter } from './types';
 export { formatBytes, formatDuration, naturalOrder } from './format';
+export { pause, sortInSlices } from './slices';
 export { LockStates } from './watch/states';
 export type { StateChange, Warnings } from './watch/states';
 export { Emitter } from './watch/emitter';

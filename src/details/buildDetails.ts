@@ -4,10 +4,11 @@
  * now, and whether a verification found it damaged. A virtual document: nothing is written.
  */
 import * as vscode from 'vscode';
-import { formatBytes, formatDuration, history, isStagingError, keyOf, readBuildManifest, type HistoryEvent, type LockStates, type ManifestEntry } from '../core';
+import { formatBytes, formatDuration, history, isStagingError, keyOf, readBuildArtifacts, type HistoryEvent, type LockStates, type ManifestEntry } from '../core';
 import { errorMessage } from '../errors';
 import type { Mine } from '../model/mine';
 import { codeSpan, literal as md } from '../markdown';
+import { summarize } from './summary';
 
 export const DETAILS_SCHEME = 'devserver-staging-build';
 
@@ -70,12 +71,12 @@ export class BuildDetails implements vscode.TextDocumentContentProvider, vscode.
     try {
       // From the build the core opened: a link swapped in for it, or for a folder above it, is
       // never followed out of the static directory.
-      entries = Object.values((await readBuildManifest(staticDir, tag)).artifacts);
+      entries = await readBuildArtifacts(staticDir, tag);
     } catch (err) {
       if (!isStagingError(err, 'ENOMANIFEST')) problem = errorMessage(err);
     }
-    const bytes = entries.reduce((n, e) => n + e.size, 0);
-    rows.push([vscode.l10n.t('Artifacts'), vscode.l10n.t('{0} ({1})', entries.length, formatBytes(bytes))]);
+    const summary = await summarize(entries, MAX_ROWS);
+    rows.push([vscode.l10n.t('Artifacts'), vscode.l10n.t('{0} ({1})', summary.count, formatBytes(summary.bytes))]);
     lines.push(`| | |`, `|---|---|`, ...rows.map(([k, v]) => `| ${md(k)} | ${md(v)} |`), '');
     if (problem !== undefined) lines.push(`> ${md(problem)}`, '');
     lines.push(...(await historySection(staticDir, tag)));
@@ -83,23 +84,15 @@ export class BuildDetails implements vscode.TextDocumentContentProvider, vscode.
       lines.push(vscode.l10n.t('No manifest: this build was not staged by Devserver Staging, so there are no recorded sizes or hashes.'), '');
       return lines.join('\n');
     }
-    // Each staging under one lock carries its token: the build's history as the manifest knows it.
-    const runs = new Map<string, ManifestEntry[]>();
-    for (const e of entries) {
-      const key = e.fence !== undefined ? String(e.fence) : '';
-      runs.set(key, [...(runs.get(key) ?? []), e]);
-    }
     lines.push(`## ${vscode.l10n.t('Stagings')}`, '', `| ${vscode.l10n.t('Fencing token')} | ${vscode.l10n.t('Staged at')} | ${vscode.l10n.t('Artifacts')} | ${vscode.l10n.t('Size')} |`, '|---|---|---|---|');
-    const byTime = [...runs.entries()].sort((a, b) => latest(a[1]).localeCompare(latest(b[1])));
-    for (const [fence, list] of byTime) {
-      lines.push(`| ${fence === '' ? '—' : fence} | ${new Date(latest(list)).toLocaleString()} | ${list.length} | ${formatBytes(list.reduce((n, e) => n + e.size, 0))} |`);
+    for (const s of summary.stagings) {
+      lines.push(`| ${s.fence ?? '—'} | ${new Date(s.latest).toLocaleString()} | ${s.count} | ${formatBytes(s.bytes)} |`);
     }
     lines.push('', `## ${vscode.l10n.t('Artifacts')}`, '', `| ${vscode.l10n.t('Artifact')} | ${vscode.l10n.t('Size')} | sha256 | ${vscode.l10n.t('Source')} | ${vscode.l10n.t('Staged at')} | ${vscode.l10n.t('Token')} |`, '|---|--:|---|---|---|--:|');
-    const sorted = [...entries].sort((a, b) => a.name.localeCompare(b.name));
-    for (const e of sorted.slice(0, MAX_ROWS)) {
+    for (const e of summary.first) {
       lines.push(`| ${md(e.name)}${e.type === 'symlink' ? ` → ${md(e.linkTarget ?? '')}` : ''} | ${formatBytes(e.size)} | \`${e.sha256}\` | ${md(e.source)} | ${new Date(e.stagedAt).toLocaleString()} | ${e.fence ?? '—'} |`);
     }
-    if (sorted.length > MAX_ROWS) lines.push('', vscode.l10n.t('… and {0} more artifacts.', sorted.length - MAX_ROWS));
+    if (summary.count > MAX_ROWS) lines.push('', vscode.l10n.t('… and {0} more artifacts.', summary.count - MAX_ROWS));
     return lines.join('\n');
   }
 
@@ -134,5 +127,4 @@ async function historySection(staticDir: string, tag: string): Promise<string[]>
   return out;
 }
 
-const latest = (list: readonly ManifestEntry[]): string => list.reduce((m, e) => (e.stagedAt > m ? e.stagedAt : m), '');
 

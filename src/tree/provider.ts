@@ -6,7 +6,7 @@
  */
 import * as fs from 'fs';
 import * as vscode from 'vscode';
-import { isBookkeeping, keyOf, lastHeld, parentTag, readBuildDir, readBuildManifest, type AreaRecord, type LockStates, type StateChange } from '../core';
+import { isBookkeeping, keyOf, lastHeld, parentTag, readBuildArtifacts, readBuildDir, type AreaRecord, type LockStates, type StateChange } from '../core';
 import type { Configuration, Settings } from '../config';
 import { errorMessage } from '../errors';
 import type { Mine } from '../model/mine';
@@ -316,7 +316,7 @@ async function contentsOf(staticDir: string, tag: string): Promise<{ artifacts: 
     // Read as the core reads records: from the build it opened (never through a link swapped in
     // for it), never blocking on a FIFO. A damaged manifest (ECORRUPT), or one too large, counts as
     // none: the files at the top are counted instead.
-    const all = Object.values((await readBuildManifest(staticDir, tag, TOOLTIP_MANIFEST_BYTES)).artifacts);
+    const all = await readBuildArtifacts(staticDir, tag, TOOLTIP_MANIFEST_BYTES);
     if (all.length > 0) return { artifacts: all.length, bytes: all.reduce((n, a) => n + a.size, 0) };
   } catch {
     /* counted from the files below */

@@ -17,7 +17,7 @@ import * as crypto from 'crypto';
 import * as fs from 'fs';
 import * as path from 'path';
 import { formatProblem } from '../../src/cli/verifyCommand';
-import { readBuildDir, readBuildManifest } from '../../src/core/browse';
+import { readBuildArtifacts, readBuildDir } from '../../src/core/browse';
 import { list } from '../../src/core/inspect';
 import { stage } from '../../src/core/stage/stage';
 import { MANIFEST_FILE, TIMESTAMP_FILE } from '../../src/core/stage/types';
@@ -212,8 +212,8 @@ describe('attack: the readers of a build (verify, the model, the details page)',
       fs.mkdirSync(odd);
       for (const name of ['__proto__', 'constructor', 'toString', 'hasOwnProperty']) fs.writeFileSync(path.join(odd, name), `${name}\n`);
       await stage(staticDir, 'eve/R2', [odd]);
-      const manifest = await readBuildManifest(staticDir, 'eve/R2');
-      assert.deepEqual(Object.keys(manifest.artifacts).sort(), ['__proto__', 'constructor', 'hasOwnProperty', 'toString']);
+      const artifacts = await readBuildArtifacts(staticDir, 'eve/R2');
+      assert.deepEqual(artifacts.map((e) => e.name).sort(), ['__proto__', 'constructor', 'hasOwnProperty', 'toString']);
       assert.deepEqual(brief(await verify(staticDir, 'eve/R2')), []);
       // Gone: a manifest that lists __proto__ must not verify as whole without it.
       fs.rmSync(path.join(staticDir, 'eve/R2/__proto__'));
@@ -378,7 +378,7 @@ describe('attack: the readers of a build (verify, the model, the details page)',
       } finally {
         fresh.dispose();
       }
-      await assert.rejects(readBuildManifest(staticDir, 'eve/R1'), /symbolic link that leads outside/);
+      await assert.rejects(readBuildArtifacts(staticDir, 'eve/R1'), /symbolic link that leads outside/);
     });
 
     it('an artifact folder exchanged with a link to outside in a tight loop while the tree lists it: nothing outside, ever', async function () {
@@ -515,7 +515,7 @@ describe('attack: the readers of a build (verify, the model, the details page)',
       assert.deepEqual((await states.artifacts(staticDir, 'eve/R3')).map((a) => a.name), []);
       await states.measure(staticDir, 'eve');
       assert.equal(states.record(staticDir, 'eve/R2')?.usage?.bytes, 0);
-      await rejectsWith(readBuildManifest(staticDir, 'eve/R1'), 'EIO', /FIFO/);
+      await rejectsWith(readBuildArtifacts(staticDir, 'eve/R1'), 'EIO', /FIFO/);
       await rejectsWith(verify(staticDir, 'eve/R3'), 'EIO', /FIFO/);
       assert.deepEqual((await readBuildDir(staticDir, 'eve/R3')).map((e) => `${e.name} ${e.file}`), [`${MANIFEST_FILE} false`]);
       assert.ok(Date.now() - t0 < 5_000, `took ${Date.now() - t0} ms`);

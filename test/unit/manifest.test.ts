@@ -48,11 +48,11 @@ describe('a damaged manifest', () => {
   });
   afterEach(() => cleanup(root));
 
-  it('is refused with ECORRUPT naming the file, the entry and the repair; a sound one is read as written', () => {
+  it('is refused with ECORRUPT naming the file, the entry and the repair; a sound one is read as written', async () => {
     const file = '/srv/static/eve/R1/.devserver-staging.manifest.json';
     for (const [what, text, says] of DAMAGED) {
-      assert.throws(
-        () => parseManifest(text, file),
+      await assert.rejects(
+        parseManifest(text, file),
         (err: Error & { code?: string; path?: string }) => {
           assert.equal(err.code, 'ECORRUPT', what);
           assert.equal(err.path, file, what);
@@ -66,7 +66,7 @@ describe('a damaged manifest', () => {
     }
     const link = { name: 'l', type: 'symlink', size: 5, sha256: SHA, source: 's', stagedAt: 't', linkTarget: 'a.bin' };
     const sound: Manifest = { version: 1, artifacts: { 'a.bin': good as Manifest['artifacts'][string], 'sub/l': { ...link, name: 'sub/l' } as Manifest['artifacts'][string] } };
-    const parsed = parseManifest(JSON.stringify(sound), file);
+    const parsed = await parseManifest(JSON.stringify(sound), file);
     // Artifacts come in an object without a prototype (an artifact may be named __proto__).
     assert.equal(Object.getPrototypeOf(parsed.artifacts), null);
     assert.deepEqual({ ...parsed, artifacts: { ...parsed.artifacts } }, sound);
@@ -109,7 +109,7 @@ describe('a damaged manifest', () => {
     const repaired = await stage(staticDir, 'eve/R1', [path.join(root, 'a.bin'), path.join(root, 'b.bin')], { add: true });
     assert.deepEqual(repaired.skipped.map((e) => e.name), ['a.bin']);
     assert.deepEqual(repaired.added.map((e) => e.name), ['b.bin']);
-    assert.deepEqual(Object.keys(parseManifest(fs.readFileSync(manifestPath, 'utf8'), manifestPath).artifacts), ['a.bin', 'b.bin']);
+    assert.deepEqual(Object.keys((await parseManifest(fs.readFileSync(manifestPath, 'utf8'), manifestPath)).artifacts), ['a.bin', 'b.bin']);
     assert.equal((await usage(staticDir))[0].damaged, undefined);
   });
 });

@@ -1,0 +1,91 @@
+/**
+ * A large manifest is parsed a few hundred entries at a time, with the event loop given back between slices.
+ * Whatever the text, the verdict must be the one a parse of the whole text gives: the same
+ * artifacts in the same order, or the same error naming the same entry.
+ */
+import { strict as assert } from 'assert';
+import { SLICED_FROM, judgeManifest, manifestText, noArtifacts, parseInSlices, type JudgedManifest, type Manifest, type ManifestEntry } from '../../src/core/manifest';
+
+const FILE = '/srv/static/eve/R1/.devserver-staging.manifest.json';
+
+function entry(name: string, i: number): ManifestEntry {
+  return { name, type: 'file', size: 1000 + i, sha256: (i % 16).toString(16).repeat(64), source: `/out/${name}`, stagedAt: '2026-01-01T00:00:00.000Z', fence: 3 };
+}
+
+/** A manifest of `n` artifacts as the stager writes it, with names an object could trip on. */
+function written(n: number): string {
+  const artifacts = noArtifacts();
+  for (const name of ['__proto__', 'constructor', 'toString', 'sub/hasOwnProperty']) artifacts[name] = entry(name, 0);
+  for (let i = 0; i < n; i++) {
+    const name = `dir-${i % 7}/file-${String(i).padStart(6, '0')}.bin`;
+    artifacts[name] = entry(name, i);
+  }
+  return manifestText({ version: 1, artifacts } satisfies Manifest);
+}
+
+/**
+ * What the judge says, as plain data: artifacts in their order, or the error and the count. (The
+ * position JSON.parse names may move by the one space `bothWays` adds at the end.)
+ */
+function plain(j: JudgedManifest): unknown {
+  if ('manifest' in j) return { artifacts: Object.entries(j.manifest.artifacts) };
+  return { message: j.damaged.message.replace(/at position \d+/, 'at position N'), code: j.damaged.code, listed: j.listed };
+}
+
+/** The judge of the text, and of the same text with a space after it, which is parsed whole. */
+async function bothWays(text: string): Promise<[unknown, unknown]> {
+  return [plain(await judgeManifest(text, FILE)), plain(await judgeManifest(`${text} `, FILE))];
+}
+
+describe('a large manifest, judged in slices', () => {
+  const big = written(2_000);
+
+  it('is large enough to be sliced, and its pieces give what JSON.parse of the whole gives', async () => {
+    assert.ok(big.length >= SLICED_FROM, `${big.length} characters`);
+    const sliced = await parseInSlices(big);
+    assert.ok(sliced !== undefined, 'the writer’s layout is parsed in pieces');
+    assert.equal(Object.getPrototypeOf(sliced.artifacts), null);
+    const whole = JSON.parse(big) as { artifacts: Record<string, unknown> };
+    assert.deepEqual(Object.entries(sliced.artifacts), Object.entries(whole.artifacts));
+    assert.ok(Object.keys(sliced.artifacts).includes('__proto__'));
+    const [slices, one] = await bothWays(big);
+    assert.deepEqual(slices, one);
+    assert.equal((slices as { artifacts: unknown[] }).artifacts.length, 2_004);
+  });
+
+  it('gives the verdict of the whole for texts made to fool the pieces', async () => {
+    const key = (i: number): string => `dir-${i % 7}/file-${String(i).padStart(6, '0')}.bin`;
+    const variants: [string, string, 'sound' | 'damaged'][] = [
+      // A key found twice, far apart: its first place, its last value.
+      ['a key twice', big.replace(`"${key(1500)}": {\n      "name": "${key(1500)}"`, `"${key(10)}": {\n      "name": "${key(10)}"`), 'sound'],
+      // What stands between two entries, escaped inside a string: no raw line feed, still sound.
+      ['the separator escaped in a string', big.replace(`"source": "/out/${key(700)}"`, '"source": "x\\n    },\\n    \\"y\\": {"'), 'sound'],
+      // A raw line feed in a string: not JSON, however the pieces fall.
+      ['the separator raw in a string', big.replace(`"source": "/out/${key(700)}"`, '"source": "x\n    },\n    \\"y\\": {"'), 'damaged'],
+      ['a comma after the last entry', big.replace(/\n {4}}\n {2}}\n}\n$/, '\n    },\n  }\n}\n'), 'damaged'],
+      ['cut short, then closed', `${big.slice(0, Math.floor(big.length / 2))}\n  }\n}\n`, 'damaged'],
+      // Hand-edited: an object inside an entry whose brace closes at the entries' indent.
+      ['a nested object closing at the entries’ indent', big.replace(`"fence": 3\n    },\n    "${key(900)}"`, `"fence": 3,\n      "extra": {\n      "k": 1\n    },\n    "more": 2\n    },\n    "${key(900)}"`), 'sound'],
+      ['two entries in one piece', big.replace(`"fence": 3\n    },\n    "${key(901)}"`, `"fence": 3\n    }, "${key(901)}"`), 'sound'],
+      ['an entry damaged in the middle', big.replace(`"size": ${1000 + 1200},`, '"size": -1,'), 'damaged'],
+      ['another version', big.replace('"version": 1', '"version": 2'), 'damaged'],
+    ];
+    for (const [what, text, expected] of variants) {
+      assert.notEqual(text, big, `${what}: the variant differs`);
+      const [slices, one] = await bothWays(text);
+      assert.deepEqual(slices, one, what);
+      assert.equal('artifacts' in (slices as object) ? 'sound' : 'damaged', expected, what);
+    }
+  });
+
+  it('gives the event loop turns while it works', async () => {
+    const huge = written(30_000);
+    let turns = 0;
+    const tick = setInterval(() => turns++, 1);
+    const judged = await judgeManifest(huge, FILE);
+    clearInterval(tick);
+    assert.ok('manifest' in judged);
+    assert.equal(Object.keys(judged.manifest.artifacts).length, 30_004);
+    assert.ok(turns > 0, 'a timer ran while the manifest was judged');
+  });
+});
