@@ -31,7 +31,7 @@ export async function benchManifest(root: string, rows: Row[], quick: boolean, l
     artifacts[name] = { name, type: 'file', size: 102_400 + i, sha256: (i % 16).toString(16).repeat(64), source: `/home/builder/out/${name}`, stagedAt, fence: 1 + (i % 3) };
   }
   const file = path.join(area, MANIFEST_FILE);
-  fs.writeFileSync(file, manifestText({ version: 1, artifacts }));
+  fs.writeFileSync(file, await manifestText({ version: 1, artifacts }));
   const mb = fs.statSync(file).size / 1e6;
   line(`j) the manifest of a build of ${ARTIFACTS.toLocaleString('en')} artifacts (${mb.toFixed(1)} MB), read for the details page, vs readFile + JSON.parse`);
 

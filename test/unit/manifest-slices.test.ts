@@ -1,5 +1,6 @@
 /**
- * A large manifest is parsed a few hundred entries at a time, with the event loop given back between slices.
+ * A large manifest is written and parsed a few hundred entries at a time, with the event loop given
+ * back between slices. What is written must be byte for byte what `JSON.stringify` lays out.
  * Whatever the text, the verdict must be the one a parse of the whole text gives: the same
  * artifacts in the same order, or the same error naming the same entry.
  */
@@ -12,16 +13,19 @@ function entry(name: string, i: number): ManifestEntry {
   return { name, type: 'file', size: 1000 + i, sha256: (i % 16).toString(16).repeat(64), source: `/out/${name}`, stagedAt: '2026-01-01T00:00:00.000Z', fence: 3 };
 }
 
-/** A manifest of `n` artifacts as the stager writes it, with names an object could trip on. */
-function written(n: number): string {
+/** A manifest of `n` artifacts, with names an object could trip on. */
+function manifestOf(n: number): Manifest {
   const artifacts = noArtifacts();
   for (const name of ['__proto__', 'constructor', 'toString', 'sub/hasOwnProperty']) artifacts[name] = entry(name, 0);
   for (let i = 0; i < n; i++) {
     const name = `dir-${i % 7}/file-${String(i).padStart(6, '0')}.bin`;
     artifacts[name] = entry(name, i);
   }
-  return manifestText({ version: 1, artifacts } satisfies Manifest);
+  return { version: 1, artifacts };
 }
+
+/** The same as the stager writes it. */
+const written = (n: number): Promise<string> => manifestText(manifestOf(n));
 
 /**
  * What the judge says, as plain data: artifacts in their order, or the error and the count. (The
@@ -38,7 +42,23 @@ async function bothWays(text: string): Promise<[unknown, unknown]> {
 }
 
 describe('a large manifest, judged in slices', () => {
-  const big = written(2_000);
+  let big = '';
+  before(async () => {
+    big = await written(2_000);
+  });
+
+  it('is written exactly as JSON.stringify lays it out, sorted by name', async () => {
+    const whole = (m: Manifest): string => {
+      const sorted = noArtifacts();
+      for (const name of Object.keys(m.artifacts).sort()) sorted[name] = m.artifacts[name]!;
+      return `${JSON.stringify({ version: 1, artifacts: sorted }, null, 2)}\n`;
+    };
+    const odd = manifestOf(3);
+    for (const name of ['é/ü.bin', 'Z.bin', 'a\u2028b', 'quote"d', 'back\\slash', '😀.bin', 'tab\tname']) odd.artifacts[name] = { ...odd.artifacts['toString'], name, linkTarget: undefined };
+    odd.artifacts['link'] = { ...odd.artifacts['toString'], name: 'link', type: 'symlink', linkTarget: '../x\ny' };
+    for (const m of [manifestOf(0), manifestOf(1), odd, manifestOf(3_000)]) assert.equal(await manifestText(m), whole(m));
+    assert.equal(await manifestText({ version: 1, artifacts: noArtifacts() }), '{\n  "version": 1,\n  "artifacts": {}\n}\n');
+  });
 
   it('is large enough to be sliced, and its pieces give what JSON.parse of the whole gives', async () => {
     assert.ok(big.length >= SLICED_FROM, `${big.length} characters`);
@@ -116,7 +136,7 @@ describe('a large manifest, judged in slices', () => {
   });
 
   it('gives the event loop turns while it works', async () => {
-    const huge = written(30_000);
+    const huge = await written(30_000);
     let turns = 0;
     const tick = setInterval(() => turns++, 1);
     const judged = await judgeManifest(huge, FILE);

@@ -469,7 +469,7 @@ class Transaction {
   /** Moves everything into the area with the manifest and a fresh timestamp (see journal.ts). */
   async commit(): Promise<void> {
     this.check();
-    await this.journal.commit(manifestText(this.manifest), () => this.checkLinks());
+    await this.journal.commit(await manifestText(this.manifest), () => this.checkLinks());
   }
 
   /**
