@@ -12,6 +12,9 @@ import { summarize } from './summary';
 
 export const DETAILS_SCHEME = 'devserver-staging-build';
 
+/** Counts as the tree writes them (`10,000 builds`). */
+const number = new Intl.NumberFormat();
+
 /** More rows than this make a page nobody reads; the rest are counted. */
 const MAX_ROWS = 2_000;
 
@@ -76,7 +79,7 @@ export class BuildDetails implements vscode.TextDocumentContentProvider, vscode.
       if (!isStagingError(err, 'ENOMANIFEST')) problem = errorMessage(err);
     }
     const summary = await summarize(entries, MAX_ROWS);
-    rows.push([vscode.l10n.t('Artifacts'), vscode.l10n.t('{0} ({1})', summary.count, formatBytes(summary.bytes))]);
+    rows.push([vscode.l10n.t('Artifacts'), vscode.l10n.t('{0} ({1})', number.format(summary.count), formatBytes(summary.bytes))]);
     lines.push(`| | |`, `|---|---|`, ...rows.map(([k, v]) => `| ${md(k)} | ${md(v)} |`), '');
     if (problem !== undefined) lines.push(`> ${md(problem)}`, '');
     lines.push(...(await historySection(staticDir, tag)));
@@ -86,13 +89,13 @@ export class BuildDetails implements vscode.TextDocumentContentProvider, vscode.
     }
     lines.push(`## ${vscode.l10n.t('Stagings')}`, '', `| ${vscode.l10n.t('Fencing token')} | ${vscode.l10n.t('Staged at')} | ${vscode.l10n.t('Artifacts')} | ${vscode.l10n.t('Size')} |`, '|---|---|---|---|');
     for (const s of summary.stagings) {
-      lines.push(`| ${s.fence ?? '—'} | ${new Date(s.latest).toLocaleString()} | ${s.count} | ${formatBytes(s.bytes)} |`);
+      lines.push(`| ${s.fence ?? '—'} | ${new Date(s.latest).toLocaleString()} | ${number.format(s.count)} | ${formatBytes(s.bytes)} |`);
     }
     lines.push('', `## ${vscode.l10n.t('Artifacts')}`, '', `| ${vscode.l10n.t('Artifact')} | ${vscode.l10n.t('Size')} | sha256 | ${vscode.l10n.t('Source')} | ${vscode.l10n.t('Staged at')} | ${vscode.l10n.t('Token')} |`, '|---|--:|---|---|---|--:|');
     for (const e of summary.first) {
       lines.push(`| ${md(e.name)}${e.type === 'symlink' ? ` → ${md(e.linkTarget ?? '')}` : ''} | ${formatBytes(e.size)} | \`${e.sha256}\` | ${md(e.source)} | ${new Date(e.stagedAt).toLocaleString()} | ${e.fence ?? '—'} |`);
     }
-    if (summary.count > MAX_ROWS) lines.push('', vscode.l10n.t('… and {0} more artifacts.', summary.count - MAX_ROWS));
+    if (summary.count > MAX_ROWS) lines.push('', vscode.l10n.t('… and {0} more artifacts.', number.format(summary.count - MAX_ROWS)));
     return lines.join('\n');
   }
 
