@@ -1,17 +1,9 @@
 import * as vscode from 'vscode';
-import { formatBytes, verify, type VerifyProblem, type VerifyResult } from '../core';
+import { formatBytes, formatCount, verify, type VerifyProblem, type VerifyResult } from '../core';
 import type { Log } from '../log';
 import type { Node } from '../tree/provider';
 import { registerCommand, type Uses } from './command';
 import { targets } from './targets';
-
-/**
- * Verify Build: re-hashes each selected build against its manifest, with progress and Cancel. A
- * build found damaged is marked in the tree until a verification finds it whole again; it only
- * reads, so it takes no lock and never keeps a stager waiting.
- */
-/** Counts as the tree writes them (`10,000 builds`). */
-const number = new Intl.NumberFormat();
 
 /**
  * Problems of one build written to the log, one line each. A build wiped from under its manifest
@@ -20,6 +12,11 @@ const number = new Intl.NumberFormat();
  */
 const LOGGED_PROBLEMS = 1_000;
 
+/**
+ * Verify Build: re-hashes each selected build against its manifest, with progress and Cancel. A
+ * build found damaged is marked in the tree until a verification finds it whole again; it only
+ * reads, so it takes no lock and never keeps a stager waiting.
+ */
 export function verifyBuildCommand(ctx: Uses<'states'>): vscode.Disposable {
   const { config, log, states } = ctx;
   return registerCommand('devserverStaging.verifyBuild', ctx, async (node?: Node, nodes?: Node[]) => {
@@ -48,7 +45,7 @@ export function verifyBuildCommand(ctx: Uses<'states'>): vscode.Disposable {
         states.markDamaged(e.staticDir, e.tag, result.ok ? undefined : summary(result.problems));
         log.info(`Verified ${e.tag} in ${e.staticDir}: ${result.checkedFiles} files, ${result.checkedBytes} bytes in ${Date.now() - started} ms; ${result.ok ? 'whole' : `${result.problems.length} problems`}.`);
         for (const p of result.problems.slice(0, LOGGED_PROBLEMS)) log.warn(`  ${e.tag}: ${describe(p)}`);
-        if (result.problems.length > LOGGED_PROBLEMS) log.warn(`  ${e.tag}: … and ${number.format(result.problems.length - LOGGED_PROBLEMS)} more problems`);
+        if (result.problems.length > LOGGED_PROBLEMS) log.warn(`  ${e.tag}: … and ${formatCount(result.problems.length - LOGGED_PROBLEMS)} more problems`);
       }
       return false;
     });
@@ -66,7 +63,7 @@ function report(results: readonly VerifyResult[], cancelled: boolean, log: Log):
     const files = results.reduce((n, r) => n + r.checkedFiles, 0);
     const bytes = results.reduce((n, r) => n + r.checkedBytes, 0);
     const what = results.length === 1 ? results[0].tag : vscode.l10n.t('{0} builds', results.length);
-    void vscode.window.showInformationMessage(vscode.l10n.t('{0} is whole: {1} files, {2} match the manifest.', what, number.format(files), formatBytes(bytes)) + note + stopped);
+    void vscode.window.showInformationMessage(vscode.l10n.t('{0} is whole: {1} files, {2} match the manifest.', what, formatCount(files), formatBytes(bytes)) + note + stopped);
     return;
   }
   const showLog = vscode.l10n.t('Show Log');
@@ -99,5 +96,5 @@ function describe(p: VerifyProblem): string {
 function summary(problems: readonly VerifyProblem[]): string {
   const shown = problems.slice(0, 3).map(describe).join(', ');
   const more = problems.length > 3 ? ', …' : '';
-  return problems.length === 1 ? shown : vscode.l10n.t('{0} problems: {1}', number.format(problems.length), shown + more);
+  return problems.length === 1 ? shown : vscode.l10n.t('{0} problems: {1}', formatCount(problems.length), shown + more);
 }

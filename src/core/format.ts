@@ -2,6 +2,14 @@
 
 const BINARY = ['B', 'KiB', 'MiB', 'GiB', 'TiB', 'PiB'];
 
+// Made on first use: the command line loads this module at start, and most commands count nothing.
+let counts: Intl.NumberFormat | undefined;
+
+/** 100000 -> "100,000", in the user's locale: counts as the view and its messages write them. */
+export function formatCount(n: number): string {
+  return (counts ??= new Intl.NumberFormat()).format(n);
+}
+
 /** 1536 -> "1.5 KiB"; whole bytes below 1 KiB. */
 export function formatBytes(bytes: number): string {
   if (!Number.isFinite(bytes) || bytes < 0) return '-';

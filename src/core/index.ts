@@ -31,7 +31,7 @@ export type { ErrorCode } from './errors';
 export { isOnThisMachine, isHolderAlive } from './holder';
 export { BUILD_MARKS, clampTiming, isProtocolName, isBookkeeping, DEFAULT_TIMING, LOCK_NAME, LOCK_TARGET, OWNER_FILE, META_DIR, AUDIT_LOG, HISTORY_DIR } from './protocol';
 export type { Holder, LegacyHolder, ListEntry, LockInfo, LockState, QueueEntry, Timing, Waiter } from './types';
-export { formatBytes, formatDuration, naturalOrder } from './format';
+export { formatBytes, formatCount, formatDuration, naturalOrder } from './format';
 export { pause, sortInSlices } from './slices';
 export { LockStates } from './watch/states';
 export type { StateChange, Warnings } from './watch/states';

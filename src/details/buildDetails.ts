@@ -4,16 +4,13 @@
  * now, and whether a verification found it damaged. A virtual document: nothing is written.
  */
 import * as vscode from 'vscode';
-import { formatBytes, formatDuration, history, isStagingError, keyOf, readBuildArtifacts, type HistoryEvent, type LockStates, type ManifestEntry } from '../core';
+import { formatBytes, formatCount, formatDuration, history, isStagingError, keyOf, readBuildArtifacts, type HistoryEvent, type LockStates, type ManifestEntry } from '../core';
 import { errorMessage } from '../errors';
 import type { Mine } from '../model/mine';
 import { codeSpan, literal as md } from '../markdown';
 import { summarize } from './summary';
 
 export const DETAILS_SCHEME = 'devserver-staging-build';
-
-/** Counts as the tree writes them (`10,000 builds`). */
-const number = new Intl.NumberFormat();
 
 /** More rows than this make a page nobody reads; the rest are counted. */
 const MAX_ROWS = 2_000;
@@ -79,7 +76,7 @@ export class BuildDetails implements vscode.TextDocumentContentProvider, vscode.
       if (!isStagingError(err, 'ENOMANIFEST')) problem = errorMessage(err);
     }
     const summary = await summarize(entries, MAX_ROWS);
-    rows.push([vscode.l10n.t('Artifacts'), vscode.l10n.t('{0} ({1})', number.format(summary.count), formatBytes(summary.bytes))]);
+    rows.push([vscode.l10n.t('Artifacts'), vscode.l10n.t('{0} ({1})', formatCount(summary.count), formatBytes(summary.bytes))]);
     lines.push(`| | |`, `|---|---|`, ...rows.map(([k, v]) => `| ${md(k)} | ${md(v)} |`), '');
     if (problem !== undefined) lines.push(`> ${md(problem)}`, '');
     lines.push(...(await historySection(staticDir, tag)));
@@ -89,13 +86,13 @@ export class BuildDetails implements vscode.TextDocumentContentProvider, vscode.
     }
     lines.push(`## ${vscode.l10n.t('Stagings')}`, '', `| ${vscode.l10n.t('Fencing token')} | ${vscode.l10n.t('Staged at')} | ${vscode.l10n.t('Artifacts')} | ${vscode.l10n.t('Size')} |`, '|---|---|---|---|');
     for (const s of summary.stagings) {
-      lines.push(`| ${s.fence ?? '—'} | ${new Date(s.latest).toLocaleString()} | ${number.format(s.count)} | ${formatBytes(s.bytes)} |`);
+      lines.push(`| ${s.fence ?? '—'} | ${new Date(s.latest).toLocaleString()} | ${formatCount(s.count)} | ${formatBytes(s.bytes)} |`);
     }
     lines.push('', `## ${vscode.l10n.t('Artifacts')}`, '', `| ${vscode.l10n.t('Artifact')} | ${vscode.l10n.t('Size')} | sha256 | ${vscode.l10n.t('Source')} | ${vscode.l10n.t('Staged at')} | ${vscode.l10n.t('Token')} |`, '|---|--:|---|---|---|--:|');
     for (const e of summary.first) {
       lines.push(`| ${md(e.name)}${e.type === 'symlink' ? ` → ${md(e.linkTarget ?? '')}` : ''} | ${formatBytes(e.size)} | \`${e.sha256}\` | ${md(e.source)} | ${new Date(e.stagedAt).toLocaleString()} | ${e.fence ?? '—'} |`);
     }
-    if (summary.count > MAX_ROWS) lines.push('', vscode.l10n.t('… and {0} more artifacts.', number.format(summary.count - MAX_ROWS)));
+    if (summary.count > MAX_ROWS) lines.push('', vscode.l10n.t('… and {0} more artifacts.', formatCount(summary.count - MAX_ROWS)));
     return lines.join('\n');
   }
 
@@ -119,7 +116,7 @@ async function historySection(staticDir: string, tag: string): Promise<string[]>
     if (e.heldMs !== undefined) details.push(vscode.l10n.t('held {0}', formatDuration(e.heldMs)));
     if (e.waitedMs !== undefined && e.waitedMs > 0) details.push(vscode.l10n.t('waited {0}', formatDuration(e.waitedMs)));
     if (e.previous !== undefined) details.push(vscode.l10n.t('from {0}', `${e.previous.user ?? '?'}@${e.previous.hostname ?? '?'}`));
-    if (e.artifacts !== undefined) details.push(vscode.l10n.t('{0} artifacts, {1}', e.artifacts, formatBytes(e.bytes ?? 0)));
+    if (e.artifacts !== undefined) details.push(vscode.l10n.t('{0} artifacts, {1}', formatCount(e.artifacts), formatBytes(e.bytes ?? 0)));
     if (e.ok !== undefined) details.push(e.ok ? vscode.l10n.t('whole') : vscode.l10n.t('{0} problems', e.problems ?? 0));
     if (e.reason !== undefined) details.push(e.reason);
     if (e.holder.purpose !== undefined) details.push(e.holder.purpose);

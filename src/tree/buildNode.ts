@@ -1,6 +1,6 @@
 /** A build: a directory that was staged or locked, with its lock state and its artifacts below. */
 import * as vscode from 'vscode';
-import { formatBytes, formatDuration as formatAge, type AreaRecord, type LastHeld, type LockInfo, type LockState } from '../core';
+import { formatBytes, formatCount, formatDuration as formatAge, type AreaRecord, type LastHeld, type LockInfo, type LockState } from '../core';
 import { literal } from '../markdown';
 import { AreaRow } from './areaRow';
 import type { FolderNode } from './folderNode';
@@ -104,7 +104,7 @@ export class BuildNode extends AreaRow<StaticDirNode | FolderNode> {
     if (e?.heartbeatAgeMs !== undefined && state !== 'free') rows.push([vscode.l10n.t('Heartbeat'), vscode.l10n.t('{0} ago', formatAge(e.heartbeatAgeMs))]);
     if (e?.holderAlive !== undefined) rows.push([vscode.l10n.t('Process'), e.holderAlive ? vscode.l10n.t('running') : vscode.l10n.t('gone')]);
     if (e?.staleReason !== undefined) rows.push([vscode.l10n.t('Why stale'), e.staleReason]);
-    if (contents !== undefined) rows.push([vscode.l10n.t('Contents'), vscode.l10n.t('{0} artifacts, {1}', contents.artifacts, formatBytes(contents.bytes))]);
+    if (contents !== undefined) rows.push([vscode.l10n.t('Contents'), vscode.l10n.t('{0} artifacts, {1}', formatCount(contents.artifacts), formatBytes(contents.bytes))]);
     if (r.usage !== undefined) rows.push([vscode.l10n.t('Last used'), new Date(r.usage.lastUsedMs).toLocaleString()]);
     if (last !== undefined && state === 'free') {
       const who = `${last.holder.user ?? '?'}@${last.holder.hostname ?? '?'}`;

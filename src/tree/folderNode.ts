@@ -2,20 +2,18 @@
 import * as vscode from 'vscode';
 import { AreaRow } from './areaRow';
 import type { StaticDirNode } from './staticDirNode';
-import type { Counts } from '../core';
-
-const number = new Intl.NumberFormat();
+import { formatCount, type Counts } from '../core';
 
 export class FolderNode extends AreaRow<StaticDirNode | FolderNode> {
   readonly kind = 'folder';
 
   /** "3,000 builds · 47 held · 100 stale"; with a filter, how many of them it lets through. */
   static description(c: Counts, matching?: number): string {
-    const parts = [matching !== undefined ? vscode.l10n.t('{0} of {1} builds', number.format(matching), number.format(c.builds)) : c.builds === 1 ? vscode.l10n.t('1 build') : vscode.l10n.t('{0} builds', number.format(c.builds))];
-    if (c.mine > 0) parts.push(vscode.l10n.t('{0} yours', number.format(c.mine)));
-    if (c.held > 0) parts.push(vscode.l10n.t('{0} held', number.format(c.held)));
-    if (c.stale > 0) parts.push(vscode.l10n.t('{0} stale', number.format(c.stale)));
-    if (c.legacy > 0) parts.push(vscode.l10n.t('{0} legacy', number.format(c.legacy)));
+    const parts = [matching !== undefined ? vscode.l10n.t('{0} of {1} builds', formatCount(matching), formatCount(c.builds)) : c.builds === 1 ? vscode.l10n.t('1 build') : vscode.l10n.t('{0} builds', formatCount(c.builds))];
+    if (c.mine > 0) parts.push(vscode.l10n.t('{0} yours', formatCount(c.mine)));
+    if (c.held > 0) parts.push(vscode.l10n.t('{0} held', formatCount(c.held)));
+    if (c.stale > 0) parts.push(vscode.l10n.t('{0} stale', formatCount(c.stale)));
+    if (c.legacy > 0) parts.push(vscode.l10n.t('{0} legacy', formatCount(c.legacy)));
     return parts.join(' · ');
   }
 

@@ -4,10 +4,9 @@
  * time; the newest come first, so the first page is the one people want.
  */
 import * as vscode from 'vscode';
+import { formatCount } from '../core';
 import type { FolderNode } from './folderNode';
 import type { StaticDirNode } from './staticDirNode';
-
-const number = new Intl.NumberFormat();
 
 export class MoreNode {
   readonly kind = 'more';
@@ -29,9 +28,9 @@ export class MoreNode {
 
   toTreeItem(): vscode.TreeItem {
     const next = Math.min(this.page, this.hidden);
-    const item = new vscode.TreeItem(vscode.l10n.t('Show {0} more…', number.format(next)), vscode.TreeItemCollapsibleState.None);
+    const item = new vscode.TreeItem(vscode.l10n.t('Show {0} more…', formatCount(next)), vscode.TreeItemCollapsibleState.None);
     item.id = this.id;
-    item.description = vscode.l10n.t('{0} not shown; Filter… or Go to Build… finds any', number.format(this.hidden));
+    item.description = vscode.l10n.t('{0} not shown; Filter… or Go to Build… finds any', formatCount(this.hidden));
     item.iconPath = new vscode.ThemeIcon('ellipsis');
     item.contextValue = 'more';
     item.command = { command: 'devserverStaging.showMore', title: vscode.l10n.t('Show More'), arguments: [this] };
