@@ -327,7 +327,7 @@ async function readManifestCount(at: string, file: string): Promise<{ count?: nu
     return isStagingError(err) ? { damaged: err.message } : undefined;
   }
   const judged = await judgeManifest(text, file);
-  if ('manifest' in judged) return { count: Object.keys(judged.manifest.artifacts).length };
+  if ('manifest' in judged) return { count: judged.entries.length };
   // Where it still lists artifacts, they are counted; otherwise the files are.
   return judged.listed !== undefined ? { count: judged.listed, damaged: judged.damaged.message } : { damaged: judged.damaged.message };
 }
