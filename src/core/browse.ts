@@ -9,7 +9,7 @@ import * as fs from 'fs';
 import * as path from 'path';
 import { openBelow, openDir, openPath, type Dir } from './anchored';
 import { StagingError, asStagingError, errnoCode, isStagingError } from './errors';
-import { MAX_MANIFEST_BYTES, parseArtifacts, readManifestText, type ManifestEntry } from './manifest';
+import { MAX_MANIFEST_BYTES, parseArtifacts, readManifestBytes, type ManifestEntry } from './manifest';
 import { MANIFEST_FILE } from './protocol';
 import { pause } from './slices';
 import { resolveArea, type Area } from './tags';
@@ -150,8 +150,8 @@ export async function readBuildArtifacts(staticDir: string, tag: string, maxByte
 /** The artifacts of an opened build's manifest (see `readBuildArtifacts`). */
 export async function readOpenedArtifacts(area: Area, build: Dir, maxBytes = MAX_MANIFEST_BYTES): Promise<ManifestEntry[]> {
   const shown = path.join(area.dir, MANIFEST_FILE);
-  const text = await readManifestText(build.at(MANIFEST_FILE), shown, maxBytes);
-  if (text === undefined) {
+  const bytes = await readManifestBytes(build.at(MANIFEST_FILE), shown, maxBytes);
+  if (bytes === undefined) {
     throw new StagingError(
       'ENOMANIFEST',
       `The build ${area.tag} (${area.dir}) has no manifest (${MANIFEST_FILE}), so there is nothing to verify it against: ` +
@@ -160,5 +160,5 @@ export async function readOpenedArtifacts(area: Area, build: Dir, maxBytes = MAX
       { path: shown },
     );
   }
-  return parseArtifacts(text, shown);
+  return parseArtifacts(bytes, shown);
 }

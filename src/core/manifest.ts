@@ -4,7 +4,7 @@
  * it; staging, verify, the build views and du read and check it here alone.
  */
 import * as path from 'path';
-import { readRecord } from './anchored';
+import { readRecordBytes } from './anchored';
 import { StagingError, asStagingError, errnoCode } from './errors';
 import { MANIFEST_FILE } from './protocol';
 import { pause, sortInSlices } from './slices';
@@ -56,18 +56,19 @@ export function emptyManifest(): Manifest {
  */
 export async function readManifest(dir: string): Promise<Manifest> {
   const file = path.join(dir, MANIFEST_FILE);
-  const text = await readManifestText(file, file);
-  return text === undefined ? emptyManifest() : parseManifest(text, file);
+  const bytes = await readManifestBytes(file, file);
+  return bytes === undefined ? emptyManifest() : parseManifest(bytes, file);
 }
 
 /**
- * The text of the manifest at `at` (a path, or a name under an opened directory), shown as
+ * The bytes of the manifest at `at` (a path, or a name under an opened directory), shown as
  * `shown`; undefined when there is none. Never through a link, never blocking on a FIFO put in its
- * place (see anchored.ts); anything else that keeps it from being read is an EIO naming it.
+ * place (see anchored.ts); anything else that keeps it from being read is an EIO naming it. Left
+ * undecoded: the parser decodes a large one a slice at a time.
  */
-export async function readManifestText(at: string, shown: string, maxBytes = MAX_MANIFEST_BYTES): Promise<string | undefined> {
+export async function readManifestBytes(at: string, shown: string, maxBytes = MAX_MANIFEST_BYTES): Promise<Buffer | undefined> {
   try {
-    return await readRecord(at, shown, maxBytes);
+    return await readRecordBytes(at, shown, maxBytes);
   } catch (err) {
     if (errnoCode(err) === 'ENOENT') return undefined;
     throw asStagingError(err, 'read the manifest', shown);
@@ -82,14 +83,14 @@ const ENTRY_SHAPE = 'an object with name (its key), type ("file" or "symlink"), 
  * disk elsewhere, written by another tool) fails with ECORRUPT naming the file, the entry and
  * what to do, rather than failing later on a property of `null`.
  */
-export async function parseManifest(text: string, file: string): Promise<Manifest> {
+export async function parseManifest(text: ManifestText, file: string): Promise<Manifest> {
   const judged = await judgeManifest(text, file);
   if ('damaged' in judged) throw judged.damaged;
   return judged.manifest;
 }
 
 /** The artifacts of a manifest in the order it lists them (see `parseManifest`). */
-export async function parseArtifacts(text: string, file: string): Promise<ManifestEntry[]> {
+export async function parseArtifacts(text: ManifestText, file: string): Promise<ManifestEntry[]> {
   const judged = await judgeManifest(text, file);
   if ('damaged' in judged) throw judged.damaged;
   return judged.entries;
@@ -102,6 +103,9 @@ export async function parseArtifacts(text: string, file: string): Promise<Manife
  */
 export type JudgedManifest = { manifest: Manifest; entries: ManifestEntry[] } | { damaged: StagingError; listed?: number };
 
+/** A manifest as read: its bytes (UTF-8, as the file holds them), or text already decoded. */
+export type ManifestText = string | Buffer;
+
 /** Entries checked between two looks at the clock. */
 const CHECK_EVERY = 256;
 
@@ -111,7 +115,7 @@ const CHECK_EVERY = 256;
  * 30 MB, which `JSON.parse` and the checks hold for 400 ms in one piece. The entries come in a list
  * as well: `Object.values` of 100,000 artifacts alone holds the loop for 60 ms.
  */
-export async function judgeManifest(text: string, file: string): Promise<JudgedManifest> {
+export async function judgeManifest(text: ManifestText, file: string): Promise<JudgedManifest> {
   const corrupt = (what: string): StagingError =>
     new StagingError(
       'ECORRUPT',
@@ -125,7 +129,7 @@ export async function judgeManifest(text: string, file: string): Promise<JudgedM
   let raw: unknown = sliced !== undefined ? { version: 1, artifacts: sliced.artifacts } : undefined;
   if (raw === undefined) {
     try {
-      raw = JSON.parse(text);
+      raw = JSON.parse(typeof text === 'string' ? text : text.toString('utf8'));
     } catch (err) {
       return { damaged: corrupt(`it is not JSON (${(err as Error).message})`) };
     }
@@ -155,7 +159,7 @@ export async function judgeManifest(text: string, file: string): Promise<JudgedM
   return { manifest: { version: 1, artifacts }, entries };
 }
 
-/** Below this many characters a manifest is parsed in one piece: it takes well under a slice. */
+/** Below this many characters (bytes, as read) a manifest is parsed in one piece: it takes well under a slice. */
 export const SLICED_FROM = 256 * 1024;
 
 /**
@@ -182,10 +186,17 @@ const PER_PIECE = 256;
  * Members are copied in order into an object without a prototype, so a key found twice keeps its
  * first place and its last value, as `JSON.parse` does, and a key `__proto__` stays a key. `names`
  * are the keys in that order.
+ *
+ * Bytes are cut before they are decoded, each piece on its own: the cuts fall on `BETWEEN`, whose
+ * bytes are ASCII, and in UTF-8 an ASCII byte is never part of another character, so every piece
+ * decodes to exactly its part of the whole text (a broken sequence before a cut ends at the cut
+ * either way, and becomes the same U+FFFD).
  */
-export async function parseInSlices(text: string): Promise<{ artifacts: Record<string, unknown>; names: string[] } | undefined> {
-  if (!text.startsWith(HEAD) || !text.endsWith(TAIL)) return undefined;
-  const end = text.length - TAIL.length;
+export async function parseInSlices(text: ManifestText): Promise<{ artifacts: Record<string, unknown>; names: string[] } | undefined> {
+  const source = typeof text === 'string' ? ofString(text) : ofBytes(text);
+  const { length } = source;
+  if (length < HEAD.length + TAIL.length || source.piece(0, HEAD.length) !== HEAD || source.piece(length - TAIL.length, length) !== TAIL) return undefined;
+  const end = length - TAIL.length;
   const artifacts = Object.create(null) as Record<string, unknown>;
   const names: string[] = [];
   for (let at = HEAD.length; ; ) {
@@ -195,7 +206,7 @@ export async function parseInSlices(text: string): Promise<{ artifacts: Record<s
     // one): one JSON.parse per entry would cost twice as much as the whole text's.
     let next = at - BETWEEN.length;
     for (let n = 0; n < PER_PIECE; n++) {
-      const found = text.indexOf(BETWEEN, next + BETWEEN.length);
+      const found = source.find(next + BETWEEN.length);
       if (found === -1) {
         if (n === 0) next = -1;
         break;
@@ -207,7 +218,7 @@ export async function parseInSlices(text: string): Promise<{ artifacts: Record<s
     const last = next === -1 || next + BETWEEN.length > end;
     let members: unknown;
     try {
-      members = JSON.parse(last ? `{${text.slice(at, end)}}` : `{${text.slice(at, next)}}}`);
+      members = JSON.parse(last ? `{${source.piece(at, end)}}` : `{${source.piece(at, next)}}}`);
     } catch {
       return undefined;
     }
@@ -219,6 +230,25 @@ export async function parseInSlices(text: string): Promise<{ artifacts: Record<s
     if (last) return { artifacts, names };
     at = next + BETWEEN.length;
   }
+}
+
+/** What the slicer needs of a text, in its own units (characters or bytes: the markers are ASCII, one of each). */
+interface Slicing {
+  length: number;
+  /** Where the next BETWEEN starts at or after `from`; -1 if none. */
+  find(from: number): number;
+  /** The text from `start` up to `end`, decoded. */
+  piece(start: number, end: number): string;
+}
+
+function ofString(text: string): Slicing {
+  return { length: text.length, find: (from) => text.indexOf(BETWEEN, from), piece: (start, end) => text.slice(start, end) };
+}
+
+const BETWEEN_BYTES = Buffer.from(BETWEEN);
+
+function ofBytes(bytes: Buffer): Slicing {
+  return { length: bytes.length, find: (from) => bytes.indexOf(BETWEEN_BYTES, from), piece: (start, end) => bytes.toString('utf8', start, end) };
 }
 
 function isObject(v: unknown): v is Record<string, unknown> {

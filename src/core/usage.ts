@@ -4,7 +4,7 @@
  */
 import * as fs from 'fs';
 import * as path from 'path';
-import { openDir, openDirIfThere, openPath, readRecord, settle, type Dir } from './anchored';
+import { openDir, openDirIfThere, openPath, readRecordBytes, settle, type Dir } from './anchored';
 import { fsClockSkew } from './clock';
 import { formatDuration, naturalOrder } from './format';
 import { StagingError, asStagingError, errnoCode, isStagingError } from './errors';
@@ -319,14 +319,14 @@ async function measureArea(root: string, p: string, dir: Dir, top: DirRead, ops:
  * rather than failing on it.
  */
 async function readManifestCount(at: string, file: string): Promise<{ count?: number; damaged?: string } | undefined> {
-  let text: string;
+  let bytes: Buffer;
   try {
     // Never through a link, never waiting on a FIFO put in its place.
-    text = await readRecord(at, file, MAX_MANIFEST_BYTES);
+    bytes = await readRecordBytes(at, file, MAX_MANIFEST_BYTES);
   } catch (err) {
     return isStagingError(err) ? { damaged: err.message } : undefined;
   }
-  const judged = await judgeManifest(text, file);
+  const judged = await judgeManifest(bytes, file);
   if ('manifest' in judged) return { count: judged.entries.length };
   // Where it still lists artifacts, they are counted; otherwise the files are.
   return judged.listed !== undefined ? { count: judged.listed, damaged: judged.damaged.message } : { damaged: judged.damaged.message };

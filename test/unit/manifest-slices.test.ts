@@ -36,9 +36,29 @@ function plain(j: JudgedManifest): unknown {
   return { message: j.damaged.message.replace(/at position \d+/, 'at position N'), code: j.damaged.code, listed: j.listed };
 }
 
-/** The judge of the text, and of the same text with a space after it, which is parsed whole. */
+/**
+ * The judge of the text, and of the same text with a space after it, which is parsed whole. The
+ * text is judged as read from the file too, as bytes cut before they are decoded: that verdict must
+ * be the same.
+ */
 async function bothWays(text: string): Promise<[unknown, unknown]> {
-  return [plain(await judgeManifest(text, FILE)), plain(await judgeManifest(`${text} `, FILE))];
+  const slices = plain(await judgeManifest(text, FILE));
+  assert.deepEqual(plain(await judgeManifest(Buffer.from(text), FILE)), slices, 'judged from its bytes');
+  return [slices, plain(await judgeManifest(`${text} `, FILE))];
+}
+
+/** A small deterministic generator: a failure names the seed it had and can be replayed from it. */
+function generator(start: number): { random: (n: number) => number; seed: () => number } {
+  let state = start;
+  return {
+    random: (n) => {
+      state ^= state << 13;
+      state ^= state >>> 17;
+      state ^= state << 5;
+      return (state >>> 0) % n;
+    },
+    seed: () => state,
+  };
 }
 
 describe('a large manifest, judged in slices', () => {
@@ -99,21 +119,14 @@ describe('a large manifest, judged in slices', () => {
   });
 
   it('gives the verdict of the whole for hundreds of random edits around the cuts', async () => {
-    // A small deterministic generator: a failure names its seed and can be replayed.
-    let seed = 0x2545f491;
-    const random = (n: number): number => {
-      seed ^= seed << 13;
-      seed ^= seed >>> 17;
-      seed ^= seed << 5;
-      return (seed >>> 0) % n;
-    };
+    const { random, seed } = generator(0x2545f491);
     const cuts: number[] = [];
     for (let at = big.indexOf('\n    },\n'); at !== -1; at = big.indexOf('\n    },\n', at + 1)) cuts.push(at);
     const inserts = ['}', '},', ',', '"', '\n', '\n    },\n', '{', ' ', '\\', ']', '"x": 1,', '\u2028', 'null'];
     let sound = 0;
     let pieces = 0;
     for (let round = 0; round < 300; round++) {
-      const before = seed;
+      const before = seed();
       // Near a cut most of the time (that is where the pieces meet), anywhere otherwise.
       const at = random(4) > 0 ? cuts[random(cuts.length)] + random(24) - 8 : random(big.length);
       const edit = random(3);
@@ -133,6 +146,37 @@ describe('a large manifest, judged in slices', () => {
     // (48 and 90 of 300 with this seed).
     assert.ok(sound > 0 && sound < 300, `${sound} of 300 sound`);
     assert.ok(pieces > 0, `${pieces} of 300 parsed in pieces`);
+  });
+
+  it('decodes bytes a piece at a time as the whole would, broken UTF-8 near the cuts included', async () => {
+    const bytes = Buffer.from(big);
+    const sliced = await parseInSlices(bytes);
+    assert.ok(sliced !== undefined, 'the bytes of the writer’s layout are parsed in pieces');
+    assert.deepEqual(Object.entries(sliced.artifacts), Object.entries((JSON.parse(big) as { artifacts: object }).artifacts));
+    // A name that is not ASCII, on both sides of a cut.
+    const key = 'dir-1/file-000001.bin';
+    const accented = Buffer.from(big.replaceAll(key, 'dir-1/fïlé-😀.bin'));
+    assert.deepEqual(plain(await judgeManifest(accented, FILE)), plain(await judgeManifest(`${accented.toString()} `, FILE)));
+
+    const { random, seed } = generator(0x1b873593);
+    const cuts: number[] = [];
+    for (let at = bytes.indexOf('\n    },\n'); at !== -1; at = bytes.indexOf('\n    },\n', at + 1)) cuts.push(at);
+    // Lead bytes without their continuation, continuations without a lead, bytes never in UTF-8.
+    const broken = [[0xc3], [0xe2, 0x82], [0xf0, 0x9f, 0x98], [0x80], [0xbf, 0xbf], [0xff], [0xc0, 0xaf], [0xed, 0xa0, 0x80]];
+    let sound = 0;
+    for (let round = 0; round < 200; round++) {
+      const before = seed();
+      // Just before a cut, at a cut, or inside a string value (a source path) near one.
+      const where = random(3);
+      const cut = cuts[random(cuts.length)];
+      const at = where === 0 ? cut - random(3) : where === 1 ? cut : bytes.lastIndexOf('"source": "/out/', cut) + 16;
+      const text = Buffer.concat([bytes.subarray(0, at), Buffer.from(broken[random(broken.length)]), bytes.subarray(at)]);
+      const fromBytes = plain(await judgeManifest(text, FILE));
+      assert.deepEqual(fromBytes, plain(await judgeManifest(`${text.toString('utf8')} `, FILE)), `round ${round}, seed ${before}: bytes at ${at}`);
+      if ('artifacts' in (fromBytes as object)) sound++;
+    }
+    // Those inside a source path leave it sound (decoded to U+FFFD both ways), the others do not.
+    assert.ok(sound > 0 && sound < 200, `${sound} of 200 sound`);
   });
 
   it('gives the event loop turns while it works', async () => {
