@@ -133,9 +133,8 @@ export async function readBuildDir(staticDir: string, tag: string, rel = ''): Pr
 
 /**
  * The artifacts the manifest of the build `tag` lists, in its order, read from the opened build
- * directory: ENOENT when there is no
- * such build, ENOMANIFEST when it has none, ECORRUPT when it is damaged, EIO naming it when it is a
- * link, a FIFO or larger than `maxBytes`.
+ * directory: ENOENT when there is no such build, ENOMANIFEST when it has none, ECORRUPT when it is
+ * damaged, EIO naming it when it is a link, a FIFO or larger than `maxBytes`.
  */
 export async function readBuildArtifacts(staticDir: string, tag: string, maxBytes = MAX_MANIFEST_BYTES): Promise<ManifestEntry[]> {
   const area = await resolveArea(staticDir, tag);

@@ -126,5 +126,3 @@ async function historySection(staticDir: string, tag: string): Promise<string[]>
   out.push('');
   return out;
 }
-
-
