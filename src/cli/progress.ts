@@ -1,6 +1,7 @@
 /**
  * Progress on stderr. Of a staging: on a terminal, one line redrawn in place; elsewhere (CI logs,
- * pipes), plain lines, one per finished artifact and one every few seconds for a long one, so a
+ * pipes), plain lines: finished artifacts at most a line a second (a staging of 100,000 small files
+ * would otherwise put 100,000 lines into a log), and a line every few seconds for a long one, so a
  * log neither floods nor falls silent. Of a verification: the line on a terminal only.
  */
 import type { StageProgress } from '../core/stage/types';
@@ -21,6 +22,8 @@ export interface ProgressViewOptions {
   tty?: boolean;
   /** Without a terminal: the longest silence while an artifact is being written. Default 5 s. */
   intervalMs?: number;
+  /** Without a terminal: the shortest time between two lines of finished artifacts. Default 1 s. */
+  finishedEveryMs?: number;
   now?: () => number;
 }
 
@@ -32,6 +35,7 @@ const REDRAW_MS = 100;
 export class StageProgressView {
   private readonly tty: boolean;
   private readonly intervalMs: number;
+  private readonly finishedEveryMs: number;
   private readonly now: () => number;
   private readonly samples: { t: number; bytes: number }[] = [];
   private done = 0;
@@ -40,6 +44,8 @@ export class StageProgressView {
   private lastLineAt: number;
   private lastDrawAt = Number.NEGATIVE_INFINITY;
   private drawn = false;
+  /** Without a terminal: finishes not yet written (the latest named one and how many in all), and the total after them. */
+  private pending: { name: string | undefined; size: number; count: number; artifacts: number; bytes: number } | undefined;
 
   constructor(
     private readonly out: ProgressOutput,
@@ -47,6 +53,7 @@ export class StageProgressView {
   ) {
     this.tty = options.tty ?? out.isTTY === true;
     this.intervalMs = options.intervalMs ?? 5_000;
+    this.finishedEveryMs = options.finishedEveryMs ?? 1_000;
     this.now = options.now ?? Date.now;
     this.lastLineAt = this.now();
   }
@@ -68,18 +75,37 @@ export class StageProgressView {
       const name = p.artifact !== '' ? p.artifact : this.current;
       // The size only when this report is about the finished artifact itself, not an earlier look at it.
       const size = p.artifact !== '' ? p.artifactBytes : 0;
-      const what = name === undefined ? '' : `${name}${size > 0 ? ` (${formatBytes(size)})` : ''}${finished > 1 ? ` and ${finished - 1} more` : ''}; `;
-      this.line(`done: ${what}${p.artifacts} artifact${p.artifacts === 1 ? '' : 's'}, ${formatBytes(p.bytes)} so far`, t);
+      const before = this.pending;
+      this.pending = {
+        name: name ?? before?.name,
+        size: name !== undefined ? size : (before?.size ?? 0),
+        count: (before?.count ?? 0) + finished,
+        artifacts: p.artifacts,
+        bytes: p.bytes,
+      };
       this.current = undefined;
-    } else if (p.artifact !== '' && t - this.lastLineAt >= this.intervalMs) {
-      this.line(`${p.artifact}: ${this.amount(p)}, ${this.rate()}`, t);
     }
+    // Held-back finishes go out within a second, also while a long artifact is being written.
+    if (this.pending !== undefined && t - this.lastLineAt >= this.finishedEveryMs) this.flush(t);
+    else if (finished === 0 && p.artifact !== '' && t - this.lastLineAt >= this.intervalMs) this.line(`${p.artifact}: ${this.amount(p)}, ${this.rate()}`, t);
   }
 
-  /** Removes the terminal line, before other output or at the end. */
+  /**
+   * Removes the terminal line, before other output or at the end; without a terminal, writes the
+   * finishes held back, so a log's last progress line has the final count.
+   */
   clear(): void {
     if (this.tty && this.drawn) this.out.draw('\r\x1b[K');
     this.drawn = false;
+    this.flush(this.now());
+  }
+
+  private flush(t: number): void {
+    const f = this.pending;
+    if (f === undefined) return;
+    this.pending = undefined;
+    const what = f.name === undefined ? '' : `${f.name}${f.size > 0 ? ` (${formatBytes(f.size)})` : ''}${f.count > 1 ? ` and ${f.count - 1} more` : ''}; `;
+    this.line(`done: ${what}${f.artifacts} artifact${f.artifacts === 1 ? '' : 's'}, ${formatBytes(f.bytes)} so far`, t);
   }
 
   private line(text: string, t: number): void {

@@ -418,7 +418,7 @@ describe('devserver-stage stage, du and prune', () => {
       assert.ok(out.endsWith('\r\x1b[K'));
     });
 
-    it('without a terminal, writes a line per finished artifact and one every 5 s for a long one', () => {
+    it('without a terminal, writes finished artifacts at most a line a second and a line every 5 s for a long one', () => {
       let out = '';
       let t = 0;
       const view = new StageProgressView({ write: (s: string) => (out += s), draw: (s: string) => (out += s), isTTY: false }, { now: () => t });
@@ -427,14 +427,38 @@ describe('devserver-stage stage, du and prune', () => {
       view.update(p({ artifacts: 1, bytes: 12_000_000 }));
       view.update(p({ artifact: 'small.txt', artifactBytes: 5, artifactTotal: 5, bytes: 12_000_005, artifacts: 2 }));
       view.update(p({ artifacts: 3, bytes: 12_000_005 }));
+      assert.equal(out.split('\n').length, 4, 'the two finishes within a second of the last line are held back');
+      // A long artifact after them: the held-back finishes go out within a second, not after its 5 s.
+      for (t = 12_200; t <= 13_100; t += 100) view.update(p({ artifact: 'late.bin', artifactBytes: 1, bytes: 12_000_006, artifacts: 3 }));
+      // Finished 100 ms after the last line: held back until the end.
+      view.update(p({ artifact: 'tail.txt', artifactBytes: 7, artifactTotal: 7, bytes: 12_000_013, artifacts: 4 }));
+      view.clear();
       assert.deepEqual(out.split('\n'), [
         'big.bin: 4.8 MiB of 11.4 MiB (41%), 977 KiB/s',
         'big.bin: 9.5 MiB of 11.4 MiB (83%), 977 KiB/s',
         'done: big.bin; 1 artifact, 11.4 MiB so far',
-        'done: small.txt (5 B); 2 artifacts, 11.4 MiB so far',
-        'done: 3 artifacts, 11.4 MiB so far',
+        'done: small.txt (5 B) and 1 more; 3 artifacts, 11.4 MiB so far',
+        'done: tail.txt (7 B); 4 artifacts, 11.4 MiB so far',
         '',
       ]);
+    });
+
+    it('without a terminal, 100,000 quick finishes make a line a second, and the last line has the final count', () => {
+      let out = '';
+      let t = 0;
+      const view = new StageProgressView({ write: (s: string) => (out += s), draw: (s: string) => (out += s), isTTY: false }, { now: () => t });
+      for (let i = 1; i <= 100_000; i++) {
+        t = i / 10; // 10,000 a second: 10 s in all
+        view.update({ artifact: `f/${i}.txt`, artifactBytes: 1, artifactTotal: 1, bytes: i, artifacts: i });
+      }
+      view.clear();
+      const lines = out.split('\n').filter((l) => l !== '');
+      assert.equal(lines.length, 10);
+      assert.equal(lines[0], 'done: f/10000.txt (1 B) and 9999 more; 10000 artifacts, 9.8 KiB so far');
+      assert.equal(lines[9], 'done: f/100000.txt (1 B) and 9999 more; 100000 artifacts, 97.7 KiB so far');
+      // Every finish is counted once: the lines' counts add up to the whole.
+      const counted = lines.reduce((n, l) => n + 1 + Number(/ and (\d+) more/.exec(l)?.[1] ?? 0), 0);
+      assert.equal(counted, 100_000);
     });
   });
 });
