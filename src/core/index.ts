@@ -23,6 +23,8 @@ export { parseManifest, readManifest } from './manifest';
 export { verify, describeEntryType } from './verify';
 export { readBuildDir, readBuildArtifacts } from './browse';
 export type { BuildEntry } from './browse';
+export { ContentsCache, buildContents } from './contents';
+export type { BuildContents } from './contents';
 export type { VerifyOptions, VerifyProblem, VerifyProblemKind, VerifyProgress, VerifyResult, ArtifactFacts, EntryType } from './verify';
 export { findBuildAbove } from './nesting';
 export { parseTag, isInside } from './tags';

@@ -6,7 +6,7 @@
  */
 import * as fs from 'fs';
 import * as vscode from 'vscode';
-import { isBookkeeping, keyOf, lastHeld, parentTag, readBuildArtifacts, readBuildDir, type AreaRecord, type LockStates, type StateChange } from '../core';
+import { ContentsCache, keyOf, lastHeld, parentTag, type AreaRecord, type LockStates, type StateChange } from '../core';
 import type { Configuration, Settings } from '../config';
 import { errorMessage } from '../errors';
 import type { Mine } from '../model/mine';
@@ -37,6 +37,8 @@ export class StagingTreeProvider implements vscode.TreeDataProvider<Node>, vscod
   private filter: BuildFilter = NO_FILTER;
   /** How many builds each folder shows, where more than a page were asked for. */
   private readonly limits = new Map<string, number>();
+  /** The tooltips' figures of the builds hovered last, read again only when a manifest changed. */
+  private readonly contents = new ContentsCache(TOOLTIP_MANIFEST_BYTES);
 
   constructor(
     private readonly config: Pick<Configuration, 'current' | 'onDidChange'>,
@@ -103,7 +105,7 @@ export class StagingTreeProvider implements vscode.TreeDataProvider<Node>, vscod
       // Judged again on hover: the listing's heartbeat age is as old as the listing.
       const [info, contents, last] = await Promise.all([
         this.states.judge(node.staticDir, node.tag).catch(() => undefined),
-        contentsOf(node.staticDir, node.tag),
+        this.contents.get(node.staticDir, node.tag),
         lastHeld(node.staticDir, node.tag).catch(() => undefined),
       ]);
       const r = this.states.record(node.staticDir, node.tag) ?? node.record;
@@ -301,28 +303,9 @@ export class StagingTreeProvider implements vscode.TreeDataProvider<Node>, vscod
 export const dirOf = (n: Node): string => (n instanceof MoreNode ? n.parent.dir : n.dir);
 
 /**
- * A manifest larger than this is not read for a tooltip (which is asked for on every hover): its
- * parse would hold the editor for seconds (a 500 MB one, planted by a co-user, for half a minute).
- * About 30,000 artifacts; a build with more is counted from the files at its top.
+ * A manifest larger than this is not read for a tooltip: reading it costs the extension host CPU
+ * (in slices, so it holds nothing up) at its first hover and at the first after each change. 64 MiB
+ * is about 200,000 artifacts, a little over a second; a build with more (or a manifest planted that
+ * large by a co-user) is counted from the files at its top.
  */
-const TOOLTIP_MANIFEST_BYTES = 8 * 1024 * 1024;
-
-/**
- * Size and artifact count for a tooltip: from the manifest where staging wrote one (a single
- * read), else from the files at the top of the build.
- */
-async function contentsOf(staticDir: string, tag: string): Promise<{ artifacts: number; bytes: number } | undefined> {
-  try {
-    // Read as the core reads records: from the build it opened (never through a link swapped in
-    // for it), never blocking on a FIFO. A damaged manifest (ECORRUPT), or one too large, counts as
-    // none: the files at the top are counted instead.
-    const all = await readBuildArtifacts(staticDir, tag, TOOLTIP_MANIFEST_BYTES);
-    if (all.length > 0) return { artifacts: all.length, bytes: all.reduce((n, a) => n + a.size, 0) };
-  } catch {
-    /* counted from the files below */
-  }
-  const entries = await readBuildDir(staticDir, tag).catch(() => undefined);
-  if (entries === undefined) return undefined;
-  const files = entries.filter((e) => e.file && !isBookkeeping(e.name));
-  return { artifacts: files.length, bytes: files.reduce((n, e) => n + e.size, 0) };
-}
+const TOOLTIP_MANIFEST_BYTES = 64 * 1024 * 1024;
