@@ -10,9 +10,12 @@
  *   DEVSERVER_STAGING_BENCH_EVENTS       lock and release events each for the latency (default 60)
  *   DEVSERVER_STAGING_BENCH_CPU_SECONDS  seconds of CPU measured in each state (default 60)
  *   DEVSERVER_STAGING_BENCH_OUT          a file to write the figures to, as JSON
+ *   DEVSERVER_STAGING_BENCH_PROFILE      a directory to write the extension host's CPU profile of the
+ *                                        scan to (scan.cpuprofile); its figures are then not to be quoted
  */
 import { spawn, type ChildProcess } from 'child_process';
 import * as fs from 'fs';
+import * as inspector from 'inspector';
 import * as os from 'os';
 import * as path from 'path';
 import { monitorEventLoopDelay, performance } from 'perf_hooks';
@@ -603,6 +606,30 @@ function threadCpuMs(): number {
 
 const mb = (bytes: number): string => `${(bytes / 1048576).toFixed(0)} MB`;
 
+/**
+ * With DEVSERVER_STAGING_BENCH_PROFILE set, starts V8's sampling profiler in this extension host;
+ * the function returned stops it and writes the profile there (open it in a browser's devtools).
+ */
+async function startProfile(): Promise<(() => Promise<void>) | undefined> {
+  const dir = env['DEVSERVER_STAGING_BENCH_PROFILE'];
+  if (dir === undefined || dir === '') return undefined;
+  const session = new inspector.Session();
+  session.connect();
+  const post = (method: string, params?: object): Promise<unknown> =>
+    new Promise((resolve, reject) => session.post(method, params, (err, result) => (err !== null ? reject(err) : resolve(result))));
+  await post('Profiler.enable');
+  await post('Profiler.setSamplingInterval', { interval: 200 });
+  await post('Profiler.start');
+  return async () => {
+    const { profile } = (await post('Profiler.stop')) as { profile: unknown };
+    session.disconnect();
+    fs.mkdirSync(dir, { recursive: true });
+    const file = path.join(dir, 'scan.cpuprofile');
+    fs.writeFileSync(file, JSON.stringify(profile));
+    say(`scan: CPU profile written to ${file}`);
+  };
+}
+
 async function scan(api: DevserverStagingApi, probe: TreeProbe, smallDir: string): Promise<void> {
   const per = Math.ceil(SCAN_BUILDS / SCAN_FOLDERS);
   const total = per * SCAN_FOLDERS;
@@ -628,6 +655,7 @@ async function scan(api: DevserverStagingApi, probe: TreeProbe, smallDir: string
     const onListed = api.states.onDidList((ref) => {
       if (ref.staticDir === staticDir && ref.tag !== '') listedAt.push(performance.now() - start);
     });
+    const profiler = await startProfile();
     // What activation does with a static directory (scan it, show it in the status bar and the
     // tree) is what a change of the setting does: the model starts over on the new directory.
     await config.update('staticDirs', [staticDir], vscode.ConfigurationTarget.Global);
@@ -650,6 +678,7 @@ async function scan(api: DevserverStagingApi, probe: TreeProbe, smallDir: string
     await api.states.settled();
     const doneMs = performance.now() - start;
     const block = blocks.stop();
+    await profiler?.();
     onListed.dispose();
     const scanCpu = process.cpuUsage(scanCpu0);
     const threadMs = threadCpuMs() - thread0;

@@ -11,6 +11,7 @@
 // --quick              20 events, 15 s CPU windows: a smoke run, not figures to quote
 // --no-build           measure dist/ as it is instead of building the production bundles first
 // --parts              which parts of the full runs (default activation,latency,cpu,scale,scan)
+// --profile=DIR        write the extension host's CPU profile of the scan part to DIR/scan.cpuprofile
 import { runTests } from '@vscode/test-electron';
 import { execFileSync } from 'node:child_process';
 import * as fs from 'node:fs';
@@ -68,6 +69,7 @@ async function runOnce(parts) {
       extensionTestsEnv: {
         DEVSERVER_STAGING_BENCH_PARTS: parts,
         DEVSERVER_STAGING_BENCH_OUT: out,
+        ...(arg('profile', '') !== '' ? { DEVSERVER_STAGING_BENCH_PROFILE: path.resolve(arg('profile', '')) } : {}),
         ...(quick ? { DEVSERVER_STAGING_BENCH_EVENTS: '20', DEVSERVER_STAGING_BENCH_CPU_SECONDS: '15' } : {}),
       },
     }).catch((err) => {
