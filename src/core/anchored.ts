@@ -366,8 +366,11 @@ export async function readRecordBytes(p: string, shown: string, maxBytes: number
 
 /**
  * What a record is, as far as its reader can tell without reading it: device, inode, size and the
- * modification and change times. Any write changes the times and a replacement the inode; the
- * change time cannot be set by a user.
+ * modification and change times. A write(2) or truncate changes the times, a replacement the
+ * inode; the change time cannot be set by a user. Not seen: the times are set as a write begins
+ * (a read during it has part of each version under the final identity: see `readRecordUnlessSeen`),
+ * coarse clocks give two writes in one tick the same times, and a write through a shared mapping
+ * may not change them until later.
  */
 export function recordIdentity(st: fs.Stats): string {
   return `${st.dev}:${st.ino}:${st.size}:${st.mtimeMs}:${st.ctimeMs}`;
@@ -376,9 +379,11 @@ export function recordIdentity(st: fs.Stats): string {
 /**
  * `readRecordBytes`, skipping the read when the file's identity (`recordIdentity`, taken from the
  * descriptor that would be read) is `seen`: a reader that keeps what it made of a large record
- * (a manifest's counts, for a tooltip) pays one open and one fstat while it is unchanged.
+ * (a manifest's counts, for a tooltip) pays one open and one fstat while it is unchanged. With
+ * the identity, the change time (ms, the filesystem's clock): a reader should not keep what it
+ * read of a file changed moments ago, which may have been read in the middle of a write.
  */
-export async function readRecordUnlessSeen(p: string, shown: string, maxBytes: number, seen: string | undefined): Promise<{ identity: string; bytes?: Buffer }> {
+export async function readRecordUnlessSeen(p: string, shown: string, maxBytes: number, seen: string | undefined): Promise<{ identity: string; changedMs: number; bytes?: Buffer }> {
   let fh: fs.promises.FileHandle;
   try {
     fh = await fs.promises.open(p, C.O_RDONLY | C.O_NOFOLLOW | C.O_NONBLOCK);
@@ -391,7 +396,8 @@ export async function readRecordUnlessSeen(p: string, shown: string, maxBytes: n
     if (!st.isFile()) throw notARecord(shown, describeType(st));
     if (st.size > maxBytes) throw notARecord(shown, `larger than ${maxBytes} bytes`);
     const identity = recordIdentity(st);
-    if (identity === seen) return { identity };
+    const changedMs = st.ctimeMs;
+    if (identity === seen) return { identity, changedMs };
     // Not zeroed (30 MB of memset is another few milliseconds in one piece): only the bytes read
     // are ever handed out.
     const buf = Buffer.allocUnsafe(Math.min(maxBytes + 1, st.size + 1));
@@ -405,7 +411,7 @@ export async function readRecordUnlessSeen(p: string, shown: string, maxBytes: n
         break;
       }
     }
-    return { identity, bytes: buf.subarray(0, n) };
+    return { identity, changedMs, bytes: buf.subarray(0, n) };
   } finally {
     await fh.close().catch(() => undefined);
   }

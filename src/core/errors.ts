@@ -15,7 +15,7 @@ export type ErrorCode =
   | 'ECANCELED' // the caller's signal aborted a wait or a staging
   | 'ESOURCE' // a staging source is missing, unreadable, or answered with an HTTP error
   | 'EUNSAFE' // an archive entry would land outside the area, or is a link or device
-  | 'ETOOBIG' // a staging would write more than its size limit
+  | 'ETOOBIG' // a staging would write more than its size limit; a manifest too large to parse where it was asked for
   | 'ECONFLICT' // an artifact of the same name but different content is already staged
   | 'ECORRUPT' // a record the tool keeps in an area (the manifest) is damaged: not JSON, or an entry of the wrong shape
   | 'ENOMANIFEST' // the build has no manifest, so there is nothing to verify it against

@@ -106,6 +106,16 @@ export type JudgedManifest = { manifest: Manifest; entries: ManifestEntry[] } | 
 /** A manifest as read: its bytes (UTF-8, as the file holds them), or text already decoded. */
 export type ManifestText = string | Buffer;
 
+export interface JudgeOptions {
+  /**
+   * The most text (characters or bytes, as given) parsed in one piece. A manifest that is not in
+   * the writer's layout is parsed whole, and a crafted one can hold the thread for as long as its
+   * size allows (64 MiB of `[{},{},…]`: about 24 s); past this it is not judged but refused with
+   * ETOOBIG. Readers on every hover set it; commands the user asks for do not. Default: no limit.
+   */
+  maxParse?: number;
+}
+
 /** Entries checked between two looks at the clock. */
 const CHECK_EVERY = 256;
 
@@ -115,7 +125,7 @@ const CHECK_EVERY = 256;
  * 30 MB, which `JSON.parse` and the checks hold for 400 ms in one piece. The entries come in a list
  * as well: `Object.values` of 100,000 artifacts alone holds the loop for 60 ms.
  */
-export async function judgeManifest(text: ManifestText, file: string): Promise<JudgedManifest> {
+export async function judgeManifest(text: ManifestText, file: string, options: JudgeOptions = {}): Promise<JudgedManifest> {
   const corrupt = (what: string): StagingError =>
     new StagingError(
       'ECORRUPT',
@@ -125,8 +135,16 @@ export async function judgeManifest(text: ManifestText, file: string): Promise<J
         'or remove the area with `devserver-stage destroy TAG` and stage it anew.',
       { path: file },
     );
-  const sliced = text.length >= SLICED_FROM ? await parseInSlices(text) : undefined;
+  const maxParse = options.maxParse ?? Infinity;
+  const sliced = text.length >= SLICED_FROM ? await parseInSlices(text, maxParse) : undefined;
   let raw: unknown = sliced !== undefined ? { version: 1, artifacts: sliced.artifacts } : undefined;
+  if (raw === undefined && text.length > maxParse) {
+    return {
+      damaged: new StagingError('ETOOBIG', `The manifest ${file} was not read: it is not laid out as this tool writes manifests, and parsing it would take more than ${maxParse} bytes at once.`, {
+        path: file,
+      }),
+    };
+  }
   if (raw === undefined) {
     try {
       raw = JSON.parse(typeof text === 'string' ? text : text.toString('utf8'));
@@ -175,8 +193,8 @@ const PER_PIECE = 256;
 
 /**
  * A manifest in the writer's layout parsed a few hundred entries at a time, pausing between slices; undefined
- * when the text is not in that layout or a piece does not parse, and the caller then parses the
- * text whole (which gives the exact verdict and message for anything odd).
+ * when the text is not in that layout, a piece does not parse or is longer than `maxPiece`, and the
+ * caller then parses the text whole (which gives the exact verdict and message for anything odd).
  *
  * Why the pieces give what `JSON.parse` of the whole would: JSON never has a raw line feed inside
  * a string, so `BETWEEN` is only ever found between tokens. The whole text is then, token for
@@ -192,7 +210,7 @@ const PER_PIECE = 256;
  * decodes to exactly its part of the whole text (a broken sequence before a cut ends at the cut
  * either way, and becomes the same U+FFFD).
  */
-export async function parseInSlices(text: ManifestText): Promise<{ artifacts: Record<string, unknown>; names: string[] } | undefined> {
+export async function parseInSlices(text: ManifestText, maxPiece = Infinity): Promise<{ artifacts: Record<string, unknown>; names: string[] } | undefined> {
   const source = typeof text === 'string' ? ofString(text) : ofBytes(text);
   const { length } = source;
   if (length < HEAD.length + TAIL.length || source.piece(0, HEAD.length) !== HEAD || source.piece(length - TAIL.length, length) !== TAIL) return undefined;
@@ -216,6 +234,8 @@ export async function parseInSlices(text: ManifestText): Promise<{ artifacts: Re
     // The last piece runs to the TAIL (a BETWEEN that reaches into it leaves a comma there: the
     // piece then fails to parse).
     const last = next === -1 || next + BETWEEN.length > end;
+    // A piece is a few hundred entries; one far larger was made to be parsed in one go.
+    if ((last ? end : next) - at > maxPiece) return undefined;
     let members: unknown;
     try {
       members = JSON.parse(last ? `{${source.piece(at, end)}}` : `{${source.piece(at, next)}}}`);

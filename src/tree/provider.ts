@@ -304,7 +304,8 @@ export const dirOf = (n: Node): string => (n instanceof MoreNode ? n.parent.dir 
 
 /**
  * A manifest larger than this is not read for a tooltip: reading it costs the extension host CPU
- * (in slices, so it holds nothing up) at its first hover and at the first after each change. 64 MiB
+ * at its first hover and at the first after each change (in slices: one not laid out as this tool
+ * writes them, which would be parsed whole, is not read past 1 MiB; see core/contents.ts). 64 MiB
  * is about 200,000 artifacts, a little over a second; a build with more (or a manifest planted that
  * large by a co-user) is counted from the files at its top.
  */
