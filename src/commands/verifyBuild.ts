@@ -1,5 +1,5 @@
 import * as vscode from 'vscode';
-import { formatBytes, formatCount, verify, type VerifyProblem, type VerifyResult } from '../core';
+import { IN_EDITOR_MAX_PARSE, formatBytes, formatCount, verify, type VerifyProblem, type VerifyResult } from '../core';
 import type { Log } from '../log';
 import type { Node } from '../tree/provider';
 import { registerCommand, type Uses } from './command';
@@ -32,6 +32,7 @@ export function verifyBuildCommand(ctx: Uses<'states'>): vscode.Disposable {
         const started = Date.now();
         const result = await verify(e.staticDir, e.tag, {
           ...config.current.timing,
+          maxParse: IN_EDITOR_MAX_PARSE,
           signal: abort.signal,
           onProgress: (p) => {
             // The bar covers all builds; each build its share by its bytes.

@@ -9,7 +9,7 @@ import * as fs from 'fs';
 import * as path from 'path';
 import { openBelow, openDir, openPath, type Dir } from './anchored';
 import { StagingError, asStagingError, errnoCode, isStagingError } from './errors';
-import { MAX_MANIFEST_BYTES, parseArtifacts, readManifestBytes, type ManifestEntry } from './manifest';
+import { MAX_MANIFEST_BYTES, parseArtifacts, readManifestBytes, type JudgeOptions, type ManifestEntry } from './manifest';
 import { MANIFEST_FILE } from './protocol';
 import { pause } from './slices';
 import { resolveArea, type Area } from './tags';
@@ -136,18 +136,18 @@ export async function readBuildDir(staticDir: string, tag: string, rel = ''): Pr
  * directory: ENOENT when there is no such build, ENOMANIFEST when it has none, ECORRUPT when it is
  * damaged, EIO naming it when it is a link, a FIFO or larger than `maxBytes`.
  */
-export async function readBuildArtifacts(staticDir: string, tag: string, maxBytes = MAX_MANIFEST_BYTES): Promise<ManifestEntry[]> {
+export async function readBuildArtifacts(staticDir: string, tag: string, maxBytes = MAX_MANIFEST_BYTES, options: JudgeOptions = {}): Promise<ManifestEntry[]> {
   const area = await resolveArea(staticDir, tag);
   const build = await openBuild(area);
   try {
-    return await readOpenedArtifacts(area, build, maxBytes);
+    return await readOpenedArtifacts(area, build, maxBytes, options);
   } finally {
     build.close();
   }
 }
 
 /** The artifacts of an opened build's manifest (see `readBuildArtifacts`). */
-export async function readOpenedArtifacts(area: Area, build: Dir, maxBytes = MAX_MANIFEST_BYTES): Promise<ManifestEntry[]> {
+export async function readOpenedArtifacts(area: Area, build: Dir, maxBytes = MAX_MANIFEST_BYTES, options: JudgeOptions = {}): Promise<ManifestEntry[]> {
   const shown = path.join(area.dir, MANIFEST_FILE);
   const bytes = await readManifestBytes(build.at(MANIFEST_FILE), shown, maxBytes);
   if (bytes === undefined) {
@@ -159,5 +159,5 @@ export async function readOpenedArtifacts(area: Area, build: Dir, maxBytes = MAX
       { path: shown },
     );
   }
-  return parseArtifacts(bytes, shown);
+  return parseArtifacts(bytes, shown, options);
 }

@@ -19,7 +19,7 @@ export { usage, prune } from './usage';
 export type { AreaUsage, PruneOptions, PruneResult } from './usage';
 export type { StageOptions, StageProgress, StageResult, ManifestEntry, Manifest } from './stage/types';
 export { MANIFEST_FILE, TIMESTAMP_FILE, DEFAULT_MAX_BYTES } from './stage/types';
-export { parseManifest, readManifest } from './manifest';
+export { IN_EDITOR_MAX_PARSE, parseManifest, readManifest } from './manifest';
 export { verify, describeEntryType } from './verify';
 export { readBuildDir, readBuildArtifacts } from './browse';
 export type { BuildEntry } from './browse';

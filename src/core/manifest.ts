@@ -90,8 +90,8 @@ export async function parseManifest(text: ManifestText, file: string): Promise<M
 }
 
 /** The artifacts of a manifest in the order it lists them (see `parseManifest`). */
-export async function parseArtifacts(text: ManifestText, file: string): Promise<ManifestEntry[]> {
-  const judged = await judgeManifest(text, file);
+export async function parseArtifacts(text: ManifestText, file: string, options: JudgeOptions = {}): Promise<ManifestEntry[]> {
+  const judged = await judgeManifest(text, file, options);
   if ('damaged' in judged) throw judged.damaged;
   return judged.entries;
 }
@@ -105,6 +105,14 @@ export type JudgedManifest = { manifest: Manifest; entries: ManifestEntry[] } | 
 
 /** A manifest as read: its bytes (UTF-8, as the file holds them), or text already decoded. */
 export type ManifestText = string | Buffer;
+
+/**
+ * `JudgeOptions.maxParse` for what the editor reads when the user asks (the details page, Verify
+ * Build): a manifest this tool wrote is parsed in slices whatever its size; one that is not in its
+ * layout and larger than this would hold VS Code's extension host (64 MiB crafted: 24 s), and is
+ * left to the command-line tool, which has no such limit.
+ */
+export const IN_EDITOR_MAX_PARSE = 4 * 1024 * 1024;
 
 export interface JudgeOptions {
   /**
@@ -140,9 +148,12 @@ export async function judgeManifest(text: ManifestText, file: string, options: J
   let raw: unknown = sliced !== undefined ? { version: 1, artifacts: sliced.artifacts } : undefined;
   if (raw === undefined && text.length > maxParse) {
     return {
-      damaged: new StagingError('ETOOBIG', `The manifest ${file} was not read: it is not laid out as this tool writes manifests, and parsing it would take more than ${maxParse} bytes at once.`, {
-        path: file,
-      }),
+      damaged: new StagingError(
+        'ETOOBIG',
+        `The manifest ${file} was not read here: it is not laid out as this tool writes manifests, and parsing it would take more than ${maxParse} bytes at once. ` +
+          'The command-line tool reads it in full (`devserver-stage verify TAG` checks the build against it).',
+        { path: file },
+      ),
     };
   }
   if (raw === undefined) {

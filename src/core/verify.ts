@@ -85,6 +85,8 @@ export interface VerifyOptions extends Partial<Timing>, HistoryOptions {
   onProgress?: (p: VerifyProgress) => void;
   /** Worker threads hashing large files beside the main thread (which hashes the small ones). Default: one per core, at most 2. */
   concurrency?: number;
+  /** The most of the manifest parsed in one piece (see `JudgeOptions.maxParse`; ETOOBIG past it). Default: no limit. */
+  maxParse?: number;
 }
 
 export interface VerifyResult {
@@ -192,7 +194,7 @@ export async function verify(staticDir: string, tag: string, options: VerifyOpti
       return (await judgeLock({ staticDir: area.staticDir, tag: area.tag, dir: area.dir, opened: build }, timing, Date.now() + skew)).info.state;
     };
     const before = await lockState();
-    const artifacts = await readOpenedArtifacts(area, build);
+    const artifacts = await readOpenedArtifacts(area, build, undefined, options.maxParse !== undefined ? { maxParse: options.maxParse } : {});
     const problems = await verifier.run(artifacts, area.io.sync);
     const after = await lockState();
     const result: VerifyResult = {

@@ -4,7 +4,7 @@
  * now, and whether a verification found it damaged. A virtual document: nothing is written.
  */
 import * as vscode from 'vscode';
-import { formatBytes, formatCount, formatDuration, history, isStagingError, keyOf, readBuildArtifacts, type HistoryEvent, type LockStates, type ManifestEntry } from '../core';
+import { IN_EDITOR_MAX_PARSE, formatBytes, formatCount, formatDuration, history, isStagingError, keyOf, readBuildArtifacts, type HistoryEvent, type LockStates, type ManifestEntry } from '../core';
 import { errorMessage } from '../errors';
 import type { Mine } from '../model/mine';
 import { codeSpan, literal as md } from '../markdown';
@@ -71,7 +71,7 @@ export class BuildDetails implements vscode.TextDocumentContentProvider, vscode.
     try {
       // From the build the core opened: a link swapped in for it, or for a folder above it, is
       // never followed out of the static directory.
-      entries = await readBuildArtifacts(staticDir, tag);
+      entries = await readBuildArtifacts(staticDir, tag, undefined, { maxParse: IN_EDITOR_MAX_PARSE });
     } catch (err) {
       if (!isStagingError(err, 'ENOMANIFEST')) problem = errorMessage(err);
     }

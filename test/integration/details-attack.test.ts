@@ -73,6 +73,34 @@ describe('hostile names in Show Build Details and the tooltips', function () {
     assert.ok(!/\| Verification \| whole \|/.test(text), text);
   });
 
+  it('a manifest crafted to be parsed in one piece is not parsed on the page, which says what reads it in full', async () => {
+    const tag = 'plain/R2';
+    const dir = path.join(staticDir, tag);
+    fs.mkdirSync(dir, { recursive: true });
+    fs.writeFileSync(path.join(dir, 'a.bin'), 'a');
+    const entry = { name: 'a.bin', type: 'file', size: 1, sha256: '0'.repeat(64), source: '/out/a.bin', stagedAt: new Date().toISOString() };
+    // 6 MiB of empty objects beside one sound artifact, not in the writer's layout: whole, one piece.
+    fs.writeFileSync(path.join(dir, '.devserver-staging.manifest.json'), JSON.stringify({ version: 1, artifacts: { 'a.bin': entry }, x: new Array(2_100_000).fill({}) }));
+    const node = await waitFor(() => ext.tree.nodeFor(staticDir, tag), 10_000, 'the crafted build in the tree');
+    const uri = await vscode.commands.executeCommand<vscode.Uri | undefined>('devserverStaging.showBuildDetails', node);
+    assert.ok(uri !== undefined, 'Show Build Details opened a page');
+    const text = (await vscode.workspace.openTextDocument(uri)).getText();
+    // (The page escapes Markdown: the colon comes as "\\:".)
+    assert.match(text, /was not read here\\?: it is not laid out as this tool writes manifests/);
+    assert.match(text, /The command-line tool reads it in full\./);
+    // Verify Build does not parse it either, and says the same.
+    const said: string[] = [];
+    const notify = ext.prompts.notify;
+    ext.prompts.notify = async (severity, message) => (said.push(`${severity}: ${message}`), undefined);
+    try {
+      await vscode.commands.executeCommand('devserverStaging.verifyBuild', node);
+    } finally {
+      ext.prompts.notify = notify;
+    }
+    assert.equal(said.length, 1, said.join('\n'));
+    assert.match(said[0], /^error: .*was not read here: it is not laid out as this tool writes manifests.*The command-line tool reads it in full\./s);
+  });
+
   it('the tooltip of the build renders as text', async () => {
     const r = ext.states.record(staticDir, TAG)!;
     const md = BuildNode.tooltip(r, { mine: false, staging: undefined }, { artifacts: NAMES.length, bytes: 1 }, undefined);

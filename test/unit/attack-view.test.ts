@@ -497,6 +497,21 @@ describe('attack: the readers of a build (verify, the model, the details page)',
       report(`10,000 builds listed in ${ms} ms`);
     });
 
+    it('a manifest crafted to be parsed in one piece: the details page does not parse it past its limit and says what reads it in full', async () => {
+      const file = path.join(area(), MANIFEST_FILE);
+      const sound = JSON.parse(fs.readFileSync(file, 'utf8')) as Record<string, unknown>;
+      // Valid, and a manifest of the same artifacts, but not laid out as the tool writes it: 6 MiB of
+      // empty objects beside them would be parsed whole, as one piece.
+      fs.writeFileSync(`${file}.new`, JSON.stringify({ ...sound, x: new Array(2_100_000).fill({}) }));
+      fs.renameSync(`${file}.new`, file);
+      assert.ok(fs.statSync(file).size > 6 * 1024 * 1024);
+      const err = await rejectsWith(readBuildArtifacts(staticDir, 'eve/R1', undefined, { maxParse: 4 * 1024 * 1024 }), 'ETOOBIG', /devserver-stage verify/);
+      assert.ok(err.message.includes(file), err.message);
+      // Without the limit (the command line), it is read in full: the same ten artifacts.
+      assert.equal((await readBuildArtifacts(staticDir, 'eve/R1')).length, 10);
+      assert.equal((await verify(staticDir, 'eve/R1')).ok, true);
+    });
+
     it('FIFOs where the marks of a build and its manifest go: listed, measured and shown without waiting on them', async function () {
       this.timeout(20_000);
       if (!hasTool('mkfifo')) this.skip();
