@@ -107,6 +107,7 @@ export async function runWatch(staticDir: string, subpath: string, timing: Parti
       for (const tag of now) if (isAtOrBelow(tag, under)) emit(tag, 'change');
     }
   };
+  let stopping: ((got: NodeJS.Signals) => void) | undefined;
   try {
     // The static directory and SUBPATH must be there: errors now are the command's errors.
     await states.children(staticDir, '');
@@ -116,6 +117,14 @@ export async function runWatch(staticDir: string, subpath: string, timing: Parti
     if (under !== '' && states.record(staticDir, under) === undefined) {
       throw new StagingError('ENOENT', `There is no folder or build ${under} in the static directory ${staticDir}.`, { path: `${staticDir}/${under}` });
     }
+    // Listening before the snapshot goes out: a script that stops this once it has read the
+    // snapshot may signal at once, and until a handler is in place a signal's default action ends
+    // the process without a word (seen on a loaded machine: killed by SIGTERM instead of exit 143).
+    const stopped = new Promise<NodeJS.Signals>((resolve) => {
+      const stop = (got: NodeJS.Signals): void => resolve(got);
+      stopping = stop;
+      for (const s of STOPPING) process.on(s, stop);
+    });
     const found = states.buildsUnder(staticDir, under).sort((a, b) => a.tag.localeCompare(b.tag));
     for (const r of found) {
       const l = lineOf(r, r.tag, 'snapshot');
@@ -125,13 +134,12 @@ export async function runWatch(staticDir: string, subpath: string, timing: Parti
     const subscription = states.onDidChange(onChange);
     // The watches do not keep a process alive (the extension host must be free to end): this does.
     const alive = setInterval(() => undefined, 1 << 30);
-    const signal = await new Promise<NodeJS.Signals>((resolve) => {
-      for (const s of STOPPING) process.once(s, () => resolve(s));
-    });
+    const signal = await stopped;
     clearInterval(alive);
     subscription.dispose();
     return 128 + (os.constants.signals[signal] ?? os.constants.signals.SIGINT);
   } finally {
+    if (stopping !== undefined) for (const s of STOPPING) process.off(s, stopping);
     states.dispose();
   }
 }

@@ -18,8 +18,10 @@ import * as fs from 'fs';
 import * as path from 'path';
 import { StagingError } from '../../src/core/errors';
 import { acquire } from '../../src/core/lock';
+import type { Io } from '../../src/core/io';
 import { LOCK_NAME } from '../../src/core/protocol';
 import { forceRelease } from '../../src/core/remove';
+import { Journal } from '../../src/core/stage/journal';
 import { stage } from '../../src/core/stage/stage';
 import { areaJunk, artifactsOnDisk, changes, checkArea, exchanger, fingerprint, plantCanaries, sha256 } from '../attack';
 import { WORKERS, cleanup, report, run, tempDir } from '../helpers';
@@ -176,6 +178,42 @@ describe('stage: a commit cut off, a lock lost, the work directory tampered with
       assert.deepEqual(lockLitter(area), [], `lost at ${at}: litter left`);
     }
     report(`lock lost mid-staging: ${outcomes.join(', ')}`);
+  });
+
+  it('the lock force-released between the commit’s writing down and its first rename: ECOMPROMISED, and the area as it was', async () => {
+    // What the test above meets by chance (once in a CI run: the force-release landed inside the
+    // commit and the stager said EIO, "Could not place …", for the rename that found the lock gone).
+    const tag = 'lost/mid-commit';
+    await stage(staticDir, tag, [base]);
+    const area = path.join(staticDir, tag);
+    const before = artifacts(area);
+    const lease = await acquire(staticDir, tag, { createOnce: false });
+    let released: unknown;
+    const io: Io = {
+      ...lease.io,
+      rename: async (from, to) => {
+        // The first rename out of the work directory: the commit is written down, nothing placed yet.
+        if (released === undefined && from.startsWith(`${lease.workDir}/`)) released = await forceRelease(staticDir, tag).then(() => 'released', (err: unknown) => err);
+        return lease.io.rename(from, to);
+      },
+    };
+    const journal = new Journal(lease.area, lease.workDir, lease.dir, io);
+    await journal.begin();
+    const t = await journal.target('late.bin');
+    fs.writeFileSync(t.path, 'late\n');
+    await journal.place('late.bin', t, false);
+    t.done();
+    const result = await journal.commit('{"version": 1, "artifacts": {}}\n', async () => undefined).then(
+      () => 'committed',
+      (err: unknown) => (err instanceof StagingError ? `${err.code}: ${err.message}` : String(err)),
+    );
+    journal.close();
+    await lease.release().catch(() => undefined);
+    assert.equal(released, 'released');
+    assert.match(result, /^ECOMPROMISED: Lost the lock/);
+    await nextHolder(tag);
+    assert.deepEqual(artifacts(area), before);
+    assert.deepEqual(lockLitter(area), []);
   });
 
   it('a new directory exchanged with a link to outside while it is written and committed: nothing outside changes', async function () {

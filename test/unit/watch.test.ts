@@ -91,6 +91,23 @@ describe('devserver-stage watch', function () {
     assert.match(missing.stderr, /"code":"ENOENT".*no folder or build nope/);
   });
 
+  it('stopped the moment its snapshot is read, it still ends as signalled (exit 143), 30 times in a row', async function () {
+    this.timeout(60_000);
+    fs.mkdirSync(path.join(staticDir, 'kevin/R1'), { recursive: true });
+    fs.writeFileSync(path.join(staticDir, 'kevin/R1/staged.timestamp'), '');
+    const ends: string[] = [];
+    for (let i = 0; i < 30; i++) {
+      const child = track(spawn(process.execPath, [CLI, '--static-dir', staticDir, '--json', 'watch', 'kevin'], { stdio: ['ignore', 'pipe', 'pipe'] }));
+      // A script that stops it as soon as it has the snapshot: no pause between the two.
+      await new Promise((resolve) => child.stdout!.once('data', resolve));
+      child.kill('SIGTERM');
+      const { code, signal } = await exitOf(child);
+      ends.push(code !== null ? String(code) : `killed by ${signal}`);
+    }
+    // (Before its handlers were in place ahead of the snapshot, about half ended killed by SIGTERM.)
+    assert.deepEqual(ends.filter((e) => e !== '143'), []);
+  });
+
   it('polls a static directory only where the filesystem sends no events, and only while someone looks', async () => {
     const states = new LockStates({ staleMs: 10_000, refreshMs: 2_500 }, { warn: () => undefined });
     try {

@@ -425,7 +425,9 @@ export class Journal {
     } catch (err) {
       await undoCommit(this.area, this.workDir, steps.slice(0, done + 1));
       await fs.promises.unlink(`${this.workDir}/${COMMIT_FILE}`).catch(() => undefined);
-      if (errnoCode(err) === 'ENOENT' && !(await this.workDirExists())) {
+      // A step's failure comes named (EIO, "Could not place …"): what the filesystem said is its cause.
+      const errno = err instanceof StagingError ? errnoCode(err.cause) : errnoCode(err);
+      if (errno === 'ENOENT' && !(await this.workDirExists())) {
         throw new StagingError('ECOMPROMISED', `Lost the lock on ${this.shown} while committing; nothing of this staging was kept.`, { path: this.shown, cause: err });
       }
       throw err;
