@@ -12,6 +12,7 @@ import { fsClockSkew } from './clock';
 import { judgeManifest } from './manifest';
 import { MANIFEST_FILE, isBookkeeping } from './protocol';
 import { resolveArea } from './tags';
+import { keyOf } from './watch/records';
 
 export interface BuildContents {
   artifacts: number;
@@ -114,7 +115,7 @@ export class ContentsCache {
   }
 
   get(staticDir: string, tag: string): Promise<BuildContents | undefined> {
-    const key = `${staticDir}\0${tag}`;
+    const key = keyOf(staticDir, tag);
     const under = this.reading.get(key);
     if (under !== undefined) return under;
     const p = this.read(key, staticDir, tag).finally(() => this.reading.delete(key));
