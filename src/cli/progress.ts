@@ -7,7 +7,7 @@
 import type { StageProgress } from '../core/stage/types';
 import type { VerifyProgress } from '../core/verify';
 import { printable } from '../core/format';
-import { formatBytes, formatRate } from './units';
+import { formatBytes, formatCount, formatRate } from './units';
 
 /** Where progress goes: whole lines through `write`, the line redrawn in place through `draw` (see `Output`). */
 export interface ProgressOutput {
@@ -104,8 +104,8 @@ export class StageProgressView {
     const f = this.pending;
     if (f === undefined) return;
     this.pending = undefined;
-    const what = f.name === undefined ? '' : `${f.name}${f.size > 0 ? ` (${formatBytes(f.size)})` : ''}${f.count > 1 ? ` and ${f.count - 1} more` : ''}; `;
-    this.line(`done: ${what}${f.artifacts} artifact${f.artifacts === 1 ? '' : 's'}, ${formatBytes(f.bytes)} so far`, t);
+    const what = f.name === undefined ? '' : `${f.name}${f.size > 0 ? ` (${formatBytes(f.size)})` : ''}${f.count > 1 ? ` and ${formatCount(f.count - 1)} more` : ''}; `;
+    this.line(`done: ${what}${formatCount(f.artifacts)} artifact${f.artifacts === 1 ? '' : 's'}, ${formatBytes(f.bytes)} so far`, t);
   }
 
   private line(text: string, t: number): void {
@@ -163,7 +163,7 @@ export class VerifyProgressView {
   update(p: VerifyProgress): void {
     if (this.out.isTTY !== true) return;
     const pct = p.totalBytes > 0 ? Math.min(100, Math.floor((p.bytes * 100) / p.totalBytes)) : 100;
-    const head = `[${p.files.toLocaleString('en')}/${p.totalFiles.toLocaleString('en')} files] ${formatBytes(p.bytes)} of ${formatBytes(p.totalBytes)} (${pct}%)  `;
+    const head = `[${formatCount(p.files)}/${formatCount(p.totalFiles)} files] ${formatBytes(p.bytes)} of ${formatBytes(p.totalBytes)} (${pct}%)  `;
     const width = lineWidth(this.out);
     this.out.draw(`\r${`${head}${fitName(printable(p.current ?? ''), width - head.length)}`.slice(0, width)}\x1b[K`);
     this.drawn = true;

@@ -10,7 +10,7 @@ import { commandMain } from './context';
 import { queueNotice } from './format';
 import { Interrupted, STOPPING, stderr, stdout, useStreams } from './output';
 import { StageProgressView, type ProgressOutput } from './progress';
-import { formatBytes, formatRate } from './units';
+import { formatBytes, formatCount, formatRate } from './units';
 
 export type StageCommandOptions = Omit<StageOptions, 'signal' | 'onProgress'>;
 
@@ -95,7 +95,7 @@ export async function runStage(staticDir: string, tag: string, sources: readonly
 
 function names(entries: readonly { name: string }[], max = 10): string {
   const shown = entries.slice(0, max).map((e) => e.name);
-  return entries.length > max ? `${shown.join(', ')} and ${entries.length - max} more` : shown.join(', ');
+  return entries.length > max ? `${shown.join(', ')} and ${formatCount(entries.length - max)} more` : shown.join(', ');
 }
 
 function rate(bytes: number, ms: number): string {
@@ -106,7 +106,7 @@ function rate(bytes: number, ms: number): string {
 export function formatStageResult(r: StageResult, ms: number): string {
   const written = [...r.added, ...r.replaced].reduce((sum, e) => sum + e.size, 0);
   const lines = [
-    `Staged ${r.tag}${r.created ? ' (new build)' : ''}: ${r.added.length} added, ${r.skipped.length} skipped as identical, ${r.replaced.length} replaced.`,
+    `Staged ${r.tag}${r.created ? ' (new build)' : ''}: ${formatCount(r.added.length)} added, ${formatCount(r.skipped.length)} skipped as identical, ${formatCount(r.replaced.length)} replaced.`,
     // Identical artifacts are read (to compare) but not written: say so rather than count them as written.
     `${formatBytes(written)} written${written !== r.bytes ? `, ${formatBytes(r.bytes)} read` : ''} in ${(ms / 1000).toFixed(1)} s${rate(r.bytes, ms)} to ${r.dir}.`,
   ];

@@ -9,7 +9,7 @@ import { describeEntryType, verify, type VerifyProblem, type VerifyResult } from
 import { commandMain } from './context';
 import { printable, stderr, stdout, useStreams } from './output';
 import { VerifyProgressView, type ProgressOutput } from './progress';
-import { formatBytes } from './units';
+import { formatBytes, formatCount as count } from './units';
 
 /** Where the command writes: the tool's `stdout` and `stderr` (`Output`), which show text as a terminal should. */
 export interface VerifyCommandIo {
@@ -50,7 +50,6 @@ export const main = commandMain(async (ctx, [tag]: readonly [string]) => {
   }
 });
 
-const count = (n: number): string => n.toLocaleString('en');
 
 const bytes = (n: number | undefined): string => `${count(n ?? 0)} byte${n === 1 ? '' : 's'}`;
 const short = (sha: string | undefined): string => (sha === undefined ? '?' : `${sha.slice(0, 12)}…`);

@@ -3,7 +3,7 @@
  * with progress, a working Cancel, and a word with the user on a conflict.
  */
 import * as vscode from 'vscode';
-import { formatBytes, isStagingError, stage, type StageProgress, type StageResult } from '../core';
+import { formatBytes, formatCount, isStagingError, stage, type StageProgress, type StageResult } from '../core';
 import { errorMessage } from '../errors';
 import type { Uses } from './command';
 
@@ -113,7 +113,7 @@ export async function runStaging(
     result = await attempt(true);
   }
   const secs = ((Date.now() - started - asking) / 1000).toFixed(1);
-  const summary = vscode.l10n.t('{0}: {1} added, {2} unchanged, {3} replaced ({4}) in {5} s.', tag, result.added.length, result.skipped.length, result.replaced.length, formatBytes(result.bytes), secs);
+  const summary = vscode.l10n.t('{0}: {1} added, {2} unchanged, {3} replaced ({4}) in {5} s.', tag, formatCount(result.added.length), formatCount(result.skipped.length), formatCount(result.replaced.length), formatBytes(result.bytes), secs);
   deps.log.info(`Staged ${sources.join(', ')} into ${tag} in ${staticDir}: ${summary}`);
   void deps.reveal(staticDir, tag).catch((err: unknown) => deps.log.warn(`Could not reveal ${tag}: ${String(err)}`));
   const reveal = vscode.l10n.t('Reveal');

@@ -10,6 +10,7 @@ import * as http from 'http';
 import type { AddressInfo } from 'net';
 import * as path from 'path';
 import { StageProgressView } from '../../src/cli/progress';
+import { formatStageResult } from '../../src/cli/stageCommand';
 import { formatBytes, parseDuration, parseSize } from '../../src/cli/units';
 import { inspect } from '../../src/core/inspect';
 import { acquire } from '../../src/core/lock';
@@ -399,6 +400,15 @@ describe('devserver-stage stage, du and prune', () => {
       assert.equal(formatBytes(500 * 1024 ** 2), '500 MiB');
     });
 
+    it("counts in the stage summary are grouped as verify's are, whatever the locale", () => {
+      const entry = (i: number): StageResult['added'][number] => ({ name: `a/${i}.bin`, type: 'file', size: 1, sha256: '', source: '', stagedAt: '' });
+      const many = (n: number): StageResult['added'] => Array.from({ length: n }, (_, i) => entry(i));
+      const result: StageResult = { staticDir: '/s', tag: 'eve/R1', dir: '/s/eve/R1', created: true, added: many(20_000), skipped: many(1_234), replaced: many(1_012), bytes: 22_246 };
+      const text = formatStageResult(result, 1_000);
+      assert.match(text, /^Staged eve\/R1 \(new build\): 20,000 added, 1,234 skipped as identical, 1,012 replaced\.$/m);
+      assert.match(text, /^Replaced: a\/0\.bin, .*, a\/9\.bin and 1,002 more\.$/m);
+    });
+
     it('on a terminal, redraws one line no wider than the terminal, and clears it', () => {
       let out = '';
       let t = 0;
@@ -454,10 +464,10 @@ describe('devserver-stage stage, du and prune', () => {
       view.clear();
       const lines = out.split('\n').filter((l) => l !== '');
       assert.equal(lines.length, 10);
-      assert.equal(lines[0], 'done: f/10000.txt (1 B) and 9999 more; 10000 artifacts, 9.8 KiB so far');
-      assert.equal(lines[9], 'done: f/100000.txt (1 B) and 9999 more; 100000 artifacts, 97.7 KiB so far');
+      assert.equal(lines[0], 'done: f/10000.txt (1 B) and 9,999 more; 10,000 artifacts, 9.8 KiB so far');
+      assert.equal(lines[9], 'done: f/100000.txt (1 B) and 9,999 more; 100,000 artifacts, 97.7 KiB so far');
       // Every finish is counted once: the lines' counts add up to the whole.
-      const counted = lines.reduce((n, l) => n + 1 + Number(/ and (\d+) more/.exec(l)?.[1] ?? 0), 0);
+      const counted = lines.reduce((n, l) => n + 1 + Number((/ and ([\d,]+) more/.exec(l)?.[1] ?? '0').replaceAll(',', '')), 0);
       assert.equal(counted, 100_000);
     });
   });
