@@ -5,7 +5,7 @@
  * which leaves out the time the thread waited for a CPU that other processes had: on a shared
  * machine under load the wall figure says as much about the others as about us.
  */
-import { monitorEventLoopDelay, performance } from 'perf_hooks';
+import { constants, monitorEventLoopDelay, performance, PerformanceObserver, type PerformanceEntry } from 'perf_hooks';
 
 const INTERVAL_MS = 5;
 
@@ -24,6 +24,21 @@ export interface Block {
   cpuMs: number;
 }
 
+/** A garbage collection's pause, as Node reports it (perf_hooks' `gc` entries). */
+export interface Pause {
+  atMs: number;
+  ms: number;
+  kind: 'minor' | 'major' | 'incremental' | 'weak callbacks' | 'other';
+}
+
+function pauseKind(kind: number | undefined): Pause['kind'] {
+  if (kind === constants.NODE_PERFORMANCE_GC_MINOR) return 'minor';
+  if (kind === constants.NODE_PERFORMANCE_GC_MAJOR) return 'major';
+  if (kind === constants.NODE_PERFORMANCE_GC_INCREMENTAL) return 'incremental';
+  if (kind === constants.NODE_PERFORMANCE_GC_WEAKCB) return 'weak callbacks';
+  return 'other';
+}
+
 export class BlockProbe {
   private readonly histogram = monitorEventLoopDelay({ resolution: 1 });
   private readonly t0 = performance.now();
@@ -34,9 +49,13 @@ export class BlockProbe {
   readonly long: Block[] = [];
   /** The gap with the most CPU of this thread in it. */
   mostCpu: Block = { atMs: 0, wallMs: 0, cpuMs: threadCpu !== undefined ? 0 : NaN };
+  /** Garbage collections meanwhile: a block is often one landing inside a slice of work. */
+  readonly pauses: Pause[] = [];
+  private readonly gc = new PerformanceObserver((list) => this.record(list.getEntries()));
 
   constructor() {
     this.histogram.enable();
+    this.gc.observe({ entryTypes: ['gc'] });
     this.timer = setInterval(() => {
       const wall = performance.now();
       const cpu = threadCpu !== undefined ? cpuMs() : NaN;
@@ -56,16 +75,31 @@ export class BlockProbe {
   stop(): { wallMs: number; cpuMs: number } {
     clearInterval(this.timer);
     this.histogram.disable();
+    // Entries are delivered later: those still on their way are taken now.
+    this.record(this.gc.takeRecords());
+    this.gc.disconnect();
     return { wallMs: this.maxWall, cpuMs: this.mostCpu.cpuMs };
   }
 
   /** One line: the longest blocks, and when they came. */
   describe(): string {
     const cpu = Number.isNaN(this.mostCpu.cpuMs) ? '' : `; most of this thread's CPU in one block ${this.mostCpu.cpuMs.toFixed(1)} ms (at +${(this.mostCpu.atMs / 1000).toFixed(1)} s, ${this.mostCpu.wallMs.toFixed(0)} ms wall)`;
-    if (this.long.length === 0) return `none over 50 ms${cpu}`;
+    if (this.long.length === 0) return `none over 50 ms${cpu}${this.describePauses()}`;
     const worst = [...this.long].sort((a, b) => b.wallMs - a.wallMs).slice(0, 6);
     const one = (b: Block): string => `${b.wallMs.toFixed(0)} ms${Number.isNaN(b.cpuMs) ? '' : ` (CPU ${b.cpuMs.toFixed(0)})`} at +${(b.atMs / 1000).toFixed(1)} s`;
-    return `${this.long.length} over 50 ms wall or 20 ms CPU; the longest: ${worst.map(one).join(', ')}${cpu}`;
+    return `${this.long.length} over 50 ms wall or 20 ms CPU; the longest: ${worst.map(one).join(', ')}${cpu}${this.describePauses()}`;
+  }
+
+  private record(entries: readonly PerformanceEntry[]): void {
+    for (const e of entries) this.pauses.push({ atMs: e.startTime - this.t0, ms: e.duration, kind: pauseKind((e as { detail?: { kind?: number } }).detail?.kind) });
+  }
+
+  /** The longest garbage-collection pauses, by kind. */
+  describePauses(): string {
+    if (this.pauses.length === 0) return '';
+    const worst = [...this.pauses].sort((a, b) => b.ms - a.ms).slice(0, 4);
+    const total = this.pauses.reduce((sum, p) => sum + p.ms, 0);
+    return `; ${this.pauses.length} garbage collections, ${total.toFixed(0)} ms in all, the longest ${worst.map((p) => `${p.ms.toFixed(1)} ms (${p.kind}) at +${(p.atMs / 1000).toFixed(1)} s`).join(', ')}`;
   }
 }
 
