@@ -118,6 +118,8 @@ await Promise.all([
   bundle({ entryPoints: commandFiles.map((f) => `src/cli/${f}`), outdir: 'dist/cli', plugins: [lockfileOnlyWhereUsed, plainFs, signalExitAssert] }),
   bundle({ entryPoints: { commander: 'node_modules/commander/index.js' }, outdir: 'dist/cli' }),
   bundle({ entryPoints: ['src/core/index.ts'], outfile: 'dist/core.js', plugins: [plainFs, signalExitAssert] }),
+  // The model's watches run here, a worker thread beside the extension's (and the library's) bundle.
+  bundle({ entryPoints: ['src/core/watch/watchWorker.ts'], outfile: 'dist/watchWorker.js' }),
 ]);
 chmodSync('dist/cli.js', 0o755);
 

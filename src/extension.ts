@@ -31,7 +31,7 @@ import { Configuration } from './config';
 import { createLog } from './log';
 import { logCoreWarnings } from './coreWarnings';
 import { createPrompts, type Prompts } from './prompts';
-import { LockStates } from './core';
+import { LockStates, threadWatcher } from './core';
 import { Mine } from './model/mine';
 import { revealer } from './reveal';
 import { StatusBar } from './statusBar';
@@ -59,7 +59,8 @@ export function activate(context: vscode.ExtensionContext): DevserverStagingApi 
   // The one source of settings: every part is given it, and reads it when it acts.
   const config = new Configuration();
   const { timing, pollMs, staticDirs } = config.current;
-  const states = new LockStates(timing, log);
+  // The watches (one per build) live in a thread of their own, out of the host's heap.
+  const states = new LockStates(timing, log, { watcher: threadWatcher });
   states.setPolling(pollMs);
   states.scan(staticDirs);
   // The core knows nothing of VS Code's settings: it is told of a change, before anything redraws.

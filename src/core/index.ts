@@ -36,6 +36,7 @@ export type { Holder, LegacyHolder, ListEntry, LockInfo, LockState, QueueEntry, 
 export { formatBytes, formatCount, formatDuration, naturalOrder } from './format';
 export { pause, sortInSlices } from './slices';
 export { LockStates } from './watch/states';
+export { threadWatcher } from './watch/threadWatcher';
 export type { StateChange, Warnings } from './watch/states';
 export { Emitter } from './watch/emitter';
 export type { Disposable, Event } from './watch/emitter';

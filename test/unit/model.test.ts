@@ -6,10 +6,12 @@
 import { strict as assert } from 'assert';
 import * as fs from 'fs';
 import * as path from 'path';
-import { acquire, LockStates, naturalOrder, stage, type AreaRecord, type Counts, type StateChange } from '../../src/core';
+import { acquire, LockStates, naturalOrder, stage, threadWatcher, type AreaRecord, type Counts, type StateChange } from '../../src/core';
+import { ThreadWatcher } from '../../src/core/watch/threadWatcher';
+import { inThreadWatcher, type WatchEvent, type WatcherFactory } from '../../src/core/watch/watcher';
 import { Mine } from '../../src/model/mine';
 import { matches, sortBuilds, NO_FILTER } from '../../src/model/view';
-import { cleanup, tempDir, waitFor } from '../helpers';
+import { cleanup, run, tempDir, waitFor } from '../helpers';
 import { PYTHON, python } from '../fixtures';
 
 const timing = { staleMs: 4_000, refreshMs: 1_000 };
@@ -23,276 +25,377 @@ function build(staticDir: string, tag: string, mark = 'staged.timestamp'): void 
   fs.writeFileSync(path.join(dir, mark), '');
 }
 
-async function scanned(staticDir: string): Promise<LockStates> {
-  const states = new LockStates(timing, quiet);
+async function scanned(staticDir: string, watcher: WatcherFactory): Promise<LockStates> {
+  const states = new LockStates(timing, quiet, { watcher });
   states.scan([staticDir]);
   await waitFor(() => (states.buildsUnder(staticDir, '').length > 0 && (states.record(staticDir, 'eve')?.children !== undefined) ? true : undefined), 5_000, 'the scan');
   return states;
 }
 
-describe('the model of builds and folders', function () {
-  let staticDir: string;
-  let states: LockStates | undefined;
+// The extension keeps its watches in a worker thread; the command line and the library in their own.
+const WATCHERS: [string, WatcherFactory][] = [
+  ['watches in this thread', inThreadWatcher],
+  ['watches in a worker thread', threadWatcher],
+];
 
-  beforeEach(() => {
-    staticDir = tempDir('dss-model-');
-  });
-  afterEach(() => {
-    states?.dispose();
-    states = undefined;
-    cleanup(staticDir);
-    cleanup(`${staticDir}-src`);
-  });
+for (const [where, watcher] of WATCHERS) {
+  describe(`the model of builds and folders, ${where}`, function () {
+    let staticDir: string;
+    let states: LockStates | undefined;
 
-  it('tells builds from the folders that group them, at any depth, without anyone expanding anything', async () => {
-    build(staticDir, 'eve/R9-1.0.0');
-    build(staticDir, 'eve/R10-1.0.0');
-    build(staticDir, 'eve/R120-1.0.0');
-    build(staticDir, 'lab/octopus/R1-0.0.1');
-    // A directory inside a build is an artifact folder, never a build of its own.
-    fs.mkdirSync(path.join(staticDir, 'eve/R120-1.0.0/sub'));
-    fs.writeFileSync(path.join(staticDir, 'eve/R120-1.0.0/sub/staged.timestamp'), '');
-    states = await scanned(staticDir);
-    await waitFor(() => (states!.record(staticDir, 'lab/octopus/R1-0.0.1') !== undefined ? true : undefined), 5_000, 'the nested build');
-    assert.equal(states.record(staticDir, 'eve')?.kind, 'folder');
-    assert.equal(states.record(staticDir, 'lab')?.kind, 'folder');
-    assert.equal(states.record(staticDir, 'lab/octopus')?.kind, 'folder');
-    assert.equal(states.record(staticDir, 'eve/R120-1.0.0')?.kind, 'build');
-    assert.equal(states.record(staticDir, 'eve/R120-1.0.0/sub'), undefined);
-    assert.deepEqual(states.buildsUnder(staticDir, 'eve').map((r) => r.tag).sort(), ['eve/R10-1.0.0', 'eve/R120-1.0.0', 'eve/R9-1.0.0']);
-    assert.equal(states.buildsUnder(staticDir, '').length, 4);
-    const none = (): boolean => false;
-    assert.deepEqual(states.counts(staticDir, 'eve', none), { builds: 3, held: 0, stale: 0, legacy: 0, mine: 0 });
-    assert.deepEqual(states.counts(staticDir, 'lab', none), { builds: 1, held: 0, stale: 0, legacy: 0, mine: 0 });
-  });
+    beforeEach(() => {
+      staticDir = tempDir('dss-model-');
+    });
+    afterEach(() => {
+      states?.dispose();
+      states = undefined;
+      cleanup(staticDir);
+      cleanup(`${staticDir}-src`);
+    });
 
-  it('lists a build\'s artifacts and artifact folders, never its bookkeeping', async () => {
-    await stage(staticDir, 'eve/R1', [writeSource(staticDir)], timing);
-    states = new LockStates(timing, quiet);
-    states.scan([staticDir]);
-    const eve = await states.children(staticDir, 'eve');
-    assert.deepEqual(eve.map((r) => [r.tag, r.kind]), [['eve/R1', 'build']]);
-    const lease = await acquire(staticDir, 'eve/R1', { ...timing, createOnce: false });
-    try {
-      const top = await states.artifacts(staticDir, 'eve/R1');
-      assert.deepEqual(top.map((a) => `${a.name}${a.directory ? '/' : ''}`), ['sub/', 'a.txt']);
-      const sub = await states.artifactDir(staticDir, 'eve/R1', 'sub');
-      assert.deepEqual(sub.map((a) => a.rel), ['sub/b.bin']);
-    } finally {
-      await lease.release();
-    }
-  });
+    it('tells builds from the folders that group them, at any depth, without anyone expanding anything', async () => {
+      build(staticDir, 'eve/R9-1.0.0');
+      build(staticDir, 'eve/R10-1.0.0');
+      build(staticDir, 'eve/R120-1.0.0');
+      build(staticDir, 'lab/octopus/R1-0.0.1');
+      // A directory inside a build is an artifact folder, never a build of its own.
+      fs.mkdirSync(path.join(staticDir, 'eve/R120-1.0.0/sub'));
+      fs.writeFileSync(path.join(staticDir, 'eve/R120-1.0.0/sub/staged.timestamp'), '');
+      states = await scanned(staticDir, watcher);
+      await waitFor(() => (states!.record(staticDir, 'lab/octopus/R1-0.0.1') !== undefined ? true : undefined), 5_000, 'the nested build');
+      assert.equal(states.record(staticDir, 'eve')?.kind, 'folder');
+      assert.equal(states.record(staticDir, 'lab')?.kind, 'folder');
+      assert.equal(states.record(staticDir, 'lab/octopus')?.kind, 'folder');
+      assert.equal(states.record(staticDir, 'eve/R120-1.0.0')?.kind, 'build');
+      assert.equal(states.record(staticDir, 'eve/R120-1.0.0/sub'), undefined);
+      assert.deepEqual(states.buildsUnder(staticDir, 'eve').map((r) => r.tag).sort(), ['eve/R10-1.0.0', 'eve/R120-1.0.0', 'eve/R9-1.0.0']);
+      assert.equal(states.buildsUnder(staticDir, '').length, 4);
+      const none = (): boolean => false;
+      assert.deepEqual(states.counts(staticDir, 'eve', none), { builds: 3, held: 0, stale: 0, legacy: 0, mine: 0 });
+      assert.deepEqual(states.counts(staticDir, 'lab', none), { builds: 1, held: 0, stale: 0, legacy: 0, mine: 0 });
+    });
 
-  it('leaves out the file a Python devserver lock is a link to, and counts the legacy lock', async function () {
-    if (!fs.existsSync(PYTHON) || (await python('import lockfile').then(() => false, () => true))) this.skip();
-    build(staticDir, 'eve/R1');
-    await python('import lockfile,sys; lockfile.FileLock(sys.argv[1]).acquire(timeout=0)', path.join(staticDir, 'eve/R1', 'devserver'));
-    const names = fs.readdirSync(path.join(staticDir, 'eve/R1'));
-    assert.ok(names.length >= 4, `the Python lock left its link file: ${names.join(', ')}`);
-    states = await scanned(staticDir);
-    assert.equal(states.entry(staticDir, 'eve/R1')?.state, 'legacy');
-    assert.deepEqual((await states.artifacts(staticDir, 'eve/R1')).map((a) => a.name), ['image.bin']);
-    assert.equal(states.counts(staticDir, '', () => false).legacy, 1);
-  });
+    it('lists a build\'s artifacts and artifact folders, never its bookkeeping', async () => {
+      await stage(staticDir, 'eve/R1', [writeSource(staticDir)], timing);
+      states = new LockStates(timing, quiet, { watcher });
+      states.scan([staticDir]);
+      const eve = await states.children(staticDir, 'eve');
+      assert.deepEqual(eve.map((r) => [r.tag, r.kind]), [['eve/R1', 'build']]);
+      const lease = await acquire(staticDir, 'eve/R1', { ...timing, createOnce: false });
+      try {
+        const top = await states.artifacts(staticDir, 'eve/R1');
+        assert.deepEqual(top.map((a) => `${a.name}${a.directory ? '/' : ''}`), ['sub/', 'a.txt']);
+        const sub = await states.artifactDir(staticDir, 'eve/R1', 'sub');
+        assert.deepEqual(sub.map((a) => a.rel), ['sub/b.bin']);
+      } finally {
+        await lease.release();
+      }
+    });
 
-  it('follows locks other processes take and release, naming only the build that changed', async () => {
-    build(staticDir, 'eve/R1');
-    build(staticDir, 'eve/R2');
-    states = await scanned(staticDir);
-    const seen: StateChange[] = [];
-    states.onDidChange((c) => seen.push(...c));
-    const lease = await acquire(staticDir, 'eve/R1', { ...timing, createOnce: false, clientId: 'someone-else' });
-    await waitFor(() => (states!.entry(staticDir, 'eve/R1')?.state === 'held' ? true : undefined), 3_000, 'R1 held');
-    assert.ok(seen.some((c) => c.tag === 'eve/R1' && c.what === 'state'));
-    assert.ok(!seen.some((c) => c.tag === 'eve/R2'), 'R2 did not change');
-    assert.deepEqual(states.counts(staticDir, 'eve', () => false), { builds: 2, held: 1, stale: 0, legacy: 0, mine: 0 });
-    await lease.release();
-    await waitFor(() => (states!.entry(staticDir, 'eve/R1')?.state === 'free' ? true : undefined), 3_000, 'R1 free');
-  });
+    it('leaves out the file a Python devserver lock is a link to, and counts the legacy lock', async function () {
+      if (!fs.existsSync(PYTHON) || (await python('import lockfile').then(() => false, () => true))) this.skip();
+      build(staticDir, 'eve/R1');
+      await python('import lockfile,sys; lockfile.FileLock(sys.argv[1]).acquire(timeout=0)', path.join(staticDir, 'eve/R1', 'devserver'));
+      const names = fs.readdirSync(path.join(staticDir, 'eve/R1'));
+      assert.ok(names.length >= 4, `the Python lock left its link file: ${names.join(', ')}`);
+      states = await scanned(staticDir, watcher);
+      assert.equal(states.entry(staticDir, 'eve/R1')?.state, 'legacy');
+      assert.deepEqual((await states.artifacts(staticDir, 'eve/R1')).map((a) => a.name), ['image.bin']);
+      assert.equal(states.counts(staticDir, '', () => false).legacy, 1);
+    });
 
-  it('sees a new build staged into a folder, and a folder that turns into a build', async () => {
-    build(staticDir, 'eve/R1');
-    fs.mkdirSync(path.join(staticDir, 'eve/R2'));
-    states = await scanned(staticDir);
-    assert.equal(states.record(staticDir, 'eve/R2')?.kind, 'folder');
-    const seen: StateChange[] = [];
-    states.onDidChange((c) => seen.push(...c));
-    await stage(staticDir, 'eve/R3', [writeSource(staticDir)], timing);
-    await waitFor(() => (states!.record(staticDir, 'eve/R3')?.kind === 'build' ? true : undefined), 3_000, 'R3 as a build');
-    assert.ok(seen.some((c) => c.tag === 'eve' && c.what === 'children'));
-    fs.writeFileSync(path.join(staticDir, 'eve/R2/staged.timestamp'), '');
-    await waitFor(() => (states!.record(staticDir, 'eve/R2')?.kind === 'build' ? true : undefined), 3_000, 'R2 as a build');
-    fs.rmSync(path.join(staticDir, 'eve/R1'), { recursive: true });
-    await waitFor(() => (states!.record(staticDir, 'eve/R1') === undefined ? true : undefined), 3_000, 'R1 gone');
-    assert.equal(states.buildsUnder(staticDir, 'eve').length, 2);
-  });
-
-  it('knows this window\'s locks by its client id and its stagings with their progress', async () => {
-    build(staticDir, 'eve/R1');
-    build(staticDir, 'eve/R2');
-    states = await scanned(staticDir);
-    const mine = new Mine('vscode:test-window', () => false);
-    const lease = await acquire(staticDir, 'eve/R1', { ...timing, createOnce: false, clientId: mine.clientId });
-    try {
+    it('follows locks other processes take and release, naming only the build that changed', async () => {
+      build(staticDir, 'eve/R1');
+      build(staticDir, 'eve/R2');
+      states = await scanned(staticDir, watcher);
+      const seen: StateChange[] = [];
+      states.onDidChange((c) => seen.push(...c));
+      const lease = await acquire(staticDir, 'eve/R1', { ...timing, createOnce: false, clientId: 'someone-else' });
       await waitFor(() => (states!.entry(staticDir, 'eve/R1')?.state === 'held' ? true : undefined), 3_000, 'R1 held');
-      const isMine = (r: AreaRecord): boolean => mine.has(r, r.lock);
-      states.invalidate();
-      assert.deepEqual(states.counts(staticDir, 'eve', isMine), { builds: 2, held: 0, stale: 0, legacy: 0, mine: 1 });
-      let release!: () => void;
-      const fractions: (number | undefined)[] = [];
-      mine.onDidChange(() => fractions.push(mine.staging({ staticDir, tag: 'eve/R2' })?.fraction));
-      const running = mine.track({ staticDir, tag: 'eve/R2' }, (report) => {
-        report(0.421);
-        report(0.4215);
-        return new Promise<void>((r) => (release = r));
-      });
-      assert.equal(mine.stagingCount, 1);
-      assert.ok(mine.has({ staticDir, tag: 'eve/R2' }));
-      release();
-      await running;
-      assert.equal(mine.stagingCount, 0);
-      // Started, 42 %, ended: the second report was the same whole percent.
-      assert.deepEqual(fractions, [undefined, 0.421, undefined]);
-    } finally {
+      assert.ok(seen.some((c) => c.tag === 'eve/R1' && c.what === 'state'));
+      assert.ok(!seen.some((c) => c.tag === 'eve/R2'), 'R2 did not change');
+      assert.deepEqual(states.counts(staticDir, 'eve', () => false), { builds: 2, held: 1, stale: 0, legacy: 0, mine: 0 });
       await lease.release();
+      await waitFor(() => (states!.entry(staticDir, 'eve/R1')?.state === 'free' ? true : undefined), 3_000, 'R1 free');
+    });
+
+    it('sees a new build staged into a folder, and a folder that turns into a build', async () => {
+      build(staticDir, 'eve/R1');
+      fs.mkdirSync(path.join(staticDir, 'eve/R2'));
+      states = await scanned(staticDir, watcher);
+      assert.equal(states.record(staticDir, 'eve/R2')?.kind, 'folder');
+      const seen: StateChange[] = [];
+      states.onDidChange((c) => seen.push(...c));
+      await stage(staticDir, 'eve/R3', [writeSource(staticDir)], timing);
+      await waitFor(() => (states!.record(staticDir, 'eve/R3')?.kind === 'build' ? true : undefined), 3_000, 'R3 as a build');
+      assert.ok(seen.some((c) => c.tag === 'eve' && c.what === 'children'));
+      fs.writeFileSync(path.join(staticDir, 'eve/R2/staged.timestamp'), '');
+      await waitFor(() => (states!.record(staticDir, 'eve/R2')?.kind === 'build' ? true : undefined), 3_000, 'R2 as a build');
+      fs.rmSync(path.join(staticDir, 'eve/R1'), { recursive: true });
+      await waitFor(() => (states!.record(staticDir, 'eve/R1') === undefined ? true : undefined), 3_000, 'R1 gone');
+      assert.equal(states.buildsUnder(staticDir, 'eve').length, 2);
+    });
+
+    it('knows this window\'s locks by its client id and its stagings with their progress', async () => {
+      build(staticDir, 'eve/R1');
+      build(staticDir, 'eve/R2');
+      states = await scanned(staticDir, watcher);
+      const mine = new Mine('vscode:test-window', () => false);
+      const lease = await acquire(staticDir, 'eve/R1', { ...timing, createOnce: false, clientId: mine.clientId });
+      try {
+        await waitFor(() => (states!.entry(staticDir, 'eve/R1')?.state === 'held' ? true : undefined), 3_000, 'R1 held');
+        const isMine = (r: AreaRecord): boolean => mine.has(r, r.lock);
+        states.invalidate();
+        assert.deepEqual(states.counts(staticDir, 'eve', isMine), { builds: 2, held: 0, stale: 0, legacy: 0, mine: 1 });
+        let release!: () => void;
+        const fractions: (number | undefined)[] = [];
+        mine.onDidChange(() => fractions.push(mine.staging({ staticDir, tag: 'eve/R2' })?.fraction));
+        const running = mine.track({ staticDir, tag: 'eve/R2' }, (report) => {
+          report(0.421);
+          report(0.4215);
+          return new Promise<void>((r) => (release = r));
+        });
+        assert.equal(mine.stagingCount, 1);
+        assert.ok(mine.has({ staticDir, tag: 'eve/R2' }));
+        release();
+        await running;
+        assert.equal(mine.stagingCount, 0);
+        // Started, 42 %, ended: the second report was the same whole percent.
+        assert.deepEqual(fractions, [undefined, 0.421, undefined]);
+      } finally {
+        await lease.release();
+      }
+    });
+
+    it('measures size and last use on request, and marks a damaged build until it is whole again', async () => {
+      build(staticDir, 'eve/R1');
+      states = await scanned(staticDir, watcher);
+      await states.measure(staticDir, 'eve');
+      const r = states.record(staticDir, 'eve/R1')!;
+      assert.ok(r.usage !== undefined && r.usage.bytes >= 1024, JSON.stringify(r.usage));
+      const seen: StateChange[] = [];
+      states.onDidChange((c) => seen.push(...c));
+      states.markDamaged(staticDir, 'eve/R1', '1 file changed');
+      assert.equal(states.record(staticDir, 'eve/R1')?.damaged, '1 file changed');
+      states.markDamaged(staticDir, 'eve/R1', undefined);
+      assert.equal(states.record(staticDir, 'eve/R1')?.damaged, undefined);
+      assert.equal(seen.length, 2);
+    });
+  });
+
+  describe(`the model at scale: counts kept as records change, listings taken in slices, ${where}`, function () {
+    let staticDir: string;
+    let other: string;
+    let states: LockStates | undefined;
+
+    beforeEach(() => {
+      staticDir = tempDir('dss-model-scale-');
+      other = tempDir('dss-model-scale-other-');
+    });
+    afterEach(() => {
+      states?.dispose();
+      states = undefined;
+      cleanup(staticDir);
+      cleanup(other);
+    });
+
+    /** The counts as a pass over every build below would give them: what the kept tallies must equal. */
+    function recount(s: LockStates, tag: string, mine: (r: AreaRecord) => boolean = () => false): Counts {
+      const c: Counts = { builds: 0, held: 0, stale: 0, legacy: 0, mine: 0 };
+      for (const r of s.builds((b) => b.staticDir === staticDir && (tag === '' || b.tag === tag || b.tag.startsWith(`${tag}/`)))) {
+        c.builds++;
+        if (mine(r)) c.mine++;
+        else if (r.lock?.state === 'held' || r.lock?.state === 'stale' || r.lock?.state === 'legacy') c[r.lock.state]++;
+      }
+      return c;
     }
-  });
 
-  it('measures size and last use on request, and marks a damaged build until it is whole again', async () => {
-    build(staticDir, 'eve/R1');
-    states = await scanned(staticDir);
-    await states.measure(staticDir, 'eve');
-    const r = states.record(staticDir, 'eve/R1')!;
-    assert.ok(r.usage !== undefined && r.usage.bytes >= 1024, JSON.stringify(r.usage));
-    const seen: StateChange[] = [];
-    states.onDidChange((c) => seen.push(...c));
-    states.markDamaged(staticDir, 'eve/R1', '1 file changed');
-    assert.equal(states.record(staticDir, 'eve/R1')?.damaged, '1 file changed');
-    states.markDamaged(staticDir, 'eve/R1', undefined);
-    assert.equal(states.record(staticDir, 'eve/R1')?.damaged, undefined);
-    assert.equal(seen.length, 2);
-  });
-});
+    function agree(s: LockStates, what: string): void {
+      for (const tag of ['', 'eve', 'lab', 'lab/octopus']) {
+        s.invalidate();
+        assert.deepEqual(s.counts(staticDir, tag, () => false), recount(s, tag), `${what}: the counts of '${tag}'`);
+      }
+    }
 
-describe('the model at scale: counts kept as records change, listings taken in slices', function () {
-  let staticDir: string;
-  let other: string;
-  let states: LockStates | undefined;
+    it('keeps every folder\'s counts equal to a recount through locks, new builds, removals and a folder turned build', async () => {
+      for (let i = 0; i < 30; i++) build(staticDir, `eve/R${i}`);
+      build(staticDir, 'lab/octopus/R1');
+      build(staticDir, 'lab/R2');
+      fs.mkdirSync(path.join(staticDir, 'lab/later'));
+      states = await scanned(staticDir, watcher);
+      await waitFor(() => (states!.record(staticDir, 'lab/octopus/R1') !== undefined && states!.record(staticDir, 'lab/later')?.children !== undefined ? true : undefined), 5_000, 'the nested folders');
+      agree(states, 'after the scan');
+      assert.deepEqual(states.counts(staticDir, '', () => false), { builds: 32, held: 0, stale: 0, legacy: 0, mine: 0 });
+
+      const leases = await Promise.all(['eve/R3', 'eve/R7', 'lab/octopus/R1'].map((t) => acquire(staticDir, t, { ...timing, createOnce: false, clientId: 'someone-else' })));
+      try {
+        await waitFor(() => (states!.lockedBuilds().length === 3 ? true : undefined), 5_000, 'three held');
+        agree(states, 'three held');
+        assert.equal(states.counts(staticDir, 'lab', () => false).held, 1);
+        // A stale lock, left by a holder that no longer exists.
+        fs.mkdirSync(path.join(staticDir, 'eve/R9/devserver.lock'));
+        const hourAgo = new Date(Date.now() - 3_600_000);
+        fs.utimesSync(path.join(staticDir, 'eve/R9/devserver.lock'), hourAgo, hourAgo);
+        await waitFor(() => (states!.entry(staticDir, 'eve/R9')?.state === 'stale' ? true : undefined), 5_000, 'R9 stale');
+        agree(states, 'one stale');
+      } finally {
+        await Promise.all(leases.map((l) => l.release()));
+      }
+      await waitFor(() => (states!.lockedBuilds().length === 1 ? true : undefined), 5_000, 'only the stale one locked');
+      agree(states, 'released');
+
+      build(staticDir, 'eve/R100');
+      fs.rmSync(path.join(staticDir, 'eve/R0'), { recursive: true });
+      await waitFor(() => (states!.record(staticDir, 'eve/R100') !== undefined && states!.record(staticDir, 'eve/R0') === undefined ? true : undefined), 5_000, 'R100 in, R0 out');
+      agree(states, 'a build added and one removed');
+
+      // A folder staged into is a build: what was below it goes, and it counts as one.
+      fs.writeFileSync(path.join(staticDir, 'lab/octopus/staged.timestamp'), '');
+      await waitFor(() => (states!.record(staticDir, 'lab/octopus')?.kind === 'build' ? true : undefined), 5_000, 'octopus a build');
+      agree(states, 'a folder turned build');
+      fs.rmSync(path.join(staticDir, 'lab'), { recursive: true });
+      await waitFor(() => (states!.record(staticDir, 'lab') === undefined ? true : undefined), 5_000, 'lab gone');
+      agree(states, 'a folder removed');
+      assert.deepEqual(states.counts(staticDir, '', () => false), { builds: 30, held: 0, stale: 1, legacy: 0, mine: 0 });
+      assert.equal(states.lockedBuilds().length, 1);
+    });
+
+    it('counts an area this window says it holds as mine before the watcher has seen its lock', async () => {
+      build(staticDir, 'eve/R1');
+      build(staticDir, 'eve/R2');
+      states = await scanned(staticDir, watcher);
+      const held = [{ staticDir, tag: 'eve/R2' }];
+      const mine = new Mine('vscode:test-window', (d, t) => d === staticDir && t === 'eve/R2', () => held);
+      const isMine = (r: AreaRecord): boolean => mine.has(r, r.lock);
+      assert.equal(states.entry(staticDir, 'eve/R2')?.state, 'free');
+      assert.deepEqual(states.counts(staticDir, 'eve', isMine, mine.refs()), { builds: 2, held: 0, stale: 0, legacy: 0, mine: 1 });
+      assert.deepEqual(states.totals(isMine, mine.refs()), { builds: 2, held: 0, stale: 0, legacy: 0, mine: 1 });
+    });
+
+    it('a reset while a folder of thousands is being listed: nothing of the old directory is kept, nothing is counted twice', async () => {
+      for (let i = 0; i < 3_000; i++) build(staticDir, `eve/R${i}`);
+      build(other, 'lab/R1');
+      states = new LockStates(timing, quiet, { watcher });
+      states.scan([staticDir]);
+      // The root is listed; its folder of 3,000 is being taken in.
+      await waitFor(() => (states!.record(staticDir, 'eve') !== undefined ? true : undefined), 5_000, 'eve found');
+      states.reset(timing, [other]);
+      await states.settled();
+      await new Promise((r) => setTimeout(r, 200));
+      await states.settled();
+      assert.deepEqual(states.builds().map((r) => r.tag), ['lab/R1']);
+      assert.equal(states.record(staticDir, 'eve'), undefined);
+      assert.deepEqual(states.counts(staticDir, '', () => false), { builds: 0, held: 0, stale: 0, legacy: 0, mine: 0 });
+      assert.deepEqual(states.totals(() => false), { builds: 1, held: 0, stale: 0, legacy: 0, mine: 0 });
+    });
+
+    it('a folder of 5,000 builds: every one known once, in natural order, and a folder\'s builds found without a pass over all', async () => {
+      for (let i = 0; i < 5_000; i++) build(staticDir, `big/R${i % 50}-${i}.0.0`, i % 2 === 0 ? 'staged.timestamp' : '.devserver-staging.manifest.json');
+      build(staticDir, 'small/R1');
+      states = new LockStates(timing, quiet, { watcher });
+      states.scan([staticDir]);
+      const big = await states.children(staticDir, 'big');
+      assert.equal(big.length, 5_000);
+      assert.deepEqual(big.map((r) => r.tag), [...big.map((r) => r.tag)].sort((a, b) => naturalOrder.compare(a, b)));
+      assert.equal(new Set(big.map((r) => r.tag)).size, 5_000);
+      await waitFor(() => (states!.isListed(staticDir, 'small') ? true : undefined), 5_000, 'small listed');
+      assert.deepEqual(states.buildsUnder(staticDir, 'small').map((r) => r.tag), ['small/R1']);
+      assert.equal(states.buildsUnder(staticDir, 'big').length, 5_000);
+      assert.equal(states.buildsUnder(staticDir, '').length, 5_001);
+    });
+  });
+}
+
+describe('watches kept in a worker thread', function () {
+  let dir: string;
+  let watcher: ThreadWatcher<string> | undefined;
 
   beforeEach(() => {
-    staticDir = tempDir('dss-model-scale-');
-    other = tempDir('dss-model-scale-other-');
+    dir = tempDir('dss-thread-watch-');
   });
   afterEach(() => {
-    states?.dispose();
-    states = undefined;
-    cleanup(staticDir);
-    cleanup(other);
+    watcher?.dispose();
+    watcher = undefined;
+    cleanup(dir);
   });
 
-  /** The counts as a pass over every build below would give them: what the kept tallies must equal. */
-  function recount(s: LockStates, tag: string, mine: (r: AreaRecord) => boolean = () => false): Counts {
-    const c: Counts = { builds: 0, held: 0, stale: 0, legacy: 0, mine: 0 };
-    for (const r of s.builds((b) => b.staticDir === staticDir && (tag === '' || b.tag === tag || b.tag.startsWith(`${tag}/`)))) {
-      c.builds++;
-      if (mine(r)) c.mine++;
-      else if (r.lock?.state === 'held' || r.lock?.state === 'stale' || r.lock?.state === 'legacy') c[r.lock.state]++;
-    }
-    return c;
+  function watching(script?: string): { seen: WatchEvent<string>[]; errors: string[] } {
+    const seen: WatchEvent<string>[] = [];
+    const errors: string[] = [];
+    const onError = (d: string, err: unknown): void => void errors.push(`${d}: ${(err as { code?: string }).code ?? ''} ${String(err)}`);
+    watcher = script === undefined ? new ThreadWatcher<string>((e) => seen.push(e), onError) : new ThreadWatcher<string>((e) => seen.push(e), onError, script);
+    return { seen, errors };
   }
 
-  function agree(s: LockStates, what: string): void {
-    for (const tag of ['', 'eve', 'lab', 'lab/octopus']) {
-      s.invalidate();
-      assert.deepEqual(s.counts(staticDir, tag, () => false), recount(s, tag), `${what}: the counts of '${tag}'`);
-    }
-  }
-
-  it('keeps every folder\'s counts equal to a recount through locks, new builds, removals and a folder turned build', async () => {
-    for (let i = 0; i < 30; i++) build(staticDir, `eve/R${i}`);
-    build(staticDir, 'lab/octopus/R1');
-    build(staticDir, 'lab/R2');
-    fs.mkdirSync(path.join(staticDir, 'lab/later'));
-    states = await scanned(staticDir);
-    await waitFor(() => (states!.record(staticDir, 'lab/octopus/R1') !== undefined && states!.record(staticDir, 'lab/later')?.children !== undefined ? true : undefined), 5_000, 'the nested folders');
-    agree(states, 'after the scan');
-    assert.deepEqual(states.counts(staticDir, '', () => false), { builds: 32, held: 0, stale: 0, legacy: 0, mine: 0 });
-
-    const leases = await Promise.all(['eve/R3', 'eve/R7', 'lab/octopus/R1'].map((t) => acquire(staticDir, t, { ...timing, createOnce: false, clientId: 'someone-else' })));
-    try {
-      await waitFor(() => (states!.lockedBuilds().length === 3 ? true : undefined), 5_000, 'three held');
-      agree(states, 'three held');
-      assert.equal(states.counts(staticDir, 'lab', () => false).held, 1);
-      // A stale lock, left by a holder that no longer exists.
-      fs.mkdirSync(path.join(staticDir, 'eve/R9/devserver.lock'));
-      const hourAgo = new Date(Date.now() - 3_600_000);
-      fs.utimesSync(path.join(staticDir, 'eve/R9/devserver.lock'), hourAgo, hourAgo);
-      await waitFor(() => (states!.entry(staticDir, 'eve/R9')?.state === 'stale' ? true : undefined), 5_000, 'R9 stale');
-      agree(states, 'one stale');
-    } finally {
-      await Promise.all(leases.map((l) => l.release()));
-    }
-    await waitFor(() => (states!.lockedBuilds().length === 1 ? true : undefined), 5_000, 'only the stale one locked');
-    agree(states, 'released');
-
-    build(staticDir, 'eve/R100');
-    fs.rmSync(path.join(staticDir, 'eve/R0'), { recursive: true });
-    await waitFor(() => (states!.record(staticDir, 'eve/R100') !== undefined && states!.record(staticDir, 'eve/R0') === undefined ? true : undefined), 5_000, 'R100 in, R0 out');
-    agree(states, 'a build added and one removed');
-
-    // A folder staged into is a build: what was below it goes, and it counts as one.
-    fs.writeFileSync(path.join(staticDir, 'lab/octopus/staged.timestamp'), '');
-    await waitFor(() => (states!.record(staticDir, 'lab/octopus')?.kind === 'build' ? true : undefined), 5_000, 'octopus a build');
-    agree(states, 'a folder turned build');
-    fs.rmSync(path.join(staticDir, 'lab'), { recursive: true });
-    await waitFor(() => (states!.record(staticDir, 'lab') === undefined ? true : undefined), 5_000, 'lab gone');
-    agree(states, 'a folder removed');
-    assert.deepEqual(states.counts(staticDir, '', () => false), { builds: 30, held: 0, stale: 1, legacy: 0, mine: 0 });
-    assert.equal(states.lockedBuilds().length, 1);
+  it('a change made once ready() has resolved is seen, with the data of its directory, among 500 watched', async () => {
+    const { seen, errors } = watching();
+    for (let i = 0; i < 500; i++) fs.mkdirSync(path.join(dir, `b${i}`));
+    for (let i = 0; i < 500; i++) watcher!.watch(path.join(dir, `b${i}`), `build ${i}`);
+    await watcher!.ready();
+    // No wait between: the watch must already be there.
+    fs.mkdirSync(path.join(dir, 'b7', 'devserver.lock'));
+    fs.writeFileSync(path.join(dir, 'b499', 'x'), '');
+    await waitFor(() => (seen.some((e) => e.data === 'build 7') && seen.some((e) => e.data === 'build 499') ? true : undefined), 5_000, 'both changes');
+    assert.deepEqual(
+      [...new Set(seen.map((e) => `${e.data} ${e.dir} ${e.name}`))].sort(),
+      [`build 499 ${path.join(dir, 'b499')} x`, `build 7 ${path.join(dir, 'b7')} devserver.lock`],
+    );
+    assert.deepEqual(errors, []);
   });
 
-  it('counts an area this window says it holds as mine before the watcher has seen its lock', async () => {
-    build(staticDir, 'eve/R1');
-    build(staticDir, 'eve/R2');
-    states = await scanned(staticDir);
-    const held = [{ staticDir, tag: 'eve/R2' }];
-    const mine = new Mine('vscode:test-window', (d, t) => d === staticDir && t === 'eve/R2', () => held);
-    const isMine = (r: AreaRecord): boolean => mine.has(r, r.lock);
-    assert.equal(states.entry(staticDir, 'eve/R2')?.state, 'free');
-    assert.deepEqual(states.counts(staticDir, 'eve', isMine, mine.refs()), { builds: 2, held: 0, stale: 0, legacy: 0, mine: 1 });
-    assert.deepEqual(states.totals(isMine, mine.refs()), { builds: 2, held: 0, stale: 0, legacy: 0, mine: 1 });
+  it('says nothing of a directory once unwatched or after unwatchAll, and watches it again when asked', async () => {
+    const { seen } = watching();
+    fs.mkdirSync(path.join(dir, 'a'));
+    fs.mkdirSync(path.join(dir, 'b'));
+    watcher!.watch(path.join(dir, 'a'), 'a');
+    watcher!.watch(path.join(dir, 'b'), 'b');
+    await watcher!.ready();
+    watcher!.unwatch(path.join(dir, 'a'));
+    await watcher!.ready();
+    fs.writeFileSync(path.join(dir, 'a', 'x'), '');
+    fs.writeFileSync(path.join(dir, 'b', 'x'), '');
+    await waitFor(() => (seen.some((e) => e.data === 'b') ? true : undefined), 5_000, 'the change in b');
+    watcher!.unwatchAll();
+    watcher!.watch(path.join(dir, 'a'), 'a again');
+    await watcher!.ready();
+    fs.writeFileSync(path.join(dir, 'b', 'y'), '');
+    fs.writeFileSync(path.join(dir, 'a', 'y'), '');
+    await waitFor(() => (seen.some((e) => e.data === 'a again') ? true : undefined), 5_000, 'the change in a, watched again');
+    await new Promise((r) => setTimeout(r, 100));
+    assert.deepEqual([...new Set(seen.map((e) => `${e.data} ${e.name}`))].sort(), ['a again y', 'b x']);
   });
 
-  it('a reset while a folder of thousands is being listed: nothing of the old directory is kept, nothing is counted twice', async () => {
-    for (let i = 0; i < 3_000; i++) build(staticDir, `eve/R${i}`);
-    build(other, 'lab/R1');
-    states = new LockStates(timing, quiet);
-    states.scan([staticDir]);
-    // The root is listed; its folder of 3,000 is being taken in.
-    await waitFor(() => (states!.record(staticDir, 'eve') !== undefined ? true : undefined), 5_000, 'eve found');
-    states.reset(timing, [other]);
-    await states.settled();
-    await new Promise((r) => setTimeout(r, 200));
-    await states.settled();
-    assert.deepEqual(states.builds().map((r) => r.tag), ['lab/R1']);
-    assert.equal(states.record(staticDir, 'eve'), undefined);
-    assert.deepEqual(states.counts(staticDir, '', () => false), { builds: 0, held: 0, stale: 0, legacy: 0, mine: 0 });
-    assert.deepEqual(states.totals(() => false), { builds: 1, held: 0, stale: 0, legacy: 0, mine: 0 });
+  it('tells onError of a directory it cannot watch, with its code, and goes on with the others', async () => {
+    const { seen, errors } = watching();
+    fs.mkdirSync(path.join(dir, 'there'));
+    watcher!.watch(path.join(dir, 'missing'), 'missing');
+    watcher!.watch(path.join(dir, 'there'), 'there');
+    await watcher!.ready();
+    assert.equal(errors.length, 1);
+    assert.match(errors[0], /missing: ENOENT /);
+    fs.writeFileSync(path.join(dir, 'there', 'x'), '');
+    await waitFor(() => (seen.some((e) => e.data === 'there') ? true : undefined), 5_000, 'the change in there');
   });
 
-  it('a folder of 5,000 builds: every one known once, in natural order, and a folder\'s builds found without a pass over all', async () => {
-    for (let i = 0; i < 5_000; i++) build(staticDir, `big/R${i % 50}-${i}.0.0`, i % 2 === 0 ? 'staged.timestamp' : '.devserver-staging.manifest.json');
-    build(staticDir, 'small/R1');
-    states = new LockStates(timing, quiet);
-    states.scan([staticDir]);
-    const big = await states.children(staticDir, 'big');
-    assert.equal(big.length, 5_000);
-    assert.deepEqual(big.map((r) => r.tag), [...big.map((r) => r.tag)].sort((a, b) => naturalOrder.compare(a, b)));
-    assert.equal(new Set(big.map((r) => r.tag)).size, 5_000);
-    await waitFor(() => (states!.isListed(staticDir, 'small') ? true : undefined), 5_000, 'small listed');
-    assert.deepEqual(states.buildsUnder(staticDir, 'small').map((r) => r.tag), ['small/R1']);
-    assert.equal(states.buildsUnder(staticDir, 'big').length, 5_000);
-    assert.equal(states.buildsUnder(staticDir, '').length, 5_001);
+  it('watches in this thread instead when the worker cannot start, and says so once', async () => {
+    const { seen, errors } = watching(path.join(dir, 'no-such-worker.js'));
+    fs.mkdirSync(path.join(dir, 'a'));
+    watcher!.watch(path.join(dir, 'a'), 'a');
+    await watcher!.ready();
+    fs.writeFileSync(path.join(dir, 'a', 'x'), '');
+    await waitFor(() => (seen.some((e) => e.data === 'a') ? true : undefined), 5_000, 'the change, seen from this thread');
+    assert.equal(errors.length, 1);
+    assert.match(errors[0], /The watcher thread stopped .*; watching in this thread instead\./);
+  });
+
+  it('keeps no process alive: one that watches and returns exits by itself', async () => {
+    const script = `const { ThreadWatcher } = require(${JSON.stringify(path.resolve(__dirname, '../../src/core/watch/threadWatcher'))});
+      const w = new ThreadWatcher(() => {}, (d, e) => { console.error(String(e)); process.exitCode = 3; });
+      w.watch(${JSON.stringify(dir)}, 'x');
+      w.ready().then(() => console.log('ready'));`;
+    const r = await run(process.execPath, ['-e', script], { timeout: 20_000 });
+    assert.equal(r.stdout.trim(), 'ready', r.stderr);
+    assert.equal(r.code, 0, r.stderr);
   });
 });
 

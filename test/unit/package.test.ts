@@ -389,6 +389,8 @@ const SHIPPED = [
   'extension/changelog.md',
   'extension/LICENSE.txt',
   'extension/dist/extension.js',
+  // The thread the extension's watches live in.
+  'extension/dist/watchWorker.js',
   ...CLI_BUNDLES.map((f) => `extension/${f}`),
   'extension/media/icon.svg',
   'extension/media/icon.png',
@@ -482,7 +484,7 @@ describe('the .vsix', function () {
   });
 
   it('ships minified bundles without source maps', () => {
-    for (const name of ['dist/extension.js', ...CLI_BUNDLES]) {
+    for (const name of ['dist/extension.js', 'dist/watchWorker.js', ...CLI_BUNDLES]) {
       const text = files.get(`extension/${name}`)!.toString('utf8');
       assert.doesNotMatch(text, /sourceMappingURL/, name);
       const perLine = Math.round(text.length / text.split('\n').length);

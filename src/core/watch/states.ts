@@ -20,7 +20,7 @@ import { usage } from '../usage';
 import type { ListEntry, LockInfo, Timing } from '../types';
 import { Emitter, type Disposable } from './emitter';
 import { isAtOrBelow, keyOf, parentTag, type AreaKind, type AreaRecord, type AreaRef, type Artifact, type Counts } from './records';
-import { DirectoryWatcher, type WatchEvent } from './watcher';
+import { inThreadWatcher, type WatchEvent, type Watcher, type WatcherFactory } from './watcher';
 
 export interface StateChange extends AreaRef {
   /** `state`: the area's own lock (or marks) changed. `children`: what is inside it came or went. */
@@ -102,7 +102,7 @@ export class LockStates implements Disposable {
   private readonly pending = new Map<string, Pending>();
   private readonly queues = new Map<string, Promise<unknown>>();
   private readonly measuring = new Map<string, Promise<void>>();
-  private readonly watcher: DirectoryWatcher<AreaRef>;
+  private readonly watcher: Watcher<AreaRef>;
   /** Grows with every reset: a listing begun before one is dropped when it ends. */
   private generation = 0;
   private roots: readonly string[] = [];
@@ -125,11 +125,13 @@ export class LockStates implements Disposable {
   /** Disk work done so far: directory listings and single-lock judgements. */
   readonly work = { listings: 0, inspections: 0, probes: 0 };
 
+  /** `watcher`: where the watches are kept; in this thread unless told otherwise (threadWatcher.ts). */
   constructor(
     private timing: Timing,
     private readonly warnings: Warnings,
+    { watcher = inThreadWatcher }: { watcher?: WatcherFactory } = {},
   ) {
-    this.watcher = new DirectoryWatcher(
+    this.watcher = watcher<AreaRef>(
       (e) => this.onWatchEvent(e),
       (dir, err) => warnings.warn(`Cannot watch ${dir} (${String(err)}); its lock states update on refresh only.`),
     );
@@ -379,7 +381,7 @@ export class LockStates implements Disposable {
     this.pending.clear();
     this.countCache.clear();
     this.version++;
-    this.watcher.dispose();
+    this.watcher.unwatchAll();
     this.scheduleTimers();
     this.scan(staticDirs);
   }
@@ -423,6 +425,8 @@ export class LockStates implements Disposable {
     // Watch before listing: a change between the two is then seen rather than lost.
     this.listed.add(key);
     this.watchDir(dir, { staticDir, tag });
+    // (A watch kept in another thread is in place once this resolves.)
+    await this.watcher.ready();
     this.work.listings++;
     const listedAt = Date.now();
     const fresh = await list(staticDir, tag, this.timing);

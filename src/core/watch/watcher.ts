@@ -11,16 +11,36 @@ import { pause } from '../slices';
 /** `data`: what the directory was watched with (the model's area for it). */
 export type WatchEvent<T> = { dir: string; data: T; name: string | null; kind: 'rename' | 'change' };
 
+/** Where the model's watches are kept: in this thread (`DirectoryWatcher`) or another (threadWatcher.ts). */
+export interface Watcher<T> extends Disposable {
+  /**
+   * Starts watching `dir` unless it is already watched (then `data` replaces what it was
+   * watched with). False if it could not be watched; a watcher that learns of that later tells
+   * its `onError` instead.
+   */
+  watch(dir: string, data: T): boolean;
+  unwatch(dir: string): void;
+  /** Stops every watch; the watcher stays usable. */
+  unwatchAll(): void;
+  /** Resolves once every watch asked for so far is in place: a change made after it is seen. */
+  ready(): Promise<void>;
+}
+
+/** Makes the model's watcher: the seam where the extension puts its watches in a thread of their own. */
+export type WatcherFactory = <T>(onEvent: (e: WatchEvent<T>) => void, onError: (dir: string, err: unknown) => void) => Watcher<T>;
+
 /** A watch knows its directory and data itself: one shared listener serves them all. */
 type Watch<T> = fs.FSWatcher & { dir: string; data: T; owner: DirectoryWatcher<T> | undefined };
 
-export class DirectoryWatcher<T> implements Disposable {
+export class DirectoryWatcher<T> implements Watcher<T> {
   private watchers = new Map<string, Watch<T>>();
   private failedOnce = false;
 
+  /** `onDrop`: a watch that failed after it started (its directory went) and was let go. */
   constructor(
     private readonly onEvent: (e: WatchEvent<T>) => void,
     private readonly onError: (dir: string, err: unknown) => void,
+    private readonly onDrop?: (dir: string) => void,
   ) {}
 
   /**
@@ -59,6 +79,21 @@ export class DirectoryWatcher<T> implements Disposable {
     this.watchers.delete(dir);
   }
 
+  /** A watch that failed: let go, as its directory is no longer there to watch. */
+  drop(w: Watch<T>): void {
+    this.unwatch(w.dir);
+    this.onDrop?.(w.dir);
+  }
+
+  ready(): Promise<void> {
+    // fs.watch has added the inotify watch before it returns.
+    return Promise.resolve();
+  }
+
+  unwatchAll(): void {
+    this.dispose();
+  }
+
   /** What a watch reports, as long as it is this watcher's. */
   report(w: Watch<T>, kind: string, name: string | Buffer | null): void {
     this.onEvent({ dir: w.dir, data: w.data, name: name === null ? null : String(name), kind: kind === 'change' ? 'change' : 'rename' });
@@ -66,7 +101,7 @@ export class DirectoryWatcher<T> implements Disposable {
 
   /**
    * Stops every watch. They are closed in slices (slices.ts), 100,000 of them at once would hold
-   * the event loop for a second; none reports anything from now on.
+   * the event loop for a second; none reports anything from now on. The watcher stays usable.
    */
   dispose(): void {
     const old = this.watchers;
@@ -94,6 +129,9 @@ function onChange(this: Watch<unknown>, kind: string, name: string | Buffer | nu
 
 function onError(this: Watch<unknown>): void {
   const owner = this.owner;
-  if (owner !== undefined) owner.unwatch(this.dir);
+  if (owner !== undefined) owner.drop(this);
   else this.close();
 }
+
+/** The watches in this thread: what the command line and the library use. */
+export const inThreadWatcher: WatcherFactory = (onEvent, onError) => new DirectoryWatcher(onEvent, onError);

@@ -1,0 +1,184 @@
+/**
+ * The model's watches kept in a worker thread of their own. In the extension host, 100,000 builds
+ * mean 100,000 `fs.watch` handles, each about 470 bytes of JavaScript heap: made on the host's
+ * thread, they were half of what its young-generation collections had to copy while a large
+ * static directory was first listed (collections of 40–60 ms, the longest pauses of the scan: see
+ * bench/README.md), and their making was a fifth of the scan's CPU there. In a worker they live
+ * in another heap, collected without stopping the host, and this thread keeps a map from each
+ * watched directory to its data.
+ *
+ * Requests are sent in batches (one message per turn of work, however many watches it asks for),
+ * and news comes back in batches. `ready()` resolves once the worker has made every watch asked
+ * for before it: the model waits for that before it lists a directory, as it does with watches
+ * made in its own thread, so that no change between the two is lost.
+ *
+ * If the worker cannot start or stops, the watches are made in this thread instead
+ * (`DirectoryWatcher`), and `onError` says so once.
+ */
+import * as path from 'path';
+import { Worker } from 'worker_threads';
+import { pause } from '../slices';
+import { DirectoryWatcher, type WatchEvent, type Watcher, type WatcherFactory } from './watcher';
+import type { FromWatches, ToWatches } from './watchProtocol';
+
+/** Where the build puts the worker: beside the bundle that loads this (or beside this file, compiled). */
+const WORKER_SCRIPT = path.join(__dirname, 'watchWorker.js');
+
+export class ThreadWatcher<T> implements Watcher<T> {
+  private readonly data = new Map<string, T>();
+  private worker: Worker | undefined;
+  /** Set once the worker has failed: the watches are in this thread from then on. */
+  private here: DirectoryWatcher<T> | undefined;
+  /** After a failure: the watches still to be made again here, and when they all are. */
+  private readonly rewatching = new Map<string, T>();
+  private rewatched: Promise<void> = Promise.resolve();
+  private batch: ToWatches | undefined;
+  private readonly syncs = new Map<number, () => void>();
+  private nextSync = 0;
+  private disposed = false;
+
+  constructor(
+    private readonly onEvent: (e: WatchEvent<T>) => void,
+    private readonly onError: (dir: string, err: unknown) => void,
+    private readonly script = WORKER_SCRIPT,
+  ) {}
+
+  watch(dir: string, data: T): boolean {
+    if (this.disposed) return false;
+    if (this.here !== undefined) {
+      this.rewatching.delete(dir);
+      return this.here.watch(dir, data);
+    }
+    const known = this.data.has(dir);
+    this.data.set(dir, data);
+    if (!known) this.request().ops.push(`+${dir}`);
+    return true;
+  }
+
+  unwatch(dir: string): void {
+    if (this.here !== undefined) {
+      this.rewatching.delete(dir);
+      return this.here.unwatch(dir);
+    }
+    if (!this.data.delete(dir)) return;
+    this.request().ops.push(`-${dir}`);
+  }
+
+  unwatchAll(): void {
+    if (this.here !== undefined) {
+      this.rewatching.clear();
+      return this.here.unwatchAll();
+    }
+    this.data.clear();
+    // Whatever was asked before is undone by the clear.
+    this.batch = undefined;
+    if (this.worker !== undefined) this.request().clear = true;
+  }
+
+  ready(): Promise<void> {
+    if (this.here !== undefined) return this.rewatched;
+    if (this.worker === undefined && this.batch === undefined) return Promise.resolve();
+    const id = ++this.nextSync;
+    this.request().sync = id;
+    this.send();
+    // Someone waits for the answer: until it comes, the process must not end under them.
+    this.worker?.ref();
+    return new Promise((resolve) => this.syncs.set(id, resolve));
+  }
+
+  dispose(): void {
+    this.disposed = true;
+    this.data.clear();
+    this.batch = undefined;
+    this.here?.dispose();
+    const worker = this.worker;
+    this.worker = undefined;
+    this.settleSyncs();
+    // Terminating the worker closes its watches there, without this thread's help.
+    if (worker !== undefined) void worker.terminate();
+  }
+
+  /** The batch being gathered, sent at the end of this turn of work. */
+  private request(): ToWatches {
+    if (this.batch === undefined) {
+      this.batch = { ops: [] };
+      queueMicrotask(() => this.send());
+    }
+    return this.batch;
+  }
+
+  private send(): void {
+    const batch = this.batch;
+    if (batch === undefined || this.disposed) return;
+    this.batch = undefined;
+    this.start().postMessage(batch);
+  }
+
+  private start(): Worker {
+    if (this.worker !== undefined) return this.worker;
+    const worker = new Worker(this.script);
+    worker.on('message', (m: FromWatches) => this.receive(m));
+    worker.on('error', (err) => this.fail(worker, err));
+    worker.on('exit', (code) => this.fail(worker, new Error(`the watcher thread exited with code ${code}`)));
+    // The watches keep nothing alive: neither the extension host nor another process waits for
+    // them. (After the listeners: adding a 'message' listener refs the worker's port again.)
+    worker.unref();
+    this.worker = worker;
+    return worker;
+  }
+
+  private receive(m: FromWatches): void {
+    if (this.disposed || this.here !== undefined) return;
+    if ('events' in m) {
+      for (const { dir, name, kind } of m.events) {
+        // A directory unwatched since is no longer of interest (as with watches in this thread).
+        const data = this.data.get(dir);
+        if (data !== undefined || this.data.has(dir)) this.onEvent({ dir, data: data as T, name, kind });
+      }
+    } else if ('failed' in m) {
+      this.onError(m.failed.dir, Object.assign(new Error(m.failed.message), m.failed.code !== undefined ? { code: m.failed.code } : {}));
+    } else if ('dropped' in m) {
+      this.data.delete(m.dropped);
+    } else {
+      this.syncs.get(m.synced)?.();
+      this.syncs.delete(m.synced);
+      if (this.syncs.size === 0) this.worker?.unref();
+    }
+  }
+
+  /** The worker could not start or stopped: its watches are made again here, in slices. */
+  private fail(worker: Worker, err: unknown): void {
+    if (this.worker !== worker || this.disposed) return;
+    this.worker = undefined;
+    void worker.terminate();
+    this.onError(this.script, new Error(`The watcher thread stopped (${err instanceof Error ? err.message : String(err)}); watching in this thread instead.`));
+    const here = new DirectoryWatcher<T>(this.onEvent, this.onError);
+    this.here = here;
+    for (const [dir, data] of this.data) this.rewatching.set(dir, data);
+    this.data.clear();
+    this.batch = undefined;
+    // Those waiting for `ready()` are answered once the watches are made again.
+    this.rewatched = (async () => {
+      let n = 0;
+      for (const dir of [...this.rewatching.keys()]) {
+        if (this.disposed) return;
+        const data = this.rewatching.get(dir);
+        // (Unwatched or watched anew meanwhile: nothing left to do for it.)
+        if (!this.rewatching.delete(dir)) continue;
+        here.watch(dir, data as T);
+        if (++n % 256 === 0) {
+          const p = pause();
+          if (p !== undefined) await p;
+        }
+      }
+    })().finally(() => this.settleSyncs());
+  }
+
+  private settleSyncs(): void {
+    for (const resolve of this.syncs.values()) resolve();
+    this.syncs.clear();
+  }
+}
+
+/** The model's watches in a worker thread: what the extension uses. */
+export const threadWatcher: WatcherFactory = (onEvent, onError) => new ThreadWatcher(onEvent, onError);

@@ -1,0 +1,45 @@
+/**
+ * The thread that holds the extension's watches (see threadWatcher.ts): a `DirectoryWatcher` run
+ * from the model's messages, its news sent back a batch per turn of this thread's event loop.
+ */
+import { parentPort } from 'worker_threads';
+import { DirectoryWatcher } from './watcher';
+import type { FromWatches, ToWatches, WatchNews } from './watchProtocol';
+
+const port = parentPort;
+if (port === null) throw new Error('watchWorker.js runs as a worker thread of the model (threadWatcher.ts).');
+
+const post = (m: FromWatches): void => port.postMessage(m);
+let news: WatchNews[] = [];
+let sending = false;
+
+function send(): void {
+  sending = false;
+  const batch = news;
+  news = [];
+  post({ events: batch });
+}
+
+const watcher = new DirectoryWatcher<undefined>(
+  ({ dir, name, kind }) => {
+    news.push({ dir, name, kind });
+    if (!sending) {
+      sending = true;
+      setImmediate(send);
+    }
+  },
+  (dir, err) => {
+    const code = (err as { code?: unknown } | undefined)?.code;
+    post({ failed: { dir, message: err instanceof Error ? err.message : String(err), ...(typeof code === 'string' ? { code } : {}) } });
+  },
+  (dir) => post({ dropped: dir }),
+);
+
+port.on('message', (m: ToWatches) => {
+  if (m.clear === true) watcher.unwatchAll();
+  for (const op of m.ops) {
+    if (op.startsWith('+')) watcher.watch(op.slice(1), undefined);
+    else watcher.unwatch(op.slice(1));
+  }
+  if (m.sync !== undefined) post({ synced: m.sync });
+});
