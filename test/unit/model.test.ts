@@ -388,6 +388,28 @@ describe('watches kept in a worker thread', function () {
     assert.match(errors[0], /The watcher thread stopped .*; watching in this thread instead\./);
   });
 
+  it('a worker that dies after its watches are made: they are made again in this thread, and onError says so once', async () => {
+    // The real worker, which ends itself once it has made the first watches (as a crash would).
+    const dying = path.join(dir, 'dying-worker.js');
+    fs.writeFileSync(dying, `require(${JSON.stringify(path.resolve(__dirname, '../../src/core/watch/watchWorker.js'))});
+      require('worker_threads').parentPort.once('message', () => setTimeout(() => process.exit(7), 200));`);
+    const { seen, errors } = watching(dying);
+    for (const d of ['a', 'b']) fs.mkdirSync(path.join(dir, d));
+    watcher!.watch(path.join(dir, 'a'), 'a');
+    watcher!.watch(path.join(dir, 'b'), 'b');
+    await watcher!.ready();
+    await waitFor(() => (errors.length > 0 ? true : undefined), 5_000, 'the worker to die');
+    await watcher!.ready();
+    watcher!.unwatch(path.join(dir, 'b'));
+    fs.writeFileSync(path.join(dir, 'a', 'x'), '');
+    fs.writeFileSync(path.join(dir, 'b', 'x'), '');
+    await waitFor(() => (seen.some((e) => e.data === 'a') ? true : undefined), 5_000, 'the change in a, seen from this thread');
+    await new Promise((r) => setTimeout(r, 100));
+    assert.deepEqual([...new Set(seen.map((e) => e.data))], ['a']);
+    assert.equal(errors.length, 1);
+    assert.match(errors[0], /The watcher thread stopped \(the watcher thread exited with code 7\); watching in this thread instead\./);
+  });
+
   it('keeps no process alive: one that watches and returns exits by itself', async () => {
     const script = `const { ThreadWatcher } = require(${JSON.stringify(path.resolve(__dirname, '../../src/core/watch/threadWatcher'))});
       const w = new ThreadWatcher(() => {}, (d, e) => { console.error(String(e)); process.exitCode = 3; });
