@@ -20,9 +20,11 @@ import { StagingError } from '../../src/core/errors';
 import { acquire } from '../../src/core/lock';
 import type { Io } from '../../src/core/io';
 import { LOCK_NAME } from '../../src/core/protocol';
+import { procStat } from '../../src/core/holder';
 import { forceRelease } from '../../src/core/remove';
 import { Journal } from '../../src/core/stage/journal';
 import { stage } from '../../src/core/stage/stage';
+import type { StageProgress } from '../../src/core/stage/types';
 import { areaJunk, artifactsOnDisk, changes, checkArea, exchanger, fingerprint, plantCanaries, sha256 } from '../attack';
 import { WORKERS, cleanup, report, run, tempDir } from '../helpers';
 
@@ -35,6 +37,9 @@ function artifacts(area: string): Map<string, string> {
   }
   return out;
 }
+
+/** Waited on with Atomics.wait to pause this thread for a moment; nothing ever wakes it. */
+const pauseCell = new Int32Array(new SharedArrayBuffer(4));
 
 function write(root: string, files: Record<string, string | Buffer>): void {
   for (const [name, data] of Object.entries(files)) {
@@ -235,36 +240,39 @@ describe('stage: a commit cut off, a lock lost, the work directory tampered with
       const tag = `swap/t${trial}`;
       const before = fingerprint(outside);
       let racer: ChildProcess | undefined;
-      let watching = true;
-      // Once the staging has made its first new directory in the work directory, exchange it with a link to outside.
-      const watcher = (async (): Promise<void> => {
+      // Once the staging has written its first artifact into a new directory of the work directory,
+      // that directory is exchanged with a link to outside. The stager waits, inside its progress
+      // report, until the kernel shows an exchange made: only then can it go on writing and commit,
+      // so the exchanges always meet both, however late the racer's process gets going.
+      const onProgress = (p: StageProgress): void => {
+        if (racer !== undefined || p.artifacts < 1) return;
         const lock = path.join(staticDir, tag, LOCK_NAME);
-        while (watching && racer === undefined) {
-          const work = fs.existsSync(lock) ? fs.readdirSync(lock).find((n) => n.startsWith('work.')) : undefined;
-          const made = work !== undefined ? fs.readdirSync(path.join(lock, work)).find((n) => n.startsWith('dir.')) : undefined;
-          if (work !== undefined && made !== undefined) {
-            const link = path.join(lock, work, 'zz-link');
-            fs.symlinkSync(outside, link);
-            racer = spawn(swapper[0], [...swapper.slice(1), path.join(lock, work, made), link], { stdio: ['ignore', 'pipe', 'ignore'] });
-            break;
-          }
-          await new Promise((r) => setImmediate(r));
-        }
-      })().catch(() => undefined);
-      const result = await stage(staticDir, tag, [src]).then(
+        const work = fs.readdirSync(lock).find((n) => n.startsWith('work.'));
+        const made = work !== undefined ? fs.readdirSync(path.join(lock, work)).find((n) => n.startsWith('dir.')) : undefined;
+        if (work === undefined || made === undefined) return;
+        const link = path.join(lock, work, 'zz-link');
+        fs.symlinkSync(outside, link);
+        racer = spawn(swapper[0], [...swapper.slice(1), path.join(lock, work, made), link], { stdio: ['ignore', 'pipe', 'ignore'] });
+        // An exchange seen means the racer also listens for SIGTERM (it does before its first).
+        // Waited for synchronously, so the event loop never learns of a racer that died: the kernel
+        // says so. The deadline only keeps a racer that never exchanges from hanging the run (no
+        // timer fires meanwhile); the assertion on the exchanges then fails.
+        const pid = racer.pid;
+        const deadline = Date.now() + 60_000;
+        const alive = (): boolean => pid !== undefined && !['Z', 'X', undefined].includes(procStat(pid)?.state);
+        while (!fs.lstatSync(link).isDirectory() && alive() && Date.now() < deadline) Atomics.wait(pauseCell, 0, 0, 1);
+      };
+      const result = await stage(staticDir, tag, [src], { onProgress }).then(
         () => 'staged',
         (err: unknown) => (err instanceof StagingError ? err.code : String(err)),
       );
-      watching = false;
-      await watcher;
-      if (racer !== undefined) {
-        let out = '';
-        racer.stdout!.on('data', (d: Buffer) => (out += d.toString()));
-        const done = new Promise((r) => racer!.once('close', r));
-        racer.kill('SIGTERM');
-        await done;
-        swaps += Number(out.trim()) || 0;
-      }
+      assert.ok(racer !== undefined, `trial ${trial} (${result}): the staging never wrote into a new directory of its work directory`);
+      let out = '';
+      racer.stdout!.on('data', (d: Buffer) => (out += d.toString()));
+      const done = new Promise((r) => racer!.once('close', r));
+      racer.kill('SIGTERM');
+      await done;
+      swaps += Number(out.trim()) || 0;
       outcomes[result] = (outcomes[result] ?? 0) + 1;
       const diff = changes(outside, before, fingerprint(outside));
       assert.deepEqual(diff, [], `trial ${trial} (${result}): changed outside the static directory`);
