@@ -8,6 +8,7 @@ import * as fs from 'fs';
 import * as path from 'path';
 import { acquire, LockStates, naturalOrder, stage, threadWatcher, type AreaRecord, type Counts, type StateChange } from '../../src/core';
 import { ThreadWatcher } from '../../src/core/watch/threadWatcher';
+import { NewsBatch } from '../../src/core/watch/watchProtocol';
 import { inThreadWatcher, type WatchEvent, type WatcherFactory } from '../../src/core/watch/watcher';
 import { Mine } from '../../src/model/mine';
 import { matches, sortBuilds, NO_FILTER } from '../../src/model/view';
@@ -408,6 +409,22 @@ describe('watches kept in a worker thread', function () {
     assert.deepEqual([...new Set(seen.map((e) => e.data))], ['a']);
     assert.equal(errors.length, 1);
     assert.match(errors[0], /The watcher thread stopped \(the watcher thread exited with code 7\); watching in this thread instead\./);
+  });
+
+  it('sends a burst of the same event once a turn, keeping every different one in order', () => {
+    const batch = new NewsBatch();
+    for (let i = 0; i < 10_000; i++) {
+      batch.add({ dir: '/s/eve/R1', name: 'x', kind: 'change' });
+      batch.add({ dir: '/s/eve/R1', name: 'x', kind: 'rename' });
+    }
+    batch.add({ dir: '/s/eve/R2', name: 'x', kind: 'change' });
+    batch.add({ dir: '/s/eve/R1', name: null, kind: 'rename' });
+    batch.add({ dir: '/s/eve/R1', name: 'devserver.lock', kind: 'rename' });
+    batch.add({ dir: '/s/eve/R1', name: 'x', kind: 'change' });
+    assert.deepEqual(
+      batch.events.map((e) => `${e.kind} ${e.dir} ${String(e.name)}`),
+      ['change /s/eve/R1 x', 'rename /s/eve/R1 x', 'change /s/eve/R2 x', 'rename /s/eve/R1 null', 'rename /s/eve/R1 devserver.lock'],
+    );
   });
 
   it('keeps no process alive: one that watches and returns exits by itself', async () => {

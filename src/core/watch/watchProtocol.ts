@@ -23,3 +23,20 @@ export type FromWatches =
   | { failed: { dir: string; message: string; code?: string } }
   | { dropped: string }
   | { synced: number };
+
+/**
+ * The news of one turn of the watches' thread, each different event once: the model only notes
+ * that a directory changed (and how), so a burst of the same event (a co-user's loop touching one
+ * file) crosses to it once, and what waits to cross stays as small as the set of names touched.
+ */
+export class NewsBatch {
+  private readonly seen = new Set<string>();
+  readonly events: WatchNews[] = [];
+
+  add(e: WatchNews): void {
+    const key = `${e.kind}\0${e.dir}\0${e.name ?? '\0'}`;
+    if (this.seen.has(key)) return;
+    this.seen.add(key);
+    this.events.push(e);
+  }
+}

@@ -4,29 +4,27 @@
  */
 import { parentPort } from 'worker_threads';
 import { DirectoryWatcher } from './watcher';
-import type { FromWatches, ToWatches, WatchNews } from './watchProtocol';
+import { NewsBatch, type FromWatches, type ToWatches } from './watchProtocol';
 
 const port = parentPort;
 if (port === null) throw new Error('watchWorker.js runs as a worker thread of the model (threadWatcher.ts).');
 
 const post = (m: FromWatches): void => port.postMessage(m);
-let news: WatchNews[] = [];
-let sending = false;
+let news: NewsBatch | undefined;
 
 function send(): void {
-  sending = false;
   const batch = news;
-  news = [];
-  post({ events: batch });
+  news = undefined;
+  if (batch !== undefined) post({ events: batch.events });
 }
 
 const watcher = new DirectoryWatcher<undefined>(
   ({ dir, name, kind }) => {
-    news.push({ dir, name, kind });
-    if (!sending) {
-      sending = true;
+    if (news === undefined) {
+      news = new NewsBatch();
       setImmediate(send);
     }
+    news.add({ dir, name, kind });
   },
   (dir, err) => {
     const code = (err as { code?: unknown } | undefined)?.code;
