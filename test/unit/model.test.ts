@@ -427,6 +427,29 @@ describe('watches kept in a worker thread', function () {
     );
   });
 
+  it("the model, when its worker cannot start, warns that it watches in its own thread and goes on following locks", async () => {
+    fs.mkdirSync(path.join(dir, 'eve', 'R1'), { recursive: true });
+    fs.writeFileSync(path.join(dir, 'eve', 'R1', 'staged.timestamp'), '');
+    const warned: string[] = [];
+    const broken: WatcherFactory = (onEvent, onError) => new ThreadWatcher(onEvent, onError, path.join(dir, 'no-such-worker.js'));
+    const states = new LockStates(timing, { warn: (m: string) => void warned.push(m) }, { watcher: broken });
+    try {
+      states.scan([dir]);
+      await waitFor(() => (states.record(dir, 'eve/R1') !== undefined ? true : undefined), 5_000, 'the scan');
+      await states.settled();
+      const lease = await acquire(dir, 'eve/R1', { ...timing, createOnce: false });
+      try {
+        await waitFor(() => (states.record(dir, 'eve/R1')?.lock?.state === 'held' ? true : undefined), 5_000, 'the lock seen');
+      } finally {
+        await lease.release();
+      }
+      assert.equal(warned.length, 1, warned.join('\n'));
+      assert.match(warned[0], /^The watcher thread stopped \(.*\); watching in this thread instead\.$/);
+    } finally {
+      states.dispose();
+    }
+  });
+
   it('keeps no process alive: one that watches and returns exits by itself', async () => {
     const script = `const { ThreadWatcher } = require(${JSON.stringify(path.resolve(__dirname, '../../src/core/watch/threadWatcher'))});
       const w = new ThreadWatcher(() => {}, (d, e) => { console.error(String(e)); process.exitCode = 3; });

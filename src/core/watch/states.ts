@@ -20,7 +20,7 @@ import { usage } from '../usage';
 import type { ListEntry, LockInfo, Timing } from '../types';
 import { Emitter, type Disposable } from './emitter';
 import { isAtOrBelow, keyOf, parentTag, type AreaKind, type AreaRecord, type AreaRef, type Artifact, type Counts } from './records';
-import { inThreadWatcher, type WatchEvent, type Watcher, type WatcherFactory } from './watcher';
+import { inThreadWatcher, WATCH_THREAD_STOPPED, type WatchEvent, type Watcher, type WatcherFactory } from './watcher';
 
 export interface StateChange extends AreaRef {
   /** `state`: the area's own lock (or marks) changed. `children`: what is inside it came or went. */
@@ -133,7 +133,10 @@ export class LockStates implements Disposable {
   ) {
     this.watcher = watcher<AreaRef>(
       (e) => this.onWatchEvent(e),
-      (dir, err) => warnings.warn(`Cannot watch ${dir} (${String(err)}); its lock states update on refresh only.`),
+      (dir, err) =>
+        warnings.warn(
+          (err as { code?: unknown }).code === WATCH_THREAD_STOPPED ? (err as Error).message : `Cannot watch ${dir} (${String(err)}); its lock states update on refresh only.`,
+        ),
     );
   }
 

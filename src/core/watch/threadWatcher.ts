@@ -18,7 +18,7 @@
 import * as path from 'path';
 import { Worker } from 'worker_threads';
 import { pause } from '../slices';
-import { DirectoryWatcher, type WatchEvent, type Watcher, type WatcherFactory } from './watcher';
+import { DirectoryWatcher, WATCH_THREAD_STOPPED, type WatchEvent, type Watcher, type WatcherFactory } from './watcher';
 import type { FromWatches, ToWatches } from './watchProtocol';
 
 /** Where the build puts the worker: beside the bundle that loads this (or beside this file, compiled). */
@@ -70,7 +70,8 @@ export class ThreadWatcher<T> implements Watcher<T> {
       return this.here.unwatchAll();
     }
     this.data.clear();
-    // Whatever was asked before is undone by the clear.
+    // Whatever was asked before is undone by the clear. (No batch waits with a `sync` in it:
+    // `ready()` sends its batch at once.)
     this.batch = undefined;
     if (this.worker !== undefined) this.request().clear = true;
   }
@@ -151,7 +152,8 @@ export class ThreadWatcher<T> implements Watcher<T> {
     if (this.worker !== worker || this.disposed) return;
     this.worker = undefined;
     void worker.terminate();
-    this.onError(this.script, new Error(`The watcher thread stopped (${err instanceof Error ? err.message : String(err)}); watching in this thread instead.`));
+    const stopped = new Error(`The watcher thread stopped (${err instanceof Error ? err.message : String(err)}); watching in this thread instead.`);
+    this.onError(this.script, Object.assign(stopped, { code: WATCH_THREAD_STOPPED }));
     const here = new DirectoryWatcher<T>(this.onEvent, this.onError);
     this.here = here;
     for (const [dir, data] of this.data) this.rewatching.set(dir, data);

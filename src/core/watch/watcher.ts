@@ -26,6 +26,12 @@ export interface Watcher<T> extends Disposable {
   ready(): Promise<void>;
 }
 
+/**
+ * The code of the error a watcher gives `onError` when the thread its watches were kept in has
+ * stopped and they are kept in this one instead: nothing is unwatched, unlike for other errors.
+ */
+export const WATCH_THREAD_STOPPED = 'EWATCHTHREAD';
+
 /** Makes the model's watcher: the seam where the extension puts its watches in a thread of their own. */
 export type WatcherFactory = <T>(onEvent: (e: WatchEvent<T>) => void, onError: (dir: string, err: unknown) => void) => Watcher<T>;
 
