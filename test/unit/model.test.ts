@@ -1,7 +1,9 @@
 /**
  * The extension's model of a static directory (src/model/), under plain mocha on real
  * directories and real locks: which directories are builds and which are folders, what a folder
- * counts, what is bookkeeping, how it follows other processes' locks, and the filter and order.
+ * counts, what is bookkeeping, how it follows other processes' locks (with its watches in this
+ * thread, as the command line keeps them, and in a worker thread, as the extension does), and the
+ * filter and order.
  */
 import { strict as assert } from 'assert';
 import * as fs from 'fs';
