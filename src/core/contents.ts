@@ -82,7 +82,9 @@ async function fromManifest(
     const seen = known?.manifest ?? known?.unfit;
     const read = await readRecordUnlessSeen(build.at(MANIFEST_FILE), shown, maxBytes, seen);
     if (read.bytes === undefined) return known?.manifest !== undefined ? { counted: known } : { unfit: read.identity };
-    const settled = Date.now() + (await fsClockSkew(area.realStaticDir)) - read.changedMs >= settlingMs;
+    // In whole milliseconds, as Date.now() counts them: a change time has a fraction, and one
+    // within the current millisecond is not in the future.
+    const settled = Date.now() + (await fsClockSkew(area.realStaticDir)) - Math.floor(read.changedMs) >= settlingMs;
     const judged = await judgeManifest(read.bytes, shown, { maxParse: MAX_PARSE });
     if ('damaged' in judged || judged.entries.length === 0) return settled ? { unfit: read.identity } : {};
     let bytes = 0;

@@ -81,6 +81,19 @@ describe('a build’s figures for its tooltip', () => {
     assert.equal(touched?.artifacts, 4);
   });
 
+  it('keeps the figures of a manifest changed within the current millisecond when nothing need settle', async () => {
+    // A change time has a fraction of a millisecond and Date.now() has none: compared as they
+    // are, a manifest read in the millisecond it was renamed into place looked changed in the future.
+    const text = await manifestOf([1, 2, 3, 4]);
+    let unkept = 0;
+    for (let i = 0; i < 200; i++) {
+      fs.writeFileSync(`${manifest}.new`, text);
+      fs.renameSync(`${manifest}.new`, manifest);
+      if ((await buildContents(staticDir, 'eve/R1', 1024 * 1024, undefined, 0))?.manifest === undefined) unkept++;
+    }
+    assert.equal(unkept, 0, `${unkept} of 200 reads right after the rename were not kept`);
+  });
+
   it('counts the files at the top where the manifest is missing, damaged, too large, a link or a FIFO', async () => {
     const cache = new ContentsCache(4096, { settlingMs: 0 });
     const filesOnly = { artifacts: 1, bytes: 10 };
