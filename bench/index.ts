@@ -11,7 +11,7 @@ import * as path from 'path';
 import { performance } from 'perf_hooks';
 import * as lockfile from 'proper-lockfile';
 import { openDir } from '../src/core/anchored';
-import { readFence } from '../src/core/fence';
+import { lookAtCounter, proposeToken, settleToken } from '../src/core/fence';
 import { HistorySegment, flushHistory, recordHistory } from '../src/core/history';
 import { makeHolder } from '../src/core/holder';
 import { clearLitter } from '../src/core/litter';
@@ -155,14 +155,15 @@ async function benchCycle(root: string, rows: Row[]): Promise<void> {
       run: async () => (await openDir(path.join(realStaticDir, 'ours'), false, io.sync)).close(),
     },
     { name: 'the line (one lstat)', run: () => io.lstatOrNull(path.join(realStaticDir, META_DIR, QUEUE_DIR)) },
-    { name: 'read the counter', run: () => readFence(io, opened, staticDir) },
+    { name: 'read the counter', run: () => lookAtCounter(io, opened, staticDir) },
     { name: 'owner record (JSON)', run: async () => holderJson(1) },
     {
       name: 'lock, token, release',
       run: async () => {
-        const fence = (await readFence(io, opened, staticDir)) + 1;
+        const ctx = { io, area: opened, shownArea: staticDir, floor: 0 };
+        const fence = await proposeToken(ctx);
         const lockPath = path.join(staticDir, 'ours', 'devserver.lock');
-        const state: LockFsState = { io, area: opened, lockPath, ownerJson: holderJson(fence), workName: 'work.bench', mode: 0o755, skewMs: 0, fence, created: false, dev };
+        const state: LockFsState = { io, area: opened, lockPath, ownerJson: holderJson(fence), workName: 'work.bench', mode: 0o755, skewMs: 0, created: false, dev };
         const lockFs = makeLockFs(state);
         const release = await lockfile.lock(path.join(staticDir, 'ours', 'devserver'), {
           lockfilePath: lockPath,
@@ -173,6 +174,8 @@ async function benchCycle(root: string, rows: Row[]): Promise<void> {
           fs: lockFs,
         });
         rememberPrecision(lockFs, state);
+        await settleToken(ctx, 'devserver.lock/work.bench', fence);
+        state.settled = true;
         await release();
         closeLockFd(state);
       },

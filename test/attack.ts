@@ -344,3 +344,54 @@ export async function pool<T>(items: readonly T[], concurrency: number, fn: (ite
     }),
   );
 }
+
+/** Python through the kernel's inotify: prints every create, delete and move of `name` in the directory argv[1] ('ready' first). */
+const WATCH_NAME_PY = `
+import ctypes, os, struct, sys, select
+libc = ctypes.CDLL(None, use_errno=True)
+fd = libc.inotify_init()
+if libc.inotify_add_watch(fd, sys.argv[1].encode(), 0x40 | 0x80 | 0x100 | 0x200) < 0:
+    sys.exit('inotify_add_watch failed: %d' % ctypes.get_errno())
+print('ready', flush=True)
+kinds = {0x40: 'moved from', 0x80: 'moved to', 0x100: 'created', 0x200: 'deleted'}
+while True:
+    r, _, _ = select.select([fd, sys.stdin], [], [])
+    if sys.stdin in r and not sys.stdin.readline():
+        break
+    if fd not in r:
+        continue
+    buf = os.read(fd, 65536)
+    i = 0
+    while i < len(buf):
+        _, mask, _, n = struct.unpack_from('iIII', buf, i)
+        name = buf[i + 16:i + 16 + n].rstrip(b'\\0').decode('utf8', 'replace')
+        i += 16 + n
+        if name == sys.argv[2]:
+            print(' '.join(v for k, v in kinds.items() if mask & k), flush=True)
+`;
+
+/**
+ * Watches, with the kernel's inotify, every time `name` in `dir` is created, deleted or moved, from
+ * the moment the promise resolves until `stop()`, which gives what happened. (Node's fs.watch tells
+ * a directory's new attributes, a heartbeat, as a "rename" too.)
+ */
+export async function watchName(dir: string, name: string): Promise<{ stop(): Promise<string[]> }> {
+  const child = spawn('python3', ['-c', WATCH_NAME_PY, dir, name], { stdio: ['pipe', 'pipe', 'pipe'] });
+  let out = '';
+  let err = '';
+  child.stderr.on('data', (d: Buffer) => (err += d.toString()));
+  await new Promise<void>((resolve, reject) => {
+    child.stdout.on('data', (d: Buffer) => {
+      out += d.toString();
+      if (out.startsWith('ready\n')) resolve();
+    });
+    child.once('exit', () => reject(new Error(`the inotify watcher of ${dir} ended: ${err}`)));
+  });
+  return {
+    stop: () =>
+      new Promise((resolve) => {
+        child.once('exit', () => resolve(out.split('\n').slice(1).filter((l) => l !== '')));
+        child.stdin.end();
+      }),
+  };
+}

@@ -21,10 +21,10 @@ export { COMMIT_FILE };
 export interface CommitStep {
   /** Where the entry goes: '/'-separated, relative to the area. Its parents exist when it runs. */
   to: string;
-  /** The entry's name inside the work directory before the step. */
-  from: string;
+  /** The entry's name inside the work directory before the step; none when the step only sets `to` aside (a destroy). */
+  from?: string;
   /** Its inode: what the undo recognises it by. */
-  ino: number;
+  ino?: number;
   /** Where the entry it replaced was set aside, inside the work directory. */
   aside?: string;
 }
@@ -44,7 +44,7 @@ export function parseCommit(text: string): CommitRecord | undefined {
     const oneName = (n: unknown): boolean => typeof n === 'string' && n !== '' && n !== '.' && n !== '..' && !n.includes('/') && !n.includes('\0');
     const steps = raw.steps.filter(
       (s): s is CommitStep =>
-        typeof s === 'object' && s !== null && typeof s.to === 'string' && oneName(s.from) && typeof s.ino === 'number' && (s.aside === undefined || oneName(s.aside)),
+        typeof s === 'object' && s !== null && typeof s.to === 'string' && (s.from === undefined ? s.aside !== undefined : oneName(s.from) && typeof s.ino === 'number') && (s.aside === undefined || oneName(s.aside)),
     );
     return { version: 1, steps };
   } catch {
@@ -99,6 +99,13 @@ export async function undoCommit(area: Dir, workPath: string, steps: readonly Co
     const { dir, name } = where;
     try {
       const st = await fs.promises.lstat(dir.at(name)).catch(() => null);
+      if (step.from === undefined) {
+        // Only set aside (a destroy): it comes back unless something new took its place.
+        if (st === null && step.aside !== undefined) await fs.promises.rename(`${workPath}/${step.aside}`, dir.at(name)).catch((err: unknown) => {
+          if (errnoCode(err) !== 'ENOENT') throw err;
+        });
+        continue;
+      }
       if (st !== null && st.ino === step.ino) {
         await fs.promises.rename(dir.at(name), `${workPath}/undone.${i}`);
       }

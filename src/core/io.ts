@@ -32,6 +32,8 @@ export interface Io {
   readlink(p: string): Promise<string>;
   /** Makes `p` a symbolic link whose text is `text`; EEXIST if anything is there. */
   symlink(text: string, p: string): Promise<void>;
+  /** The names in the directory `p`. */
+  readdir(p: string): Promise<string[]>;
 }
 
 const isMissing = (err: unknown): boolean => {
@@ -71,6 +73,7 @@ export const asyncIo: Io = {
   chmod: promisify(fs.chmod),
   readlink: promisify(fs.readlink),
   symlink: promisify(fs.symlink),
+  readdir: promisify(fs.readdir) as (p: string) => Promise<string[]>,
 };
 
 export const syncIo: Io = {
@@ -97,6 +100,7 @@ export const syncIo: Io = {
   chmod: (p, mode) => settle(() => fs.chmodSync(p, mode)),
   readlink: (p) => settle(() => fs.readlinkSync(p)),
   symlink: (text, p) => settle(() => fs.symlinkSync(text, p)),
+  readdir: (p) => settle(() => fs.readdirSync(p)),
 };
 
 /**

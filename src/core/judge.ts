@@ -10,16 +10,19 @@ import { printable } from './format';
 import { isOnThisMachine, parseHolder } from './holder';
 import { cachesAttributes, lstatOf, statOf } from './io';
 import { isLockAlive } from './lifetime';
-import { LOCK_NAME, LOCK_PROBE_PREFIX, MAX_OWNER_BYTES, OWNER_FILE } from './protocol';
+import { LOCK_NAME, LOCK_PROBE_PREFIX, MAX_OWNER_BYTES, OWNER_FILE, WORK_PREFIX } from './protocol';
 import type { Area } from './tags';
 import type { Holder, LegacyHolder, LockInfo, Timing } from './types';
 
 /** What identifies one lock instance, so a takeover removes the lock it judged and no later one. */
 export interface LockIdentity {
+  /** As this client numbers it: good for this process's own looks, never across hosts. */
   ino: number;
   mtimeMs: number;
   token?: string;
   isDirectory: boolean;
+  /** Whether the lock holds its holder's work directory `work.<token>`: then it is taken apart by that name (unlock.ts). */
+  hasWork?: boolean;
 }
 
 export interface Judged {
@@ -97,7 +100,10 @@ export async function judgeLock(
   const holder = record.holder;
   if (holder !== undefined) {
     info.holder = holder;
-    if (holder.token !== '') identity.token = holder.token;
+    if (holder.token !== '') {
+      identity.token = holder.token;
+      identity.hasWork = record.moved === true || (await lstatOf(`${lockPath}/${WORK_PREFIX}${holder.token}`).then(() => true, () => false));
+    }
     const acquired = Date.parse(holder.acquiredAt);
     if (Number.isFinite(acquired)) info.ageMs = Math.max(0, nowFsMs - acquired);
   }
@@ -142,20 +148,34 @@ export async function judgeLock(
  * A lock's owner record: the holder, nothing (no record: a bare lock of another tool, judged by
  * its heartbeat), or why a record that is there cannot be read.
  */
-async function readOwnerRecord(lockPath: string, shownLock: string): Promise<{ holder?: Holder; unreadable?: string }> {
+async function readOwnerRecord(lockPath: string, shownLock: string): Promise<{ holder?: Holder; unreadable?: string; moved?: boolean }> {
   const file = path.join(shownLock, OWNER_FILE);
   let text: string;
   try {
     text = await readRecord(`${lockPath}/${OWNER_FILE}`, file, MAX_OWNER_BYTES);
   } catch (err) {
     const code = errnoCode(err);
-    if (code === 'ENOENT' || code === 'ENOTDIR') return {};
+    if (code === 'ENOENT' || code === 'ENOTDIR') return code === 'ENOENT' ? await readMovedRecord(lockPath, shownLock) : {};
     if (code === 'EACCES' || code === 'EPERM') return { unreadable: `its holder record ${file} cannot be read by this user (permission denied), so it is taken as held` };
     return { unreadable: `its holder record ${file} cannot be read (${err instanceof Error ? err.message : String(err)}), so it is taken as held` };
   }
   const holder = parseHolder(text);
   if (holder === undefined) return { unreadable: `its holder record ${file} is not a valid record, so it is taken as held` };
   return { holder };
+}
+
+/**
+ * The record of a lock being taken apart (unlock.ts): its holder's release, or a takeover, moved it
+ * into the instance's work directory and was cut off there. The lock is still that holder's, judged
+ * as usual, and whoever takes it over goes on from where it stopped.
+ */
+async function readMovedRecord(lockPath: string, shownLock: string): Promise<{ holder?: Holder; moved?: boolean }> {
+  const names = await fs.promises.readdir(lockPath).catch(() => [] as string[]);
+  const works = names.filter((n) => n.startsWith(WORK_PREFIX));
+  if (works.length !== 1) return {};
+  const text = await readRecord(`${lockPath}/${works[0]}/${OWNER_FILE}`, path.join(shownLock, works[0], OWNER_FILE), MAX_OWNER_BYTES).catch(() => undefined);
+  const holder = text === undefined ? undefined : parseHolder(text);
+  return holder !== undefined && `${WORK_PREFIX}${holder.token}` === works[0] ? { holder, moved: true } : {};
 }
 
 /** FUSE keeps attributes for 1 s by default; a little more to be past it. */

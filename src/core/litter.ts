@@ -13,6 +13,7 @@
 import * as fs from 'fs';
 import { openBelow, removeTree, removeTreeSync, type Dir } from './anchored';
 import { readCommit, undoCommit } from './commit';
+import { restoreCarriers } from './fence';
 import { isPidAlive, parseSideName, thisMachine } from './holder';
 import type { Io } from './io';
 import { LOCK_FENCED_PREFIX, LOCK_NAME, LOCK_NEW_PREFIX, LOCK_PROBE_PREFIX, LOCK_TRASH_PREFIX, PART_PREFIX, WORK_PREFIX } from './protocol';
@@ -46,7 +47,10 @@ export async function clearLitter(io: Io, area: Dir, timing: Timing): Promise<fs
       litter = await isDeadOwners(area, name, LOCK_NEW_PREFIX, timing);
     } else if (name.startsWith(LOCK_TRASH_PREFIX)) {
       litter = await isDeadOwners(area, name, LOCK_TRASH_PREFIX, timing);
-    } else if (name.startsWith(LOCK_PROBE_PREFIX)) {
+    }
+    // A holder that took the fencing counter and died before publishing it left it in its work
+    // directory: back into the counter before that directory goes.
+    if (litter && !name.startsWith(PART_PREFIX)) await restoreCarriers(io, area, name); else if (name.startsWith(LOCK_PROBE_PREFIX)) {
       const st = await io.lstatOrNull(area.at(name)).catch(() => null);
       litter = st !== null && Date.now() - st.mtimeMs > PROBE_LITTER_MS;
     } else if (name.startsWith(PART_PREFIX)) {
@@ -72,6 +76,12 @@ async function undoFenced(area: Dir, name: string): Promise<void> {
     return; // not a directory of ours: removed as litter all the same
   }
   try {
+    // A work directory kept on its own (this version), or a whole lock holding work directories (earlier builds).
+    const own = await readCommit(fenced.at('.'));
+    if (own !== undefined) {
+      await undoCommit(area, fenced.at('.'), own.steps);
+      return;
+    }
     for (const work of await fs.promises.readdir(fenced.at('.'))) {
       if (!work.startsWith(WORK_PREFIX)) continue;
       const dir = await openBelow(fenced, work).catch(() => undefined);

@@ -11,19 +11,20 @@ import { openDirIfThere, openDirWhere, type Dir } from './anchored';
 import { fsClockSkew } from './clock';
 import { StagingError, asStagingError, errnoCode } from './errors';
 import { printable } from './format';
-import { readFence } from './fence';
+import { proposeToken, settleToken, stagedToken, type FenceContext } from './fence';
 import { makeHolder } from './holder';
-import { HistorySegment, actorOf, recordHistory, removalEvent, type HistoryOptions, type NewHistoryEvent } from './history';
+import { step } from './steps';
+import { HistorySegment, actorOf, history, recordHistory, removalEvent, type HistoryOptions, type NewHistoryEvent } from './history';
 import { ioFor, type Io } from './io';
 import { judgeLock, lockPathOf } from './judge';
 import { clearLitter } from './litter';
-import { closeLockFd, ensureWorkDir, isOurLock, makeLockFs, rememberPrecision, type LockFsState } from './lockfs';
-import { LOCK_NAME, LOCK_TARGET, WORK_PREFIX, clampTiming } from './protocol';
+import { closeLockFd, makeLockFs, rememberPrecision, workOf, type LockFsState } from './lockfs';
+import { LOCK_TARGET, WORK_PREFIX, clampTiming } from './protocol';
 import { findHeldAbove, findHeldInside, findNestingConflict, type NestingConflict } from './nesting';
 import { Line, describeWaiter, type OnQueue } from './queue';
-import { claimInstance, dropClaim, removeInstance } from './takeover';
+import { fenceOf, removeInstance } from './takeover';
 import { openArea, parseTag, removeCreated, resolveArea, resolveStaticDir, type Area, type CreatedDir } from './tags';
-import { destroyArea } from './trash';
+import { destroyHeld } from './trash';
 import type { Holder, LockInfo, QueueEntry, Timing } from './types';
 
 export interface AcquireOptions extends Partial<Timing>, HistoryOptions {
@@ -72,6 +73,8 @@ export class Lease extends EventEmitter<LeaseEvents> {
   readonly area: Dir;
   /** The work directory's path, named through the lock (see `workDir`). */
   private readonly workPath: string;
+  /** The real path of the static directory, for a destroy's trash. */
+  private readonly realStaticDir: string;
   /** The directories this acquisition created, the area last: a destroy removes the parents too. */
   private readonly createdDirs: readonly CreatedDir[];
   private readonly closeParents: () => void;
@@ -94,7 +97,8 @@ export class Lease extends EventEmitter<LeaseEvents> {
     this.holder = holder;
     this.fence = holder.fence ?? 0;
     this.area = opened.dir;
-    this.workPath = opened.dir.at(`${LOCK_NAME}/${fsState.workName}`);
+    this.realStaticDir = area.realStaticDir;
+    this.workPath = opened.dir.at(workOf(fsState));
     this.createdDirs = [...opened.created];
     this.closeParents = opened.closeParents;
     this.created = this.createdDirs.length > 0;
@@ -105,12 +109,9 @@ export class Lease extends EventEmitter<LeaseEvents> {
   /**
    * The holder's work directory, named through the lock (`<area>/devserver.lock/work.<token>`).
    * Every change to the area goes into or out of it by rename; once the lock is taken away, the
-   * name leads nowhere and the change fails instead of landing (the fence). On a local filesystem
-   * it is made when first asked for (a lock only held costs no directory of its own), through the
-   * lock's descriptor, so it is made in this lease's lock and no other (see lockfs.ts).
+   * name leads nowhere and the change fails instead of landing (the fence).
    */
   get workDir(): string {
-    ensureWorkDir(this.fsState);
     return this.workPath;
   }
 
@@ -229,9 +230,10 @@ export class Lease extends EventEmitter<LeaseEvents> {
           path: this.dir,
         });
       } else if (nested === undefined) {
-        // proper-lockfile removes the lock through our rmdir: make that removal move the whole area
-        // away, checking that what it moved holds our lock.
-        this.fsState.removeHook = () => destroyArea(this.staticDir, this.area, this.tag, () => isOurLock(this.fsState));
+        // proper-lockfile removes the lock through our rmdir: make that removal take the area's
+        // entries with it (trash.ts).
+        this.fsState.removeHook = () =>
+          destroyHeld({ staticDir: this.staticDir, realStaticDir: this.realStaticDir, area: this.area, tag: this.tag, io: this.io, workName: this.fsState.workName });
       } else {
         refused = new StagingError('ELOCKED', `Did not destroy ${this.dir}: ${nested.dir} inside it is locked by ${describeHolder(nested)}. The lock was released.`, {
           path: nested.lockPath,
@@ -362,11 +364,13 @@ export async function acquire(staticDir: string, tag: string, options: AcquireOp
     const deadline = Date.now() + waitMs;
     let vanished = 0;
     let retries = 0;
+    // What the fencing counter was found at by an attempt that had to let go: the next proposes above it.
+    const counter = { hint: 0 };
     for (;;) {
       if (options.signal?.aborted === true) throw cancelled(area, options.signal);
       // Those who wait enter in turn: while a live waiter is ahead, this caller does not try (queue.ts).
       const ahead = await line.ahead();
-      const outcome = ahead.length > 0 ? ahead : await tryAcquire(area, opened, timing, options);
+      const outcome = ahead.length > 0 ? ahead : await tryAcquire(area, opened, timing, options, counter);
       if (outcome instanceof Lease) {
         await line.leave();
         handedOver = true;
@@ -476,14 +480,28 @@ function lockModeFor(area: Dir): number {
 }
 
 /** One attempt: the lease, 'retry', 'vanished' (the area is gone), or the judged lock that stands in the way. */
-async function tryAcquire(area: Area, opened: OpenedLockArea, timing: Timing, options: AcquireOptions): Promise<Lease | StagingError | 'retry' | 'vanished' | LockInfo> {
+async function tryAcquire(
+  area: Area,
+  opened: OpenedLockArea,
+  timing: Timing,
+  options: AcquireOptions,
+  counter: { hint: number },
+): Promise<Lease | StagingError | 'retry' | 'vanished' | LockInfo> {
   const skewMs = await fsClockSkew(area.realStaticDir);
   // The area may be on another filesystem than the static directory (a mount inside it).
   const io = await ioFor(opened.dir.at('.'), opened.dir.dev);
   let fence: number;
   let mode: number;
+  let fenceCtx: FenceContext;
   try {
-    fence = (await readFence(io, opened.dir, area.dir)) + 1;
+    fenceCtx = {
+      io,
+      area: opened.dir,
+      shownArea: area.dir,
+      floor: Math.max(counter.hint, await stagedToken(io, opened.dir, area.dir)),
+      recordedElsewhere: () => tokenInHistory(area),
+    };
+    fence = await proposeToken(fenceCtx);
     mode = lockModeFor(opened.dir);
   } catch (err) {
     // The opened area was removed meanwhile (a destroy next door).
@@ -507,7 +525,6 @@ async function tryAcquire(area: Area, opened: OpenedLockArea, timing: Timing, op
     workName: `${WORK_PREFIX}${holder.token}`,
     mode,
     skewMs,
-    fence,
     created: false,
     dev: opened.dir.dev,
   };
@@ -529,21 +546,46 @@ async function tryAcquire(area: Area, opened: OpenedLockArea, timing: Timing, op
     // The area was removed between creating or finding it and locking it (a destroy, or a
     // create-once attempt next door cleaning up after itself).
     if (errnoCode(err) === 'ENOENT') return 'vanished';
-    // The token was proposed before the lock was ours and another holder came and went since,
-    // which may have used it: the lock was let go again (lockfs.ts); propose anew.
-    if (errnoCode(err) === 'ERETRY') return 'retry';
     if (errnoCode(err) !== 'EEXIST') throw asStagingError(err, 'take the lock', lockPath);
     return judgeInTheWay(area, opened, timing, skewMs, options);
   }
   try {
-    // Whatever holders that died or were fenced left here is ours to clear now; the listing that
-    // tells serves the nesting check too.
+    // Whatever holders that died or were fenced left here is ours to clear now (before the token:
+    // a counter one of them took is put back); the listing that tells serves the nesting check.
     const listing = await clearLitter(io, opened.dir, timing);
+    try {
+      await settleToken(fenceCtx, workOf(state), fence);
+      state.settled = true;
+    } catch (err) {
+      const code = errnoCode(err);
+      // The counter was not where the proposal expected it (another holder came and went since it
+      // was read, or a client's cache answered), or the lock was taken away already: let go, and
+      // propose anew above what was found.
+      if (code === 'ERETRY' || code === 'ELOST') {
+        const hint = (err as { hint?: unknown }).hint;
+        if (typeof hint === 'number') counter.hint = Math.max(counter.hint, hint);
+        await lease.releaseQuietly();
+        return 'retry';
+      }
+      throw err;
+    }
     return await checkNesting(lease, area, timing, listing);
   } catch (err) {
     await lease.releaseQuietly();
     throw err;
   }
+}
+
+/**
+ * The greatest fencing token the area's history records: where an area has no counter at all (it
+ * was destroyed and made again, or its counter was removed), its tokens go on above those.
+ */
+async function tokenInHistory(area: Area): Promise<number> {
+  // Quietly: what cannot be read there (a link planted in its place) is said by whoever reads the history for itself.
+  const events = await history(area.staticDir, { tag: area.tag, limit: 1_000, warn: () => undefined }).catch(() => []);
+  let max = 0;
+  for (const e of events) if (e.fence !== undefined && e.fence > max) max = e.fence;
+  return max;
 }
 
 /** The lock exists: judge it, and take it over if it is stale (exactly one contender does). */
@@ -552,19 +594,17 @@ async function judgeInTheWay(area: Area, opened: OpenedLockArea, timing: Timing,
   const { info, identity } = await judgeLock({ ...area, opened: opened.dir }, timing, nowFs);
   if (info.state === 'free') return 'retry';
   if (info.state !== 'stale' || identity === undefined) return info;
-  const claim = await claimInstance(opened.dir, identity, timing.staleMs, nowFs);
-  if (claim === undefined) return info; // another contender is taking it over
+  step('takeover.judged');
   try {
     // A heartbeat since we judged it means its holder lives: then the lock is not ours to take.
     const requireSameMtime = info.holderAlive !== false;
-    if (!(await removeInstance(opened.dir, area.dir, identity, requireSameMtime, info.holder?.fence))) return info;
+    const io = await ioFor(opened.dir.at('.'), opened.dir.dev);
+    if (!(await removeInstance(opened.dir, area.dir, identity, { requireSameMtime, staleMs: timing.staleMs, nowFsMs: nowFs, ...fenceOf(info) }, io))) return info;
     await recordHistory(area.staticDir, removalEvent(area.tag, 'taken-over', info, options), options.warn);
     return 'retry';
   } catch (err) {
     if (err instanceof StagingError) return { ...info, staleReason: `${info.staleReason ?? 'stale'}; ${err.message}` };
     throw err;
-  } finally {
-    await dropClaim(opened.dir, claim);
   }
 }
 

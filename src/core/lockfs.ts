@@ -1,15 +1,12 @@
 /**
- * The filesystem proper-lockfile sees for one lock. proper-lockfile does the atomic mkdir, the
+ * The filesystem proper-lockfile sees for one lock. proper-lockfile does the atomic placing, the
  * heartbeat (utimes every refresh interval) and the compromise detection; this adapter adds what
  * the protocol needs on top, at the only seams proper-lockfile offers:
  *
- * - mkdir builds the whole lock under a temporary name (owner record and proposed fencing token
- *   inside) and renames it into place, so the lock never exists without its record: a holder
- *   killed at any instant leaves either no lock or a complete one, which the judge can tell dead
- *   from its pid. Then, still inside mkdir, it settles the token (see fence.ts): it reads the
- *   counter again and renames its proposal over it, or, if another holder came and went since the
- *   proposal, removes the lock again and fails with ERETRY. Doing this before proper-lockfile's
- *   first stat means the mtime proper-lockfile starts from is the lock's final one.
+ * - mkdir builds the whole lock under a temporary name (owner record, proposed fencing token and
+ *   the holder's work directory inside) and renames it into place, so the lock never exists
+ *   without its record: a holder killed at any instant leaves either no lock or a complete one,
+ *   which the judge can tell dead from its pid.
  * - When the lock already exists, stat fails with EEXIST instead of letting proper-lockfile judge
  *   staleness: its takeover (rmdir, then mkdir) lets two contenders both win. The core judges and
  *   takes over itself (see takeover.ts).
@@ -17,31 +14,28 @@
  *   filesystem's time while proper-lockfile keeps reasoning in local time.
  * - stat reports a lock directory that is no longer the one we made as gone, so a lock replaced
  *   under us counts as lost.
- * - rmdir moves our lock directory aside in one rename, checks that what it moved was ours (and
- *   puts it back if not), then deletes it; on release with destroy, it runs the hook that moves the
- *   whole area away with the lock still inside it.
+ * - rmdir releases by names only this lock has (see `releaseOurs`); on release with destroy it runs
+ *   the hook that takes the area's entries with it.
  *
- * Which lock is ours: on a local filesystem the holder keeps its lock directory open from the
- * moment it made it. An inode cannot be freed, so its number cannot be given to another file,
- * while it is open; so the same device and inode is this very lock, whatever was renamed meanwhile,
- * and no owner record needs reading to tell. Elsewhere (NFS, sshfs: a server can reuse an inode
- * number another client still has open) it is the inode and, byte for byte, our owner record.
- *
- * The holder's work directory (`work.<token>`, the fence: see lock.ts) is made with the lock on
- * network filesystems, and on local ones when the holder first needs it, while the lock is in its
- * place, through the lock's own descriptor: it lands in this holder's lock, never in a lock of
- * someone else that took its place (whose name then leads to no work directory of ours).
+ * Which lock is ours, while it is held: on a local filesystem the holder keeps its lock directory
+ * open from the moment it made it. An inode cannot be freed, so its number cannot be given to
+ * another file, while it is open; so the same device and inode is this very lock, whatever was
+ * renamed meanwhile. Elsewhere (NFS, sshfs: a server can reuse an inode number another client still
+ * has open, and a FUSE client numbers inodes its own way) it is, byte for byte, our owner record.
+ * Those are this process's own looks, for the heartbeat. Anything that changes the area is done by
+ * a name only this lock has: its work directory `work.<token>`.
  *
  * Every path here is named through the area's open directory or the lock's (see anchored.ts).
  */
 import * as fs from 'fs';
-import * as path from 'path';
 import { readRecordSync, removeTree, removeTreeSync, type Dir } from './anchored';
-import { asStagingError, errnoCode } from './errors';
-import { FENCE_NEXT, makeCounter, readFence } from './fence';
+import { errnoCode } from './errors';
+import { CARRIER_PREFIX } from './fence';
 import { sideName } from './holder';
 import type { Io } from './io';
-import { COMMAND_FILE, FENCE_FILE, LOCK_NAME, LOCK_NEW_PREFIX, LOCK_TRASH_PREFIX, MAX_OWNER_BYTES, OWNER_FILE } from './protocol';
+import { COMMAND_FILE, COMMIT_FILE, FENCE_FILE, LOCK_FENCED_PREFIX, LOCK_NAME, LOCK_NEW_PREFIX, LOCK_TRASH_PREFIX, MAX_OWNER_BYTES, OWNER_FILE } from './protocol';
+import { step } from './steps';
+import { putAside, removeEmptyLock } from './unlock';
 
 /** The process's umask, read once (it is set at start and left alone). */
 const UMASK = (() => {
@@ -67,11 +61,9 @@ export interface LockFsState {
   /** Mode of the lock and work directories, whatever the umask: others must be able to read the record. */
   readonly mode: number;
   readonly skewMs: number;
-  /** The fencing token proposed in the owner record, built into the lock and settled by mkdir; none: no token. */
-  readonly fence?: number;
-  /** Set once our mkdir succeeded. */
+  /** Set once our lock was placed. */
   created: boolean;
-  /** The inode of our lock directory. */
+  /** The inode of our lock directory (as this client numbers it). */
   ino?: number;
   /** The device the lock is about to be made on (the area directory's), if known. */
   readonly dev?: number;
@@ -79,12 +71,10 @@ export interface LockFsState {
   fsDev?: number;
   /** Local filesystems: our lock directory, open from the moment it was made until it is deleted. */
   lockFd?: number;
-  /** The lock's fstat once it was in place and settled, for proper-lockfile's first stat. */
+  /** The lock's fstat once it was in place, for proper-lockfile's first stat. */
   placed?: fs.Stats;
-  /** Whether our proposed token is still inside the lock (not yet renamed over the counter). */
-  proposalInLock?: boolean;
-  /** Whether the work directory was made. */
-  workMade?: boolean;
+  /** Whether the token was settled: until then the counter may be in our work directory (fence.ts). */
+  settled?: boolean;
   /** The lock's mtime as proper-lockfile last read or set it (this process's clock). */
   knownMtime?: Date;
   /** Replaces the plain removal on release, for release with destroy. */
@@ -111,6 +101,9 @@ const shift = (d: Date, by: number): Date => (by === 0 ? d : new Date(d.getTime(
 
 /** Whether the umask takes bits from `mode`, so that what is made must be given `mode` afterwards. */
 const umaskTakes = (mode: number): boolean => (mode & ~UMASK) !== mode;
+
+/** The work directory's name below the area, through the lock: the fence. */
+export const workOf = (state: Pick<LockFsState, 'workName'>): string => `${LOCK_NAME}/${state.workName}`;
 
 /**
  * proper-lockfile probes the filesystem's mtime precision (a utimes and a stat) on every lock
@@ -145,7 +138,7 @@ const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms
  * `.fuse_hidden…` until that one closes it. So an owner record unlinked while someone was reading it
  * still fills the directory, briefly.
  */
-async function rmTreeSoon(io: Io, area: Dir, name: string): Promise<void> {
+export async function rmTreeSoon(io: Io, area: Dir, name: string): Promise<void> {
   for (let tries = 20; ; tries--) {
     try {
       return io.sync ? removeTreeSync(area, name) : await removeTree(area, name);
@@ -178,27 +171,7 @@ function writeOwnerSync(p: string, text: string): void {
   }
 }
 
-/**
- * The usual release on a local filesystem: our lock, already moved aside and checked, holds just
- * its record (and a work directory, if one was made, empty unless a staging was cut short), so it
- * goes in a handful of calls through its own descriptor. False when there is more to it (parts of
- * an unfinished staging, a command record): then the caller walks it.
- */
-function removeKnownSync(area: Dir, name: string, state: LockFsState): boolean {
-  if (state.lockFd === undefined) return false;
-  const own = fdDir(state.lockFd);
-  try {
-    fs.unlinkSync(`${own}/${OWNER_FILE}`);
-    if (state.proposalInLock === true) fs.unlinkSync(`${own}/${FENCE_NEXT}`);
-    if (state.workMade === true) fs.rmdirSync(`${own}/${state.workName}`);
-    fs.rmdirSync(area.at(name));
-    return true;
-  } catch {
-    return false;
-  }
-}
-
-/** Whether the lock at `lockPath` (by default in its place) is still the one we made. */
+/** Whether the lock at `lockPath` (by default in its place) is still the one we made, as this client sees it. */
 export async function isOurLock(state: LockFsState, lockPath = state.area.at(LOCK_NAME)): Promise<boolean> {
   const st = await state.io.lstatOrNull(lockPath);
   // A replacement often gets the inode just freed: the record tells instances apart.
@@ -214,43 +187,28 @@ export async function isOurLock(state: LockFsState, lockPath = state.area.at(LOC
 }
 
 /**
- * The work directory, made where it is made on first need (a local filesystem, see above). Making
- * it moves the lock's mtime, which proper-lockfile would take at the next heartbeat for another
- * holder's doing: the mtime is set back to the heartbeat's, through the lock's descriptor.
+ * Releases our lock by names only it has, so that no step can move or remove another holder's
+ * lock, whatever this process's pauses (see unlock.ts): the record goes into our work directory
+ * (named through the lock: if the lock was taken away, there is no such directory and nothing
+ * moves), the counter comes back out of it if the token was never settled, the work directory
+ * leaves the lock (to be deleted, or kept as `devserver.lock.fenced.*` when it holds a commit that
+ * could not be undone), and the lock, empty now, is removed with rmdir. `aside`: where the work
+ * directory goes instead (release with destroy).
  */
-export function ensureWorkDir(state: LockFsState): void {
-  if (state.workMade === true || state.lockFd === undefined) return;
-  // Only while our lock is in its place: moved away, it is no lock any more (its names lead
-  // nowhere, as they should), and wherever a co-user moved it is no place to make anything.
-  let st: fs.Stats | undefined;
-  try {
-    st = fs.lstatSync(state.area.at(LOCK_NAME), { throwIfNoEntry: false });
-  } catch {
-    st = undefined;
-  }
-  if (st === undefined || st.ino !== state.ino || st.dev !== state.fsDev) return;
-  const own = fdDir(state.lockFd);
-  try {
-    fs.mkdirSync(`${own}/${state.workName}`, state.mode);
-  } catch (err) {
-    // The lock is deleted (taken away and removed): its names lead nowhere, and the work that
-    // needed the directory fails there, as a fenced holder's work does.
-    if (errnoCode(err) === 'ENOENT') return;
-    if (errnoCode(err) !== 'EEXIST') throw asStagingError(err, 'make the work directory in', state.lockPath);
-  }
-  state.workMade = true;
-  if (umaskTakes(state.mode)) fs.chmodSync(`${own}/${state.workName}`, state.mode);
-  if (state.knownMtime !== undefined) {
-    const m = shift(state.knownMtime, state.skewMs);
-    fs.futimesSync(state.lockFd, m, m);
-  }
+export async function releaseOurs(state: LockFsState, aside?: { dir: Dir; name: string }): Promise<void> {
+  const lost = (): NodeJS.ErrnoException => coded('ECOMPROMISED', `${state.lockPath} is no longer our lock: it was removed or replaced by another`);
+  const moved = await putAside(state.io, state.area, state.workName, { restoreCounter: state.settled !== true, ...(aside !== undefined ? { to: aside } : {}) });
+  if (moved === 'lost') throw lost();
+  await removeEmptyLock(state.io, state.area);
+  step('release.removed');
+  if (moved.kind === 'trash') await rmTreeSoon(state.io, state.area, moved.name).catch(() => undefined);
+  closeLockFd(state);
 }
 
 export function makeLockFs(state: LockFsState): LockFs {
   const { io, area } = state;
   const lockPath = area.at(LOCK_NAME);
   const ownerPath = `${lockPath}/${OWNER_FILE}`;
-  const shownArea = path.dirname(state.lockPath);
   const known = state.dev === undefined ? undefined : precisionByDev.get(state.dev);
   const replaced = (): NodeJS.ErrnoException => coded('ENOENT', `${state.lockPath} was removed and replaced by another lock`);
   const lost = (): NodeJS.ErrnoException => coded('ECOMPROMISED', `${state.lockPath} is no longer our lock: it was removed or replaced by another`);
@@ -264,26 +222,6 @@ export function makeLockFs(state: LockFsState): LockFs {
     return st;
   };
 
-  /** Moves our lock out of its place in one rename, then deletes it; puts back anything not ours. */
-  const removeOurs = async (): Promise<void> => {
-    const aside = sideName(LOCK_TRASH_PREFIX);
-    try {
-      await io.rename(lockPath, area.at(aside));
-    } catch (err) {
-      if (errnoCode(err) === 'ENOENT') throw lost();
-      throw err;
-    }
-    // Between our check and the rename another instance may have taken the place (a force-release
-    // and a new holder): then put it back at once. Its holder's writes go through its own lock's
-    // name, so nothing of it could change while it was out of place.
-    if (!(await isOurLock(state, area.at(aside)))) {
-      await io.rename(area.at(aside), lockPath).catch(() => undefined);
-      throw lost();
-    }
-    if (!(io.sync && removeKnownSync(area, aside, state))) await rmTreeSoon(io, area, aside);
-    closeLockFd(state);
-  };
-
   /** Makes the lock under a temporary name, with everything in it. */
   const build = async (temp: string): Promise<void> => {
     // mkdir's mode goes through the umask: set it exactly only where the umask took something.
@@ -293,45 +231,14 @@ export function makeLockFs(state: LockFsState): LockFs {
       state.lockFd = fd;
       if (chmod) fs.fchmodSync(fd, state.mode);
       writeOwnerSync(`${fdDir(fd)}/${OWNER_FILE}`, state.ownerJson);
-      if (state.fence !== undefined) {
-        await makeCounter(io, `${fdDir(fd)}/${FENCE_NEXT}`, state.fence);
-        state.proposalInLock = true;
-      }
+      fs.mkdirSync(`${fdDir(fd)}/${state.workName}`, state.mode);
+      if (chmod) fs.chmodSync(`${fdDir(fd)}/${state.workName}`, state.mode);
       return;
     }
     if (chmod) await io.chmod(temp, state.mode);
     await io.writeNewFile(`${temp}/${OWNER_FILE}`, state.ownerJson, 0o644);
-    if (state.fence !== undefined) {
-      await makeCounter(io, `${temp}/${FENCE_NEXT}`, state.fence);
-      state.proposalInLock = true;
-    }
     await io.mkdir(`${temp}/${state.workName}`);
     if (chmod) await io.chmod(`${temp}/${state.workName}`, state.mode);
-    state.workMade = true;
-  };
-
-  /**
-   * The lock is in place: our proposed token becomes the counter, unless another holder came and
-   * went since it was proposed (then ours goes again, and ERETRY asks for a new proposal).
-   */
-  const settleFence = async (): Promise<void> => {
-    if (state.fence === undefined) return;
-    try {
-      if ((await readFence(io, area, shownArea)) >= state.fence) throw coded('ERETRY', `${state.lockPath}: another holder took the proposed fencing token first`);
-      // Named through the lock: if the lock was taken away this instant, this fails (the fence).
-      await io.rename(area.at(`${LOCK_NAME}/${FENCE_NEXT}`), area.at(FENCE_FILE));
-      state.proposalInLock = false;
-    } catch (err) {
-      try {
-        learnIdentity();
-      } catch {
-        /* then the record tells (isOurLock) */
-      }
-      await removeOurs().catch(() => undefined);
-      closeLockFd(state);
-      if (errnoCode(err) === 'ERETRY') throw err;
-      throw asStagingError(err, 'write the fencing counter', path.join(shownArea, FENCE_FILE));
-    }
   };
 
   const create = async (): Promise<void> => {
@@ -346,6 +253,7 @@ export function makeLockFs(state: LockFsState): LockFs {
     }
     try {
       await build(temp);
+      step('acquire.built');
       // Atomic: the lock appears whole, or (EEXIST, ENOTEMPTY, ENOTDIR for a legacy lock file) not at all.
       await io.rename(temp, lockPath);
     } catch (err) {
@@ -363,8 +271,8 @@ export function makeLockFs(state: LockFsState): LockFs {
       throw err;
     }
     state.created = true;
-    await settleFence();
     state.placed = learnIdentity();
+    step('acquire.placed');
   };
 
   const statOurs = async (): Promise<{ mtime: Date }> => {
@@ -415,16 +323,16 @@ export function makeLockFs(state: LockFsState): LockFs {
   const remove = async (): Promise<void> => {
     const hook = state.removeHook;
     state.removeHook = undefined;
-    // Gone or replaced: nothing of ours to remove, and the holder must hear that it lost the lock.
-    // The inode tells most replacements; what was moved is checked once it is moved (below).
+    // Gone or replaced, as this client sees it: nothing of ours to remove, and the holder must hear
+    // that it lost the lock. The names used below tell the rest.
     const st = await io.lstatOrNull(lockPath);
     if (st === null || st.ino !== state.ino || (state.lockFd !== undefined && st.dev !== state.fsDev)) throw lost();
-    if (hook === undefined) return removeOurs();
+    if (hook === undefined) return releaseOurs(state);
     try {
       await hook();
     } catch (err) {
-      // The area could not be destroyed: still remove our lock, then report why.
-      if (await isOurLock(state).catch(() => false)) await removeOurs().catch(() => undefined);
+      // The area could not be destroyed: still let go of our lock, then report why.
+      await releaseOurs(state).catch(() => undefined);
       throw err;
     }
   };
@@ -436,23 +344,37 @@ export function makeLockFs(state: LockFsState): LockFs {
     rmdir: (_p, cb) => toCallback(remove(), cb),
     // Called by proper-lockfile's exit handler (signal-exit) for locks still held at exit.
     rmdirSync() {
-      try {
-        const st = fs.lstatSync(lockPath);
-        if (state.ino !== undefined && st.ino !== state.ino) return;
-        if (readRecordSync(ownerPath, ownerPath, MAX_OWNER_BYTES) !== state.ownerJson) return;
-        // A command still running under the lock keeps it: judges on this machine follow the command.
-        if (fs.existsSync(`${lockPath}/${state.workName}/${COMMAND_FILE}`)) return;
-        const aside = area.at(sideName(LOCK_TRASH_PREFIX));
-        fs.renameSync(lockPath, aside);
-        // Synchronous and short at exit: what cannot go now (parts of an unfinished staging) is
-        // litter of a dead pid, which the next holder of the area clears.
-        fs.rmSync(aside, { recursive: true, force: true });
-      } catch {
-        /* best effort at exit */
-      }
+      releaseAtExit(state);
     },
   };
   if (known !== undefined) Object.defineProperty(lockFs, known.key, { value: known.value });
   return lockFs;
 }
 
+/**
+ * The release at exit, synchronous and best effort (signal-exit's handler cannot wait), by the same
+ * names as `releaseOurs`. What cannot go now (parts of an unfinished staging) is litter of a dead
+ * pid, which the next holder of the area clears; a command still running under the lock keeps it
+ * (judges on this machine follow the command).
+ */
+function releaseAtExit(state: LockFsState): void {
+  const { area } = state;
+  const work = workOf(state);
+  try {
+    if (readRecordSync(area.at(`${LOCK_NAME}/${OWNER_FILE}`), state.lockPath, MAX_OWNER_BYTES) !== state.ownerJson) return;
+    if (fs.existsSync(area.at(`${work}/${COMMAND_FILE}`))) return;
+    fs.renameSync(area.at(`${LOCK_NAME}/${OWNER_FILE}`), area.at(`${work}/${OWNER_FILE}`));
+    if (state.settled !== true) {
+      for (const name of fs.readdirSync(area.at(work))) {
+        if (name.startsWith(CARRIER_PREFIX)) fs.renameSync(area.at(`${work}/${name}`), area.at(`${FENCE_FILE}/${name.slice(CARRIER_PREFIX.length)}`));
+      }
+    }
+    const unfinished = fs.existsSync(area.at(`${work}/${COMMIT_FILE}`));
+    const aside = sideName(unfinished ? LOCK_FENCED_PREFIX : LOCK_TRASH_PREFIX);
+    fs.renameSync(area.at(work), area.at(aside));
+    fs.rmdirSync(area.at(LOCK_NAME));
+    if (!unfinished) fs.rmSync(area.at(aside), { recursive: true, force: true });
+  } catch {
+    /* best effort at exit */
+  }
+}

@@ -35,7 +35,10 @@ export const LOCK_FENCED_PREFIX = `${LOCK_NAME}.fenced.`;
  * instance is moved away (a takeover, a force-release), those names lead nowhere: that is the fence.
  */
 export const WORK_PREFIX = 'work.';
-/** The area's fencing counter: the last token handed out. Only grows. */
+/**
+ * The area's fencing counter: a directory whose one entry is named by the last token handed out
+ * (see fence.ts). Only grows. Earlier builds kept the number in a symbolic link or a file of this name.
+ */
 export const FENCE_FILE = '.devserver-staging.fence';
 /** The manifest's file name inside each area (ignored by listings: it starts with `.devserver-staging`). */
 export const MANIFEST_FILE = '.devserver-staging.manifest.json';

@@ -5,7 +5,9 @@
  */
 import * as fs from 'fs';
 import * as path from 'path';
-import { claimInstance, dropClaim, removeInstance } from './takeover';
+import { fenceOf, removeInstance } from './takeover';
+import { ioFor } from './io';
+import { step } from './steps';
 import { resolveArea, type Area } from './tags';
 import type { LockInfo, Timing } from './types';
 import { openDir, openPath, type Dir } from './anchored';
@@ -14,7 +16,7 @@ import { fsClockSkew } from './clock';
 import { recordHistory, removalEvent, type HistoryOptions } from './history';
 import { StagingError, asStagingError } from './errors';
 import { judgeLock, lockPathOf } from './judge';
-import { acquire } from './lock';
+import { acquire, describeHolder } from './lock';
 import { findHeldInside } from './nesting';
 import { STAGING_MARKS, TIMESTAMP_FILE, clampTiming } from './protocol';
 
@@ -29,6 +31,27 @@ function previousOf(info: LockInfo): NonNullable<AuditEntry['previous']> {
 
 export interface ForceReleaseOptions extends Partial<Timing>, HistoryOptions {
   clientId?: string;
+  /**
+   * The lock instance to remove, as the caller saw it (`LockInfo.holder.token`, or `LockInfo.lockId`
+   * for a lock without a record): if another instance is there by the time it acts, nothing is
+   * removed. Without it, the instance found first; a force-release never goes on to one that took
+   * its place meanwhile.
+   */
+  expect?: { token?: string; lockId?: string };
+}
+
+/** The same lock instance as `expect` names. */
+function isExpected(info: LockInfo, expect: NonNullable<ForceReleaseOptions['expect']>): boolean {
+  if (expect.token !== undefined) return info.holder?.token === expect.token;
+  return expect.lockId !== undefined && info.lockId === expect.lockId;
+}
+
+function changedError(area: Area, info: LockInfo): StagingError {
+  return new StagingError(
+    'ELOCKED',
+    `The lock on ${area.dir} changed before it could be removed: the one meant is gone, and ${describeHolder(info)} holds it now. Nothing was removed; force-release again if that holder is gone too.`,
+    { path: info.lockPath, lock: info },
+  );
 }
 
 /**
@@ -61,6 +84,8 @@ async function openExisting(area: Area): Promise<Dir> {
 }
 
 async function forceReleaseIn(area: Area, dir: Dir, timing: Timing, options: ForceReleaseOptions): Promise<LockInfo> {
+  const io = await ioFor(dir.at('.'), dir.dev);
+  let expect = options.expect;
   for (let attempt = 0; attempt < 50; attempt++) {
     const skew = await fsClockSkew(area.realStaticDir);
     const nowFs = Date.now() + skew;
@@ -69,23 +94,15 @@ async function forceReleaseIn(area: Area, dir: Dir, timing: Timing, options: For
       if (!info.exists) throw new StagingError('ENOENT', `There is no staging area ${area.dir}.`, { path: area.dir });
       throw new StagingError('ENOTHELD', `${area.dir} is not locked; nothing to release.`, { path: info.lockPath });
     }
-    const claim = await claimInstance(dir, identity, timing.staleMs, nowFs);
-    if (claim === undefined) {
-      // Someone is taking this instance over right now; look again once they are done.
-      await new Promise((r) => setTimeout(r, 20));
-      continue;
-    }
+    if (expect !== undefined && !isExpected(info, expect)) throw changedError(area, info);
+    expect = info.holder !== undefined ? { token: info.holder.token } : info.lockId !== undefined ? { lockId: info.lockId } : undefined;
     // Recorded before it happens: a removal that cannot be recorded does not happen.
     const entry = { action: 'force-release', tag: area.tag, previous: previousOf(info) } as const;
-    try {
-      await recordIntent(area.staticDir, entry, options.clientId);
-    } catch (err) {
-      await dropClaim(dir, claim);
-      throw err;
-    }
+    await recordIntent(area.staticDir, entry, options.clientId);
+    step('forceRelease.recorded');
     let removed: boolean;
     try {
-      removed = await removeInstance(dir, area.dir, identity, false, info.holder?.fence);
+      removed = await removeInstance(dir, area.dir, identity, { requireSameMtime: false, staleMs: timing.staleMs, nowFsMs: nowFs, ...fenceOf(info) }, io);
       if (removed && info.legacy?.uniqueFile !== undefined) {
         // The Python holder's unique file: with the lock gone it only litters the area.
         await fs.promises.unlink(dir.at(info.legacy.uniqueFile)).catch(() => undefined);
@@ -94,12 +111,11 @@ async function forceReleaseIn(area: Area, dir: Dir, timing: Timing, options: For
       const e = asStagingError(err, 'remove the lock', info.lockPath);
       await recordFailure(area.staticDir, entry, e, options.clientId);
       throw e;
-    } finally {
-      await dropClaim(dir, claim);
     }
     if (!removed) {
-      // It changed under us (released, or taken anew): judge again.
+      // It changed under us (released, taken anew, or being removed by another): judge again.
       await recordFailure(area.staticDir, entry, 'the lock changed before it was removed; looking again', options.clientId);
+      await new Promise((r) => setTimeout(r, 20));
       continue;
     }
     await recordHistory(area.staticDir, removalEvent(area.tag, 'force-released', info, options), options.warn);

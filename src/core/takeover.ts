@@ -1,38 +1,48 @@
 /**
- * Removing a lock that is not ours (a stale one, or on force-release) so that exactly one process
- * does it, and it removes the lock instance it judged, never a newer one in the same place.
+ * Removing a lock that is not ours (a stale one, or on force-release), so that it is removed exactly
+ * once and no newer lock in the same place is ever moved, whatever this process's pauses.
  *
- * proper-lockfile's own takeover is `rmdir` then `mkdir`: two contenders that both judged the old
- * lock stale can each remove the lock the other just made, and both win. Here a contender first
- * claims the instance: `mkdir devserver.lock.claim.<instance>.<n>` succeeds for exactly one
- * process per instance, and the name is derived from the instance (inode plus owner token or
- * mtime), so a claim on an old instance says nothing about a new one. The winner checks that the
- * instance is still in place, renames it aside, deletes it and drops the claim. A claim left by a
- * process that died mid-takeover goes stale like a lock; the next contender then claims generation
- * n+1, so no claim is ever removed by two processes at once.
+ * A lock of this version holds its holder's work directory `work.<token>`, a name no other instance
+ * has. It is taken apart by that name (unlock.ts), each step a rename or rmdir the file server
+ * arbitrates: of several processes removing the same instance, each step succeeds for exactly one,
+ * and a step aimed at an instance that is no longer in place fails having moved nothing. The work
+ * directory is deleted, or kept as `devserver.lock.fenced.*` when it holds a commit its holder did
+ * not finish (the next holder undoes it, see commit.ts); the fencing counter, if its holder took it
+ * and never published it, is put back first (fence.ts).
+ *
+ * A lock without such a directory is foreign: an earlier build's, another tool's, or one planted.
+ * It can only be moved whole, which takes a claim first: `mkdir devserver.lock.claim.<instance>.<n>`
+ * succeeds for exactly one process per instance, named from the instance (its record's token, or
+ * its mtime), so a claim on an old instance says nothing about a new one. The winner checks that the
+ * instance is still in place, renames it aside, checks what it moved (putting it back if it is not
+ * that instance) and deletes it. A claim left by a process that died goes stale like a lock; the
+ * next contender then claims generation n+1.
  */
 import * as fs from 'fs';
 import * as path from 'path';
 import { readRecord, removeTree, type Dir } from './anchored';
 import { StagingError, errnoCode } from './errors';
-import { raiseFence } from './fence';
+import { raiseCounter } from './fence';
 import { parseHolder, sideName } from './holder';
-import { asyncIo } from './io';
+import { asyncIo, type Io } from './io';
 import type { LockIdentity } from './judge';
-import { CLAIM_PREFIX, COMMIT_FILE, LOCK_FENCED_PREFIX, LOCK_NAME, LOCK_TRASH_PREFIX, MAX_OWNER_BYTES, OWNER_FILE, WORK_PREFIX } from './protocol';
+import { rmTreeSoon } from './lockfs';
+import { CLAIM_PREFIX, LOCK_FENCED_PREFIX, LOCK_NAME, LOCK_TRASH_PREFIX, MAX_OWNER_BYTES, OWNER_FILE, WORK_PREFIX } from './protocol';
+import { step } from './steps';
+import { holdsUnfinishedCommit, putAside, removeEmptyLock } from './unlock';
 
 /** More generations than this means something keeps dying mid-takeover; give up rather than loop. */
 const MAX_GENERATIONS = 16;
 
 function instanceName(id: LockIdentity): string {
-  return `${id.ino}.${id.token ?? `m${Math.round(id.mtimeMs * 1000)}`}`;
+  return id.token ?? `m${Math.round(id.mtimeMs * 1000)}`;
 }
 
 /**
- * Claims the right to remove one lock instance. Returns the claim's name in the area, or undefined
- * when another process holds a live claim on it (it is taking the lock over right now).
+ * Claims the right to remove one foreign lock instance. Returns the claim's name in the area, or
+ * undefined when another process holds a live claim on it (it is removing it right now).
  */
-export async function claimInstance(area: Dir, id: LockIdentity, claimStaleMs: number, nowFsMs: number): Promise<string | undefined> {
+async function claimInstance(area: Dir, id: LockIdentity, claimStaleMs: number, nowFsMs: number): Promise<string | undefined> {
   const base = CLAIM_PREFIX + instanceName(id);
   for (let gen = 0; gen < MAX_GENERATIONS; gen++) {
     const claim = `${base}.${gen}`;
@@ -50,7 +60,7 @@ export async function claimInstance(area: Dir, id: LockIdentity, claimStaleMs: n
   return undefined;
 }
 
-export async function dropClaim(area: Dir, claim: string): Promise<void> {
+async function dropClaim(area: Dir, claim: string): Promise<void> {
   const dot = claim.lastIndexOf('.');
   const gen = Number(claim.slice(dot + 1));
   // Earlier generations are claims of processes that died; with the instance gone they are litter.
@@ -67,8 +77,8 @@ function readToken(lockPath: string): Promise<string | undefined> {
   );
 }
 
-/** Whether what stands at `lockPath` now is the instance `id`. */
-export async function isSameInstance(lockPath: string, id: LockIdentity, requireSameMtime: boolean): Promise<boolean> {
+/** Whether what stands at `lockPath` now is the instance `id`, as this process sees it (its own client's inode numbers). */
+async function isSameInstance(lockPath: string, id: LockIdentity, requireSameMtime: boolean): Promise<boolean> {
   const st = await asyncIo.lstatOrNull(lockPath).catch(() => null);
   if (st === null || st.ino !== id.ino || st.isDirectory() !== id.isDirectory) return false;
   if (requireSameMtime && st.mtimeMs !== id.mtimeMs) return false;
@@ -78,9 +88,9 @@ export async function isSameInstance(lockPath: string, id: LockIdentity, require
 }
 
 /**
- * Someone else's lock can only be removed whole: as a user who may not delete what is inside it
- * (another user's lock in an area without group write), refuse before moving anything, so that a
- * failed takeover leaves the lock exactly where and as it was.
+ * Someone else's lock can only be taken apart as a user who may change what is inside it: as one
+ * who may not (another user's lock in an area without group write), refuse before moving anything,
+ * so that a failed takeover leaves the lock exactly where and as it was.
  */
 async function checkRemovable(lockPath: string, shown: string): Promise<void> {
   if (process.getuid?.() === 0) return;
@@ -97,60 +107,95 @@ async function checkRemovable(lockPath: string, shown: string): Promise<void> {
   }
 }
 
-/** Whether a moved lock instance holds a commit its holder did not finish (see commit.ts). */
-async function holdsUnfinishedCommit(lockPath: string): Promise<boolean> {
+export interface RemoveOptions {
+  /** The judged lock was stale: its mtime must not have moved since (a heartbeat means its holder lives). */
+  requireSameMtime: boolean;
+  /** For a foreign lock's claim: how long a claim lives, and now by the filesystem's clock. */
+  staleMs: number;
+  nowFsMs: number;
+  /** The removed lock's fencing token, from its record. */
+  fence?: number;
+}
+
+/**
+ * Removes the lock instance `id` from the area. True when this process removed it; false when it
+ * is no longer in place (released, removed by another, replaced), has a heartbeat since it was
+ * judged, or another process is removing it right now.
+ */
+export async function removeInstance(area: Dir, shownArea: string, id: LockIdentity, options: RemoveOptions, io: Io = asyncIo): Promise<boolean> {
+  const lockPath = area.at(LOCK_NAME);
+  const shown = path.join(shownArea, LOCK_NAME);
+  if (id.isDirectory && id.hasWork === true && id.token !== undefined) {
+    const workName = `${WORK_PREFIX}${id.token}`;
+    if (options.requireSameMtime) {
+      const st = await io.lstatOrNull(lockPath).catch(() => null);
+      if (st === null || st.mtimeMs !== id.mtimeMs) return false;
+    }
+    await checkRemovable(lockPath, shown);
+    step('takeover.checked');
+    const aside = await putAside(io, area, workName, { restoreCounter: true, ...(options.fence !== undefined ? { raiseTo: { shownArea, token: options.fence } } : {}) });
+    if (aside === 'lost') return false;
+    await removeEmptyLock(io, area);
+    step('takeover.removed');
+    if (aside.kind === 'trash') await rmTreeSoon(io, area, aside.name).catch(() => undefined);
+    return true;
+  }
+  return removeForeign(area, shown, id, options);
+}
+
+/** A lock without a work directory of its own: claimed, checked, moved aside whole, checked again, deleted. */
+async function removeForeign(area: Dir, shown: string, id: LockIdentity, options: RemoveOptions): Promise<boolean> {
+  const lockPath = area.at(LOCK_NAME);
+  const claim = await claimInstance(area, id, options.staleMs, options.nowFsMs);
+  if (claim === undefined) return false;
+  try {
+    if (!(await isSameInstance(lockPath, id, options.requireSameMtime))) return false;
+    if (id.isDirectory) await checkRemovable(lockPath, shown);
+    // Its token is never handed out again, even where the counter was set back meanwhile.
+    if (options.fence !== undefined) await raiseCounter(asyncIo, area, path.dirname(shown), options.fence);
+    const aside = sideName(LOCK_TRASH_PREFIX);
+    try {
+      await fs.promises.rename(lockPath, area.at(aside));
+    } catch (err) {
+      if (errnoCode(err) === 'ENOENT') return false;
+      throw err;
+    }
+    const st = await fs.promises.lstat(area.at(aside));
+    if (st.ino !== id.ino) {
+      // Only reachable if a process outside this protocol replaced the lock in the last instant: put it back.
+      await fs.promises.rename(area.at(aside), lockPath).catch(() => undefined);
+      return false;
+    }
+    if (id.isDirectory && (await holdsAnyUnfinished(area.at(aside)))) {
+      await fs.promises.rename(area.at(aside), area.at(sideName(LOCK_FENCED_PREFIX)));
+      return true;
+    }
+    // Retries: on FUSE, an owner record someone is reading lingers as `.fuse_hidden…` until closed.
+    for (let tries = 3; ; tries--) {
+      try {
+        await removeTree(area, aside);
+        break;
+      } catch (err) {
+        if (tries === 0) throw err;
+        await new Promise((r) => setTimeout(r, 50));
+      }
+    }
+    return true;
+  } finally {
+    await dropClaim(area, claim);
+  }
+}
+
+/** Whether a lock moved whole holds, in any of its work directories, a commit its holder did not finish. */
+async function holdsAnyUnfinished(lockPath: string): Promise<boolean> {
   const entries = await fs.promises.readdir(lockPath).catch(() => [] as string[]);
   for (const name of entries) {
-    if (!name.startsWith(WORK_PREFIX)) continue;
-    if ((await asyncIo.lstatOrNull(`${lockPath}/${name}/${COMMIT_FILE}`).catch(() => null)) !== null) return true;
+    if (name.startsWith(WORK_PREFIX) && (await holdsUnfinishedCommit(asyncIo, `${lockPath}/${name}`))) return true;
   }
   return false;
 }
 
-/**
- * Moves the lock instance aside and deletes it. Returns false (and moves nothing) when the
- * instance in the area is no longer `id`. `requireSameMtime`: the judged lock was stale, so its
- * mtime must not have moved (a heartbeat since means its holder is alive after all).
- *
- * The move is the fence: the holder's work directory lives inside its lock, and every change it
- * makes to the area goes through that directory by name, so from this rename on it can change
- * nothing. A holder cut off in the middle of a commit leaves its commit record in its work
- * directory: that instance is kept (as `devserver.lock.fenced.*`) for the area's next holder, which
- * undoes the commit before anything else (litter.ts), so no one finds half of a staging.
- */
-export async function removeInstance(area: Dir, shownArea: string, id: LockIdentity, requireSameMtime: boolean, fence?: number): Promise<boolean> {
-  const lockPath = area.at(LOCK_NAME);
-  const shown = path.join(shownArea, LOCK_NAME);
-  if (!(await isSameInstance(lockPath, id, requireSameMtime))) return false;
-  if (id.isDirectory) await checkRemovable(lockPath, shown);
-  // Its token must never be handed out again, even if its holder died before writing it down.
-  await raiseFence(asyncIo, area, fence, shownArea);
-  const aside = sideName(LOCK_TRASH_PREFIX);
-  try {
-    await fs.promises.rename(lockPath, area.at(aside));
-  } catch (err) {
-    if (errnoCode(err) === 'ENOENT') return false;
-    throw err;
-  }
-  const st = await fs.promises.lstat(area.at(aside));
-  if (st.ino !== id.ino) {
-    // Only reachable if a process outside this protocol replaced the lock in the last instant: put it back.
-    await fs.promises.rename(area.at(aside), lockPath).catch(() => undefined);
-    return false;
-  }
-  if (id.isDirectory && (await holdsUnfinishedCommit(area.at(aside)))) {
-    await fs.promises.rename(area.at(aside), area.at(sideName(LOCK_FENCED_PREFIX)));
-    return true;
-  }
-  // Retries: on FUSE, an owner record someone is reading lingers as `.fuse_hidden…` until closed.
-  for (let tries = 3; ; tries--) {
-    try {
-      await removeTree(area, aside);
-      break;
-    } catch (err) {
-      if (tries === 0) throw err;
-      await new Promise((r) => setTimeout(r, 50));
-    }
-  }
-  return true;
+/** The removed lock's token, for `RemoveOptions`. */
+export function fenceOf(info: { holder?: { fence?: number } }): { fence?: number } {
+  return info.holder?.fence !== undefined ? { fence: info.holder.fence } : {};
 }

@@ -1,19 +1,31 @@
 /**
- * Destroying a staging area: moved out of sight in one rename (observers see it whole or not at
- * all), then deleted. The rename is made through the descriptors of the directory the area is in
- * and of the trash, and what it moved is checked to be the area that was locked, holding our lock:
- * a co-user who swapped a directory for a link in between cannot send the removal elsewhere, and if
- * the area was taken from us meanwhile, it is put back untouched. The delete never follows a link
- * and never enters another filesystem (see anchored.ts).
+ * Destroying a staging area its caller holds: a transaction under the lock, like a staging's commit
+ * (commit.ts), so that a destroy cut off at any instant leaves the build whole.
+ *
+ * Moving the area itself away in one rename would need its name, and a holder paused between its
+ * last look and that rename (longer than the stale threshold) would move a newer holder's live lock
+ * with the area. So nothing here names the area or its lock to move them: every entry of the area
+ * goes into the holder's work directory, each by one rename whose destination is named through the
+ * lock (`devserver.lock/work.<token>/d.<n>`), so that once the lock was taken away nothing more
+ * moves. The moves are written down first (`commit.json`, as set-asides with nothing placed): a
+ * destroy cut off before its end is undone by the next holder like any unfinished commit, and the
+ * build comes back whole. The work directory then leaves the area for the static directory's trash,
+ * in one rename of its unique name (the point of no return), the emptied lock is removed, the area
+ * directory is removed if it is empty, and the trash is deleted without following links or crossing
+ * filesystems (see anchored.ts). Observers see the build lose its manifest first, then its files,
+ * then its directory.
  */
-import * as fs from 'fs';
 import * as path from 'path';
-import { isWithin, openDir, openOrMakeBelow, removeTree, whereIs, type Dir } from './anchored';
+import { createRecord, isWithin, openDir, openOrMakeBelow, removeTree, whereIs, type Dir } from './anchored';
+import { undoCommit, type CommitStep } from './commit';
 import { randomHex } from './crypto';
-import { openMeta } from './meta';
 import { StagingError, asStagingError, errnoCode } from './errors';
-import { META_TRASH_PREFIX, TRASH_DIR } from './protocol';
-import { resolveStaticDir } from './tags';
+import { sideName } from './holder';
+import type { Io } from './io';
+import { openMeta } from './meta';
+import { COMMIT_FILE, LOCK_NAME, LOCK_TRASH_PREFIX, MANIFEST_FILE, TIMESTAMP_FILE, TRASH_DIR } from './protocol';
+import { step } from './steps';
+import { putAside, removeEmptyLock } from './unlock';
 
 /**
  * The start of a name, at most 100 UTF-8 bytes and never cut inside a character: the area's own
@@ -28,51 +40,93 @@ function nameHint(name: string): string {
   return out;
 }
 
+export interface HeldArea {
+  /** The static directory as configured, and its real path. */
+  staticDir: string;
+  realStaticDir: string;
+  /** The area, opened when it was locked. */
+  area: Dir;
+  tag: string;
+  io: Io;
+  /** The holder's work directory's name inside the lock (`work.<token>`). */
+  workName: string;
+}
+
 /**
- * Moves the area `area` (opened; its tag is `tag`) to the static directory's trash and deletes it.
- * `isOurs` tells, after the move, whether the lock inside is still the caller's.
+ * Destroys the area `held` locks, and with it the lock (see above). ECOMPROMISED, with the build
+ * whole (or its undo left to the next holder), if the lock is lost meanwhile.
  */
-export async function destroyArea(staticDir: string, area: Dir, tag: string, isOurs: () => Promise<boolean>): Promise<void> {
-  const { realStaticDir } = await resolveStaticDir(staticDir);
-  const shown = path.join(staticDir, tag);
-  const name = tag.split('/').pop()!;
+export async function destroyHeld(held: HeldArea): Promise<void> {
+  const { area, io } = held;
+  const shown = path.join(held.staticDir, held.tag);
+  const work = `${LOCK_NAME}/${held.workName}`;
+  const lost = (): StagingError => new StagingError('ECOMPROMISED', `Did not destroy ${shown}: its lock is no longer ours.`, { path: shown });
   const open: Dir[] = [];
   const track = (d: Dir): Dir => (open.push(d), d);
   try {
-    const root = track(await openDir(realStaticDir, true));
-    // Where the area is now, by the kernel's account: its parent must still be inside the static directory.
-    const parent = track(await openDir(area.at('..'), true));
-    if (!isWithin(realStaticDir, whereIs(parent))) {
+    if (!isWithin(held.realStaticDir, whereIs(area))) {
       throw new StagingError('EBADTAG', `Refusing to destroy ${shown}: it was moved out of the static directory (to ${whereIs(area)}).`, { path: shown });
     }
-    const st = await fs.promises.lstat(parent.at(name)).catch(() => null);
-    if (st === null || st.ino !== area.ino || st.dev !== area.dev) {
-      throw new StagingError('ENOENT', `Refusing to destroy ${shown}: the directory there is no longer the one that was locked (it was moved or replaced).`, { path: shown });
-    }
-    const id = `${Date.now().toString(36)}-${randomHex(4)}`;
+    const root = track(await openDir(held.realStaticDir, true));
     let trash: Dir;
     try {
       trash = track(await openOrMakeBelow(track(await openMeta(root)), TRASH_DIR));
     } catch (err) {
       throw new StagingError('EIO', `Did not destroy ${shown}: ${err instanceof Error ? err.message : String(err)}`, { path: shown, cause: err });
     }
-    let where = trash;
-    let moved = `${id}-${nameHint(name)}`;
+    // The build's marks first: from the first rename on, nobody takes what is left for a build.
+    const first = [MANIFEST_FILE, TIMESTAMP_FILE];
+    const names = (await io.readdir(area.at('.'))).filter((n) => n !== LOCK_NAME);
+    names.sort((a, b) => rank(first, a) - rank(first, b));
+    const steps: CommitStep[] = names.map((to, i) => ({ to, aside: `d.${i}` }));
     try {
-      await fs.promises.rename(parent.at(name), trash.at(moved));
+      await createRecord(area.at(`${work}/${COMMIT_FILE}`), `${JSON.stringify({ version: 1, steps })}\n`, 0o644);
     } catch (err) {
+      if (errnoCode(err) === 'ENOENT') throw lost();
+      throw asStagingError(err, 'destroy', shown);
+    }
+    step('destroy.recorded');
+    let done = 0;
+    try {
+      for (const s of steps) {
+        try {
+          await io.rename(area.at(s.to), area.at(`${work}/${s.aside!}`));
+        } catch (err) {
+          const code = errnoCode(err);
+          if (code !== 'ENOENT') throw err;
+          if ((await io.lstatOrNull(area.at(work)).catch(() => null)) === null) throw lost();
+          // Gone already (a probe of a judge, a lock being built next door): nothing to keep.
+        }
+        done++;
+        step('destroy.moved');
+      }
+    } catch (err) {
+      // Whole or not at all: put back what was moved, then say why (a mount inside, say).
+      if (!(err instanceof StagingError && err.code === 'ECOMPROMISED')) {
+        await undoCommit(area, area.at(work), steps.slice(0, done));
+        await io.unlink(area.at(`${work}/${COMMIT_FILE}`)).catch(() => undefined);
+      }
+      if (errnoCode(err) === 'EBUSY' || errnoCode(err) === 'EXDEV') {
+        throw new StagingError('EIO', `Did not destroy ${shown}: ${path.join(shown, steps[done].to)} is a mount point. Unmount it, then destroy again.`, { path: shown, cause: err });
+      }
+      throw asStagingError(err, 'destroy', shown);
+    }
+    // The point of no return: the work directory, and everything in it, leaves the area.
+    const id = `${Date.now().toString(36)}-${randomHex(4)}-${nameHint(held.tag.split('/').pop()!)}`;
+    let where: Dir = trash;
+    let moved = id;
+    const aside = await putAside(io, area, held.workName, { restoreCounter: false, to: { dir: trash, name: id } }).catch(async (err: unknown) => {
       if (errnoCode(err) !== 'EXDEV') throw err;
-      // The area is on another filesystem (a mount inside the static directory): a hidden sibling.
-      where = parent;
-      moved = `${META_TRASH_PREFIX}${id}`;
-      await fs.promises.rename(parent.at(name), parent.at(moved));
-    }
-    const after = await fs.promises.lstat(where.at(moved));
-    if (after.ino !== area.ino || !(await isOurs())) {
-      // Replaced in the instant between the check and the rename, or no longer locked by us.
-      await fs.promises.rename(where.at(moved), parent.at(name)).catch(() => undefined);
-      throw new StagingError('ECOMPROMISED', `Did not destroy ${shown}: its lock is no longer ours.`, { path: shown });
-    }
+      // The area is on another filesystem than the static directory (a mount inside it).
+      where = area;
+      moved = sideName(LOCK_TRASH_PREFIX);
+      return putAside(io, area, held.workName, { restoreCounter: false, to: { dir: area, name: moved } });
+    });
+    if (aside === 'lost') throw lost();
+    step('destroy.committed');
+    await removeEmptyLock(io, area);
+    if (where === area) await removeTree(area, moved).catch(() => undefined);
+    await removeAreaDir(held, area, shown);
     try {
       await removeTree(where, moved);
     } catch (err) {
@@ -80,5 +134,35 @@ export async function destroyArea(staticDir: string, area: Dir, tag: string, isO
     }
   } finally {
     for (const d of open.reverse()) d.close();
+  }
+}
+
+function rank(first: readonly string[], name: string): number {
+  const i = first.indexOf(name);
+  return i < 0 ? first.length : i;
+}
+
+/** Removes the area's directory if it is still the one that was locked and is empty now. */
+async function removeAreaDir(held: HeldArea, area: Dir, shown: string): Promise<void> {
+  const name = held.tag.split('/').pop()!;
+  let parent: Dir;
+  try {
+    parent = await openDir(area.at('..'), true);
+  } catch {
+    return;
+  }
+  try {
+    if (!isWithin(held.realStaticDir, whereIs(parent))) return;
+    const st = await held.io.lstatOrNull(parent.at(name)).catch(() => null);
+    if (st === null || st.ino !== area.ino || st.dev !== area.dev) return;
+    await held.io.rmdir(parent.at(name)).catch((err: unknown) => {
+      const code = errnoCode(err);
+      // Something was made in it meanwhile (a new build by its name): it is theirs now.
+      if (code === 'ENOTEMPTY' || code === 'EEXIST' || code === 'ENOENT') return;
+      if (code === 'EBUSY') throw new StagingError('EIO', `Destroyed the build in ${shown}, but its directory is a mount point and stays. Unmount it to remove it.`, { path: shown });
+      throw asStagingError(err, 'remove the directory of', shown);
+    });
+  } finally {
+    parent.close();
   }
 }

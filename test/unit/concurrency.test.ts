@@ -12,7 +12,7 @@ import { performance } from 'perf_hooks';
 import { makeHolder, processStartOf } from '../../src/core/holder';
 import { inspect } from '../../src/core/inspect';
 import { acquire } from '../../src/core/lock';
-import { AUDIT_LOG, CLAIM_PREFIX, FENCE_FILE, LOCK_NAME, META_DIR, OWNER_FILE } from '../../src/core/protocol';
+import { AUDIT_LOG, CLAIM_PREFIX, FENCE_FILE, LOCK_NAME, META_DIR, OWNER_FILE, WORK_PREFIX } from '../../src/core/protocol';
 import { forceRelease } from '../../src/core/remove';
 import { type Msg, WORKERS, cleanup, exitOf, expectMessage, exited, isRoot, killAll, readToken, report, sleep, startWorker, stderrOf, tempDir, track, waitFor } from '../helpers';
 
@@ -97,9 +97,9 @@ describe('concurrency (multi-process)', function () {
 
   it('takes a stale lock over with exactly one winner among 8 racing processes (240 trials)', async function () {
     const N = 8;
-    const TRIALS = 240;
+    const TRIALS = 250;
     const timing = { staleMs: 2_000, refreshMs: 1_000 };
-    const kinds = ['other-host heartbeat-stale', 'dead pid on this host', 'bare lock, old mtime', 'dead pid + dead contender claim'] as const;
+    const kinds = ['other-host heartbeat-stale', 'dead pid on this host', 'bare lock, old mtime', 'dead pid + dead contender claim', 'this version, dead pid'] as const;
     type Kind = (typeof kinds)[number];
 
     const workers = Array.from({ length: N }, (_, id) => track(startWorker('racer', [JSON.stringify({ staticDir, id, ...timing })])));
@@ -140,10 +140,11 @@ describe('concurrency (multi-process)', function () {
         const record = { ...makeHolder({ ...timing, acquiredAtMs: Date.now() }), pid: dead.pid, clientId: `test:${dead.pid}` };
         if (dead.processStart !== undefined) record.processStart = dead.processStart;
         writeOwner(lockPath, record);
+        // This version's lock holds its holder's work directory, by which it is taken apart.
+        if (kind === 'this version, dead pid') fs.mkdirSync(path.join(lockPath, `${WORK_PREFIX}${record.token}`));
         if (kind === 'dead pid + dead contender claim') {
-          // A contender that died mid-takeover left its claim (generation 0) on this instance.
-          const st = fs.lstatSync(lockPath);
-          const claim = path.join(dir, `${CLAIM_PREFIX}${st.ino}.${record.token}.0`);
+          // A contender that died mid-takeover of a lock of an earlier build left its claim (generation 0) on this instance.
+          const claim = path.join(dir, `${CLAIM_PREFIX}${record.token}.0`);
           fs.mkdirSync(claim);
           fs.utimesSync(claim, past(60_000), past(60_000));
         }

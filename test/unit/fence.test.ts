@@ -51,50 +51,76 @@ describe('fencing', function () {
     tokens.push(killedToken);
     killed.kill('SIGKILL');
     await exitOf(killed);
-    fs.writeFileSync(path.join(staticDir, 'b', 'R1', FENCE_FILE), '1\n');
+    // The counter set back by a co-user: the dead holder's lock, taken over, still counts.
+    const counter = path.join(staticDir, 'b', 'R1', FENCE_FILE);
+    fs.rmSync(counter, { recursive: true });
+    fs.mkdirSync(counter);
+    fs.writeFileSync(path.join(counter, '1'), '');
     const next = await acquire(staticDir, 'b/R1', { createOnce: false });
     tokens.push(next.fence);
     await next.release();
     for (let i = 1; i < tokens.length; i++) assert.ok(tokens[i] > tokens[i - 1], `tokens must grow: ${tokens.join(', ')}`);
   });
 
-  it('keeps the counter as a link whose text is the number, reads a file holding it too, and refuses anything else without following it or waiting on it', async () => {
+  it('keeps the counter as the name of the one entry of a directory, takes over the link or file of earlier builds, and never follows or waits on what is planted', async () => {
     const area = path.join(staticDir, 'b', 'R4');
     fs.mkdirSync(area, { recursive: true });
     const counter = path.join(area, FENCE_FILE);
-    // The form earlier builds wrote.
+    // The forms earlier builds wrote: a file, and a link whose text is the number.
     fs.writeFileSync(counter, '41\n');
     const first = await acquire(staticDir, 'b/R4', { createOnce: false });
     assert.equal(first.fence, 42);
-    assert.equal(fs.readlinkSync(counter), '42', 'written as a link');
-    assert.deepEqual(fs.readdirSync(path.join(area, LOCK_NAME)), ['owner.json'], 'nothing of the proposal is left in the lock');
+    assert.deepEqual(fs.readdirSync(counter), ['42'], 'kept as the name of an entry');
+    const { token } = JSON.parse(fs.readFileSync(path.join(area, LOCK_NAME, 'owner.json'), 'utf8')) as { token: string };
+    assert.deepEqual(fs.readdirSync(path.join(area, LOCK_NAME)).sort(), ['owner.json', `work.${token}`], 'the record and the work directory, nothing of the token');
     await first.release();
     const second = await acquire(staticDir, 'b/R4', { createOnce: false });
     assert.equal(second.fence, 43);
     await second.release();
+    assert.deepEqual(fs.readdirSync(counter), ['43']);
+    fs.rmSync(counter, { recursive: true });
+    fs.symlinkSync('99', counter);
+    const linked = await acquire(staticDir, 'b/R4', { createOnce: false });
+    assert.equal(linked.fence, 100);
+    await linked.release();
 
-    // A link that is no number (one to a file outside that holds a number): refused, not followed.
+    // Lower numbers planted beside it change nothing; so does anything that is not a number.
+    for (const n of ['5', '0007', 'x', '-3']) fs.writeFileSync(path.join(counter, n), '');
+    const beside = await acquire(staticDir, 'b/R4', { createOnce: false });
+    assert.equal(beside.fence, 101);
+    await beside.release();
+    assert.deepEqual(fs.readdirSync(counter).sort(), ['-3', '0007', '101', 'x'], 'the lower number cleared, the rest left alone');
+
+    // A link in its place that is no number (one to a file outside that holds a number): never
+    // followed, the count goes on above what the area records (here, nothing: the staged token).
     const outside = path.join(root, 'outside-counter');
     fs.writeFileSync(outside, '7\n');
-    fs.rmSync(counter);
+    fs.writeFileSync(path.join(area, 'staged.timestamp'), '200\n');
+    fs.rmSync(counter, { recursive: true });
     fs.symlinkSync(outside, counter);
-    const refused = await rejectsWith(acquire(staticDir, 'b/R4', { createOnce: false }), 'EIO', FENCE_FILE);
-    assert.match(refused.message, /not a number/);
-    assert.equal(fs.readFileSync(outside, 'utf8'), '7\n');
-    assert.equal(fs.readlinkSync(counter), outside, 'left as it was');
-    // A FIFO and a directory: refused at once, naming what it is.
-    for (const [what, plant] of [
-      ['a FIFO', () => assert.equal(spawnSync('mkfifo', [counter]).status, 0)],
-      ['a directory', () => fs.mkdirSync(counter)],
-    ] as const) {
-      fs.rmSync(counter, { recursive: true, force: true });
-      plant();
-      const t0 = Date.now();
-      const err = await rejectsWith(acquire(staticDir, 'b/R4', { createOnce: false }), 'EIO', FENCE_FILE);
-      assert.ok(err.message.includes(what), err.message);
-      assert.ok(Date.now() - t0 < 5_000, `${what}: refused at once`);
-    }
-    assert.deepEqual(fs.readdirSync(area).sort(), [FENCE_FILE], 'no lock is left behind');
+    const afterLink = await acquire(staticDir, 'b/R4', { createOnce: false });
+    assert.equal(afterLink.fence, 201, 'above the token of the last staging');
+    await afterLink.release();
+    assert.equal(fs.readFileSync(outside, 'utf8'), '7\n', 'the file outside is untouched');
+    assert.deepEqual(fs.readdirSync(counter), ['201']);
+    // A FIFO in its place: refused at once, naming what it is, and left as it was.
+    fs.rmSync(counter, { recursive: true, force: true });
+    assert.equal(spawnSync('mkfifo', [counter]).status, 0);
+    const t0 = Date.now();
+    const err = await rejectsWith(acquire(staticDir, 'b/R4', { createOnce: false }), 'EIO', FENCE_FILE);
+    assert.match(err.message, /neither a directory nor a number/);
+    assert.match(err.message, /rm -r/, 'says how to get out');
+    assert.ok(Date.now() - t0 < 5_000, 'refused at once');
+    assert.ok(fs.lstatSync(counter).isFIFO());
+    fs.rmSync(counter);
+    // At the top of the range: a clear error and the way out, never a token handed out twice.
+    fs.mkdirSync(counter);
+    fs.writeFileSync(path.join(counter, String(Number.MAX_SAFE_INTEGER - 1)), '');
+    const top = await rejectsWith(acquire(staticDir, 'b/R4', { createOnce: false }), 'EIO', FENCE_FILE);
+    assert.match(top.message, /greatest token/);
+    assert.deepEqual(fs.readdirSync(counter), [String(Number.MAX_SAFE_INTEGER - 1)], 'the counter is left as it was');
+    const names = fs.readdirSync(area).sort();
+    assert.deepEqual(names, [FENCE_FILE, 'staged.timestamp'], 'no lock is left behind');
   });
 
   it('shows the token in status --json, hands it to lock -- COMMAND, and records it in the manifest', async () => {

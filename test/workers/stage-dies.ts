@@ -1,8 +1,8 @@
 /**
  * One stage() call that kills itself (SIGKILL) right after the `after`-th rename of its commit:
  * a commit cut off part-way, with whole directories, files and set-asides among what it moved.
- * Renames in or out of the holder's work directory are the commit's (taking and releasing the
- * lock rename other names); each one made is printed on stderr before the next.
+ * Renames in or out of the holder's work directory are the commit's, but for the token's and the
+ * release's; each one made is printed on stderr before the next.
  *   node stage-dies.js '{ "staticDir", "tag", "sources", "options"?, "after" }'
  * With more renames allowed than the commit makes, it finishes and prints `renames N` on stdout.
  */
@@ -26,7 +26,10 @@ async function main(): Promise<void> {
   const renameSync = fsm.renameSync;
   const rename = fsm.promises.rename;
   const counted = (from: string, to: string): void => {
-    if (!`${from} ${to}`.includes('/work.')) return;
+    const both = `${from} ${to}`;
+    // The fencing token's renames (the counter in and out of the work directory) and the release's
+    // (the record into it, the work directory out of the lock) are not the commit's.
+    if (!both.includes('/work.') || both.includes('.devserver-staging.fence') || both.includes('/owner.json') || to.includes('devserver.lock.trash.')) return;
     renames++;
     process.stderr.write(`rename ${renames}: ${from} -> ${to}\n`);
     if (renames >= after) process.kill(process.pid, 'SIGKILL');

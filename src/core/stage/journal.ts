@@ -344,12 +344,13 @@ export class Journal {
 
   /**
    * Moves everything into the area: directories first (shallowest first), then artifacts, then
-   * `manifestText` as the manifest and a fresh `staged.timestamp`. `check` runs once everything is in
-   * place and before the commit point; if it throws, the commit is undone.
+   * `manifestText` as the manifest and a fresh `staged.timestamp` holding `token` (the lock's fencing
+   * token: the area's record of the last one handed out, see fence.ts). `check` runs once everything
+   * is in place and before the commit point; if it throws, the commit is undone.
    */
-  async commit(manifestText: string, check: () => Promise<void>): Promise<void> {
+  async commit(manifestText: string, check: () => Promise<void>, token = 0): Promise<void> {
     try {
-      await this.commitSteps(manifestText, check);
+      await this.commitSteps(manifestText, check, token);
     } catch (err) {
       throw err instanceof StagingError ? err : await this.lostOr(err, 'commit to');
     } finally {
@@ -357,7 +358,7 @@ export class Journal {
     }
   }
 
-  private async commitSteps(manifestText: string, check: () => Promise<void>): Promise<void> {
+  private async commitSteps(manifestText: string, check: () => Promise<void>, token: number): Promise<void> {
     const steps: CommitStep[] = [];
     const inWork = async (from: string): Promise<number> => (await this.fs.lstat(`${this.workDir}/${from}`)).ino;
     const aside = (): string => `aside.${this.serial++}`;
@@ -392,7 +393,7 @@ export class Journal {
     }
     for (const [to, data] of [
       [MANIFEST_FILE, manifestText],
-      [TIMESTAMP_FILE, ''],
+      [TIMESTAMP_FILE, token > 0 ? `${token}\n` : ''],
     ] as const) {
       const from = `${to}.new`;
       await createRecord(this.workOpen().at(from), data, 0o644);

@@ -77,7 +77,9 @@ export async function stage(staticDir: string, tag: string, sources: readonly st
     for (const spec of sources) await tx.stageSource(spec);
     await tx.commit();
   } catch (err) {
-    const reason: unknown = work.signal.aborted ? work.signal.reason : err;
+    // A write that failed because the lock was taken away meanwhile (its work directory deleted
+    // under it) says so, whether or not the heartbeat has noticed yet.
+    const reason: unknown = work.signal.aborted ? work.signal.reason : ((await tx.lostLock()) ?? err);
     await tx.rollback();
     await lease.release(lease.state === 'held' ? { destroy: lease.created } : {}).catch(() => undefined);
     throw isStagingError(reason) ? reason : asStagingError(reason, 'stage into', lease.dir);
@@ -126,6 +128,16 @@ class Transaction {
   private readonly writing = new Map<string, Promise<void>>();
   /** Symlinks this call made: checked once more, resolved, before commit. */
   private readonly links: string[] = [];
+
+  /** ECOMPROMISED if the lock's work directory is no longer in the lock (the lock was taken away), else undefined. */
+  async lostLock(): Promise<StagingError | undefined> {
+    try {
+      await this.journal.checkFence();
+      return undefined;
+    } catch (err) {
+      return isStagingError(err, 'ECOMPROMISED') ? err : undefined;
+    }
+  }
 
   constructor(
     private readonly lease: Lease,
@@ -469,7 +481,7 @@ class Transaction {
   /** Moves everything into the area with the manifest and a fresh timestamp (see journal.ts). */
   async commit(): Promise<void> {
     this.check();
-    await this.journal.commit(await manifestText(this.manifest), () => this.checkLinks());
+    await this.journal.commit(await manifestText(this.manifest), () => this.checkLinks(), this.lease.fence);
   }
 
   /**

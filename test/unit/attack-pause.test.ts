@@ -1,0 +1,214 @@
+/**
+ * A lease lock fails where its holder is paused (a garbage collection, swap, SIGSTOP) for longer than
+ * the stale threshold at the wrong instant, and then acts on what it saw before the pause. So each
+ * operation of the protocol (a lock cycle, one that takes over a dead holder's lock, a
+ * force-release, a destroy, a `stage --add`) is run once to learn the steps it passes
+ * (src/core/steps.ts), then once per step with the process stopping itself there (SIGSTOP). While it
+ * is stopped for longer than the threshold, another process takes the lock and holds it; then the
+ * stopped one is continued and finishes. The kernel referees:
+ * - inotify on the area: nothing moves, removes or replaces the new holder's `devserver.lock`
+ *   while it holds it, not for an instant;
+ * - the new holder's lease is never lost, and its lock is the same directory before and after;
+ * - an `O_EXCL` marker made inside the critical section never clashes;
+ * - no fencing token is handed out twice, and tokens grow in the order the sections began;
+ * - the build is whole: the files before, or (for a staging) the files after, hashed.
+ */
+import { strict as assert } from 'assert';
+import { spawn, type ChildProcess } from 'child_process';
+import * as fs from 'fs';
+import * as path from 'path';
+import { stage } from '../../src/core/stage/stage';
+import { verify } from '../../src/core/verify';
+import { LOCK_NAME } from '../../src/core/protocol';
+import { watchName } from '../attack';
+import { WORKERS, cleanup, exitOf, expectMessage, fingerprint, killAll, report, sleep, startWorker, tempDir, track, waitFor, type Msg } from '../helpers';
+
+const timing = { staleMs: 1_000, refreshMs: 250 };
+type Op = 'cycle' | 'force-release' | 'destroy' | 'stage-add';
+
+interface Scenario {
+  name: string;
+  op: Op;
+  /** A holder killed with SIGKILL leaves its lock behind first. */
+  deadHolder: boolean;
+  /** Steps every run of it must pass (the discovery must find them). */
+  mustPass: string[];
+}
+
+const scenarios: Scenario[] = [
+  { name: 'a lock cycle', op: 'cycle', deadHolder: false, mustPass: ['acquire.placed', 'settle.consumed', 'settle.published', 'unlock.recordMoved', 'unlock.workMoved', 'release.removed'] },
+  { name: 'a lock cycle taking over a dead holder', op: 'cycle', deadHolder: true, mustPass: ['takeover.judged', 'takeover.checked', 'unlock.recordMoved', 'takeover.removed', 'settle.published'] },
+  { name: 'a force-release', op: 'force-release', deadHolder: true, mustPass: ['forceRelease.recorded', 'unlock.recordMoved', 'unlock.workMoved', 'takeover.removed'] },
+  { name: 'a destroy', op: 'destroy', deadHolder: false, mustPass: ['acquire.placed', 'destroy.recorded', 'destroy.moved', 'destroy.committed'] },
+  { name: 'a stage --add', op: 'stage-add', deadHolder: false, mustPass: ['acquire.placed', 'settle.published', 'unlock.workMoved'] },
+];
+
+/** The state letter of a process (R, S, T, Z…), from /proc. */
+function stateOf(pid: number): string | undefined {
+  try {
+    const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+    return stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3);
+  } catch {
+    return undefined;
+  }
+}
+
+describe('attack: a process paused at every step of the protocol', function () {
+  this.timeout(600_000);
+  let root: string;
+  let staticDir: string;
+  let source: string;
+  const tag = 'board/R1';
+
+  beforeEach(() => {
+    root = tempDir('dss-pause-');
+    staticDir = path.join(root, 'static');
+    source = path.join(root, 'new');
+    fs.mkdirSync(staticDir);
+    fs.mkdirSync(source);
+    for (let i = 0; i < 4; i++) fs.writeFileSync(path.join(source, `f${i}.bin`), `new ${i}\n`.repeat(100));
+  });
+  afterEach(async () => {
+    await killAll();
+    cleanup(root);
+  });
+
+  /** A fresh build at `tag`; returns its fingerprint. */
+  async function freshBuild(): Promise<string> {
+    fs.rmSync(path.join(staticDir, 'board'), { recursive: true, force: true });
+    const old = path.join(root, 'old');
+    fs.rmSync(old, { recursive: true, force: true });
+    fs.mkdirSync(old);
+    for (let i = 0; i < 4; i++) fs.writeFileSync(path.join(old, `f${i}.bin`), `old ${i}\n`.repeat(100));
+    await stage(staticDir, tag, [old], timing);
+    return fingerprint(path.join(staticDir, 'board', 'R1'));
+  }
+
+  /** What the build looks like once `source` was staged into it whole (its files only). */
+  function filesOf(dir: string): string {
+    return fs
+      .readdirSync(dir)
+      .filter((n) => n.endsWith('.bin'))
+      .sort()
+      .map((n) => `${n}:${fs.readFileSync(path.join(dir, n), 'utf8')}`)
+      .join('|');
+  }
+
+  /** Leaves the lock of a holder killed with SIGKILL in the area. */
+  async function leaveDeadLock(): Promise<void> {
+    const h = track(startWorker('holder', [JSON.stringify({ staticDir, tag, createOnce: false, ...timing })]));
+    await expectMessage(h, (m) => m.type === 'acquired', 20_000, 'the holder to lock');
+    h.kill('SIGKILL');
+    await exitOf(h);
+  }
+
+  function runPauser(op: Op, env: NodeJS.ProcessEnv): ChildProcess {
+    return track(
+      spawn(process.execPath, [path.join(WORKERS, 'pauser.js'), JSON.stringify({ staticDir, tag, op, source, ...timing })], {
+        stdio: ['ignore', 'pipe', 'pipe'],
+        env: { ...process.env, ...env },
+      }),
+    );
+  }
+
+  function resultOf(child: ChildProcess): Promise<{ ok: boolean; code?: string; fence?: number; clash?: boolean; message?: string }> {
+    return new Promise((resolve) => {
+      let out = '';
+      child.stdout!.on('data', (d: Buffer) => (out += d.toString()));
+      child.once('close', () => {
+        try {
+          resolve(JSON.parse(out.trim().split('\n').pop() ?? '{}') as { ok: boolean });
+        } catch {
+          resolve({ ok: false, code: 'NO-OUTPUT', message: out });
+        }
+      });
+    });
+  }
+
+  for (const sc of scenarios) {
+    it(`${sc.name}: stopped at each step for longer than the stale threshold, it never moves another's lock, shares a token or breaks the build`, async () => {
+      // Learn the steps.
+      await freshBuild();
+      if (sc.deadHolder) await leaveDeadLock();
+      const log = path.join(root, 'steps.log');
+      const learn = runPauser(sc.op, { DEVSERVER_STAGING_STEP_LOG: log });
+      const learned = await resultOf(learn);
+      assert.equal(learned.ok, true, `the operation itself must work: ${JSON.stringify(learned)}`);
+      const passed = fs.readFileSync(log, 'utf8').trim().split('\n');
+      for (const s of sc.mustPass) assert.ok(passed.includes(s), `${sc.name} passes ${s} (it passed: ${passed.join(' ')})`);
+      // Each step at its first and last passage (a destroy passes `destroy.moved` once per entry).
+      const counts = new Map<string, number>();
+      for (const s of passed) counts.set(s, (counts.get(s) ?? 0) + 1);
+      const points: string[] = [];
+      for (const [s, n] of counts) {
+        points.push(`${s}#1`);
+        if (n > 1) points.push(`${s}#${n}`);
+      }
+
+      const failures: string[] = [];
+      let stopped = 0;
+      let contended = 0;
+      for (const point of points) {
+        await killAll();
+        await freshBuild();
+        if (sc.deadHolder) await leaveDeadLock();
+        const area = path.join(staticDir, 'board', 'R1');
+        const a = runPauser(sc.op, { DEVSERVER_STAGING_PAUSE_AT: point });
+        const aResult = resultOf(a);
+        await waitFor(() => (stateOf(a.pid!) === 'T' ? true : undefined), 20_000, `the operation to stop at ${point}`, 5);
+        stopped++;
+        await sleep(timing.staleMs + 400);
+        // Another holder, while the first is stopped.
+        const b = track(startWorker('holder', [JSON.stringify({ staticDir, tag, createOnce: false, waitMs: 15_000, ...timing })]));
+        const bFirst = await expectMessage<Msg & { token?: string; code?: string }>(b, (m) => m.type === 'acquired' || m.type === 'error', 30_000, `the second holder at ${point}`);
+        let bFence: number | undefined;
+        let bIno: number | undefined;
+        let watcher: { stop(): Promise<string[]> } | undefined;
+        if (bFirst.type === 'acquired') {
+          contended++;
+          const record = JSON.parse(fs.readFileSync(path.join(area, LOCK_NAME, 'owner.json'), 'utf8')) as { token: string; fence: number };
+          assert.equal(record.token, bFirst.token, 'the lock on disk is the second holder’s');
+          bFence = record.fence;
+          bIno = fs.lstatSync(path.join(area, LOCK_NAME)).ino;
+          watcher = await watchName(area, LOCK_NAME);
+        } else if (!(sc.op === 'destroy' && bFirst.code === 'ENOENT')) {
+          failures.push(`${point}: the second holder could not lock: ${String(bFirst.code)} ${String(bFirst.message)}`);
+        }
+        let bLost = false;
+        b.on('message', (m: Msg) => {
+          if (m.type === 'lost') bLost = true;
+        });
+        process.kill(a.pid!, 'SIGCONT');
+        const aOut = await aResult;
+        if (aOut.clash === true) failures.push(`${point}: the paused process entered the critical section while another held it`);
+        if (bFirst.type === 'acquired') {
+          // Long enough for the second holder's heartbeat to notice a lock taken from it.
+          await sleep(timing.refreshMs * 3);
+          const events = (await watcher?.stop()) ?? [];
+          const ino = fs.lstatSync(path.join(area, LOCK_NAME), { throwIfNoEntry: false })?.ino;
+          if (events.length > 0) failures.push(`${point}: the second holder's lock was moved while it held it (${events.join(', ')})`);
+          if (bLost) failures.push(`${point}: the second holder lost its lock`);
+          if (ino !== bIno) failures.push(`${point}: the lock in place is no longer the second holder's`);
+          if (aOut.fence !== undefined && bFence !== undefined && aOut.fence >= bFence) failures.push(`${point}: tokens ${aOut.fence} (paused) and ${String(bFence)} (second)`);
+          const released = expectMessage(b, (m) => m.type === 'released' || m.type === 'release-error', 20_000, 'release');
+          b.send('release');
+          const r = await released;
+          if (r.type !== 'released') failures.push(`${point}: the second holder's release failed: ${String(r.code)} ${String(r.message)}`);
+        }
+        // The build: whole before or whole after (a staging), or gone whole (a destroy).
+        if (fs.existsSync(area) && fs.readdirSync(area).some((n) => n.endsWith('.bin') || n.startsWith('.devserver-staging.manifest'))) {
+          const v = await verify(staticDir, tag).catch((err: unknown) => ({ ok: false, problems: [String(err)] }));
+          const files = filesOf(area);
+          const whole = files === filesOf(path.join(root, 'old')) || (sc.op === 'stage-add' && files === filesOf(source));
+          if (!v.ok || !whole) failures.push(`${point}: the build is not whole (verify ${v.ok ? 'ok' : 'DAMAGED'}; files ${files.slice(0, 120)})`);
+        } else if (sc.op !== 'destroy') {
+          failures.push(`${point}: the build is gone`);
+        }
+      }
+      report(`${sc.name}: ${points.length} steps (${passed.length} passages), stopped at each (${stopped}); another process took the lock meanwhile in ${contended}; ${failures.length} failures`);
+      assert.equal(stopped, points.length, 'every step was reached and stopped at');
+      assert.ok(contended >= points.length - 3, `another holder took the lock in most trials (${contended} of ${points.length})`);
+      assert.deepEqual(failures, []);
+    });
+  }
+});
