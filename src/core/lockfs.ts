@@ -19,7 +19,10 @@
  *   under us counts as lost.
  * - rmdir moves our lock directory aside in one rename, checks that what it moved was ours (and
  *   puts it back if not), then deletes it; on release with destroy, it runs the hook that moves the
- *   whole area away with the lock still inside it.
+ *   whole area away with the lock still inside it. A lock whose work directory holds a commit that
+ *   could not be undone (commit.ts) is not deleted: it is moved aside as `devserver.lock.fenced.*`
+ *   for the next holder, who finishes the undo; if even that rename fails, it stays in place and
+ *   goes stale.
  *
  * Which lock is ours: on a local filesystem the holder keeps its lock directory open from the
  * moment it made it. An inode cannot be freed, so its number cannot be given to another file,
@@ -37,11 +40,11 @@
 import * as fs from 'fs';
 import * as path from 'path';
 import { readRecordSync, removeTree, removeTreeSync, type Dir } from './anchored';
-import { asStagingError, errnoCode } from './errors';
+import { StagingError, asStagingError, errnoCode } from './errors';
 import { FENCE_NEXT, makeCounter, readFence } from './fence';
 import { sideName } from './holder';
 import type { Io } from './io';
-import { COMMAND_FILE, FENCE_FILE, LOCK_NAME, LOCK_NEW_PREFIX, LOCK_TRASH_PREFIX, MAX_OWNER_BYTES, OWNER_FILE } from './protocol';
+import { COMMAND_FILE, COMMIT_FILE, FENCE_FILE, LOCK_FENCED_PREFIX, LOCK_NAME, LOCK_NEW_PREFIX, LOCK_TRASH_PREFIX, MAX_OWNER_BYTES, OWNER_FILE } from './protocol';
 
 /** The process's umask, read once (it is set at start and left alone). */
 const UMASK = (() => {
@@ -264,13 +267,18 @@ export function makeLockFs(state: LockFsState): LockFs {
     return st;
   };
 
-  /** Moves our lock out of its place in one rename, then deletes it; puts back anything not ours. */
+  /**
+   * Moves our lock out of its place in one rename, then deletes it; puts back anything not ours.
+   * One holding an unfinished commit is moved to a fenced name and kept (see above).
+   */
   const removeOurs = async (): Promise<void> => {
-    const aside = sideName(LOCK_TRASH_PREFIX);
+    const keep = await holdsUnfinishedCommit();
+    const aside = sideName(keep ? LOCK_FENCED_PREFIX : LOCK_TRASH_PREFIX);
     try {
       await io.rename(lockPath, area.at(aside));
     } catch (err) {
       if (errnoCode(err) === 'ENOENT') throw lost();
+      if (keep) throw unfinishedKept(err);
       throw err;
     }
     // Between our check and the rename another instance may have taken the place (a force-release
@@ -280,8 +288,30 @@ export function makeLockFs(state: LockFsState): LockFs {
       await io.rename(area.at(aside), lockPath).catch(() => undefined);
       throw lost();
     }
+    if (keep) {
+      closeLockFd(state);
+      return;
+    }
     if (!(io.sync && removeKnownSync(area, aside, state))) await rmTreeSoon(io, area, aside);
     closeLockFd(state);
+  };
+
+  /** Whether our work directory holds a commit whose undo did not finish (commit.ts); one that cannot be looked at counts as holding one. */
+  const holdsUnfinishedCommit = async (): Promise<boolean> => {
+    if (state.workMade !== true) return false;
+    const own = state.lockFd !== undefined ? fdDir(state.lockFd) : lockPath;
+    return (await io.lstatOrNull(`${own}/${state.workName}/${COMMIT_FILE}`).catch(() => true)) !== null;
+  };
+
+  /** The lock holding an unfinished commit could not even be moved aside: it stays in place, untouched, and goes stale. */
+  const unfinishedKept = (err: unknown): StagingError => {
+    const detail = err instanceof Error ? err.message : String(err);
+    return new StagingError(
+      'EUNFINISHED',
+      `Could not let go of ${state.lockPath}: it holds a commit that could not be undone yet, and it could not be moved aside (${detail}). ` +
+        'It stays in place with everything in it and turns stale; whoever takes it over next finishes the undo once the cause is gone (a full disk: once space is freed).',
+      { path: state.lockPath, cause: err },
+    );
   };
 
   /** Makes the lock under a temporary name, with everything in it. */
@@ -442,6 +472,8 @@ export function makeLockFs(state: LockFsState): LockFs {
         if (readRecordSync(ownerPath, ownerPath, MAX_OWNER_BYTES) !== state.ownerJson) return;
         // A command still running under the lock keeps it: judges on this machine follow the command.
         if (fs.existsSync(`${lockPath}/${state.workName}/${COMMAND_FILE}`)) return;
+        // Nor is a commit cut off by the exit deleted: the lock stays, and the next holder undoes it.
+        if (fs.existsSync(`${lockPath}/${state.workName}/${COMMIT_FILE}`)) return;
         const aside = area.at(sideName(LOCK_TRASH_PREFIX));
         fs.renameSync(lockPath, aside);
         // Synchronous and short at exit: what cannot go now (parts of an unfinished staging) is
