@@ -12,7 +12,8 @@
  * - once space is freed, the next holder finishes the undo: exactly the old build, which verifies.
  * The same for the stager's own undo (a staging refused by its last check) stopped at each of its
  * steps, and for the next holder's undo of a cut-off commit: its acquire fails with EUNFINISHED,
- * changing nothing, until space is freed.
+ * changing nothing, until space is freed. With the area's own directory full too, the lock cannot
+ * be moved aside when it is let go of: it stays in place, whole, and the next holder finishes.
  */
 import { strict as assert } from 'assert';
 import { spawnSync } from 'child_process';
@@ -244,6 +245,33 @@ describe('commit: a full disk during the commit and during its undo (ext4)', fun
     assert.equal(Object.values(seen).flat().length, all.length, 'every trial ran');
     // Right before taking something back into the full work directory, the undo stops there.
     for (const at of all.filter((i) => i.startsWith('commit.undo.take#'))) assert.ok(seen.unfinished?.includes(at), `${at}: not unfinished`);
+  });
+
+  it('the disk full and the area’s own directory too: the lock cannot even be moved aside, so it stays in place, and the next holder finishes the undo', async () => {
+    const tag = await oldBuild();
+    const area = path.join(staticDir, tag);
+    const at = 'commit.aside#1';
+    const stager = startCli(stageArgs(tag, builds.addition), { staticDir, pauseAt: at });
+    await stopped(stager, at);
+    fillDisk();
+    fillEntries(workDirIn(area));
+    const junk = fillEntries(area);
+    const end = await continued(stager);
+    assert.equal(end.code, 1, stager.stderr);
+    assert.match(stager.stderr, /could not be undone yet: could not move .*no space left on device/is);
+    // Letting go of it would have renamed it beside itself: no room for the name.
+    assert.equal(keptCommit(area), workDirIn(area), 'the lock with the record stays in place');
+    assert.deepEqual(
+      fs.readdirSync(area).filter((n) => n.startsWith(`${LOCK_NAME}.`)),
+      [],
+      'nothing beside the lock',
+    );
+    nothingLost(area, 'the lock left in place');
+    freeSpace();
+    for (let n = 0; n < junk; n++) fs.unlinkSync(path.join(area, `~${n.toString(36)}`));
+    const next = await runCli(['lock', tag, '--', 'true'], { staticDir });
+    assert.equal(next.code, 0, next.stderr);
+    await finishedOld(tag, 'once space was freed');
   });
 
   it('the disk full during the next holder’s undo: its acquire fails with EUNFINISHED, changing nothing, until space is freed', async () => {
