@@ -121,6 +121,21 @@ const BY_CODE: Partial<Record<ErrorCode, Describe>> = {
       ],
     };
   },
+  EUNFINISHED(err, where) {
+    const at = where(err.path);
+    const build = at?.tag ?? err.path;
+    if (build === undefined) return undefined;
+    const errno = errnoCodeOf(err.cause);
+    const full = errno === 'ENOSPC' || errno === 'EDQUOT';
+    return {
+      message:
+        vscode.l10n.t(
+          'A staging of {0} was cut off and could not be undone yet. Nothing is lost: what it replaced is kept beside the build’s lock, and whoever locks {0} next finishes undoing it once the cause is gone. Until then {0} cannot be locked.',
+          build,
+        ) + (full ? ` ${vscode.l10n.t('The cause: its filesystem is full. Free some space, then try again.')}` : ''),
+      actions: full && err.path !== undefined && at !== undefined ? [cleanUpAction(err.path)] : [],
+    };
+  },
   EIO(err, where) {
     return fsError(errnoCodeOf(err.cause), err.path, '', where);
   },

@@ -20,6 +20,7 @@ export type ErrorCode =
   | 'ECORRUPT' // a record the tool keeps in an area (the manifest) is damaged: not JSON, or an entry of the wrong shape
   | 'ENOMANIFEST' // the build has no manifest, so there is nothing to verify it against
   | 'ENESTED' // the tag lies inside an existing build: builds are not staged inside builds
+  | 'EUNFINISHED' // the area holds a staging cut off mid-commit whose undo could not finish yet (a full disk, an I/O error); nothing of it is lost
   | 'EIO'; // any other filesystem failure, with the cause attached
 
 export class StagingError extends Error {

@@ -98,11 +98,16 @@ export async function judgeLock(
     return { info, identity };
   }
   const holder = record.holder;
+  if (record.workToken !== undefined) {
+    // Being taken apart (unlock.ts): it is that work directory's instance, taken apart on by its name.
+    identity.token = record.workToken;
+    identity.hasWork = true;
+  }
   if (holder !== undefined) {
     info.holder = holder;
-    if (holder.token !== '') {
+    if (holder.token !== '' && record.workToken === undefined) {
       identity.token = holder.token;
-      identity.hasWork = record.moved === true || (await lstatOf(`${lockPath}/${WORK_PREFIX}${holder.token}`).then(() => true, () => false));
+      identity.hasWork = await lstatOf(`${lockPath}/${WORK_PREFIX}${holder.token}`).then(() => true, () => false);
     }
     const acquired = Date.parse(holder.acquiredAt);
     if (Number.isFinite(acquired)) info.ageMs = Math.max(0, nowFsMs - acquired);
@@ -148,7 +153,7 @@ export async function judgeLock(
  * A lock's owner record: the holder, nothing (no record: a bare lock of another tool, judged by
  * its heartbeat), or why a record that is there cannot be read.
  */
-async function readOwnerRecord(lockPath: string, shownLock: string): Promise<{ holder?: Holder; unreadable?: string; moved?: boolean }> {
+async function readOwnerRecord(lockPath: string, shownLock: string): Promise<OwnerRecord> {
   const file = path.join(shownLock, OWNER_FILE);
   let text: string;
   try {
@@ -164,18 +169,28 @@ async function readOwnerRecord(lockPath: string, shownLock: string): Promise<{ h
   return { holder };
 }
 
+interface OwnerRecord {
+  holder?: Holder;
+  /** Why a record that is there cannot be read. */
+  unreadable?: string;
+  /** The lock is being taken apart: the token its one work directory is named by. */
+  workToken?: string;
+}
+
 /**
- * The record of a lock being taken apart (unlock.ts): its holder's release, or a takeover, moved it
- * into the instance's work directory and was cut off there. The lock is still that holder's, judged
- * as usual, and whoever takes it over goes on from where it stopped.
+ * A lock without a record in its place may be one being taken apart (unlock.ts): its holder's
+ * release, or a takeover, moved the record into the instance's work directory, or removed it, and
+ * was cut off there. Then the lock is still that instance, known by its one work directory, judged
+ * by its heartbeat; whoever takes it over goes on from where it stopped, by that directory's name.
  */
-async function readMovedRecord(lockPath: string, shownLock: string): Promise<{ holder?: Holder; moved?: boolean }> {
+async function readMovedRecord(lockPath: string, shownLock: string): Promise<OwnerRecord> {
   const names = await fs.promises.readdir(lockPath).catch(() => [] as string[]);
   const works = names.filter((n) => n.startsWith(WORK_PREFIX));
   if (works.length !== 1) return {};
+  const workToken = works[0].slice(WORK_PREFIX.length);
   const text = await readRecord(`${lockPath}/${works[0]}/${OWNER_FILE}`, path.join(shownLock, works[0], OWNER_FILE), MAX_OWNER_BYTES).catch(() => undefined);
   const holder = text === undefined ? undefined : parseHolder(text);
-  return holder !== undefined && `${WORK_PREFIX}${holder.token}` === works[0] ? { holder, moved: true } : {};
+  return holder !== undefined && holder.token === workToken ? { holder, workToken } : { workToken };
 }
 
 /** FUSE keeps attributes for 1 s by default; a little more to be past it. */

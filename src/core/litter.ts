@@ -1,8 +1,9 @@
 /**
  * What holders that died or were cut off leave in an area, cleared by the next holder right after
  * it takes the lock (no one else may change the area then):
- * - `devserver.lock.fenced.*`: a lock taken away in the middle of a commit; its commit is undone
- *   first (commit.ts), then it is deleted;
+ * - `devserver.lock.fenced.*`: a lock (or a work directory) taken away or let go of in the middle
+ *   of a commit; its commit is undone first (commit.ts), then it is deleted. An undo that cannot
+ *   finish keeps it, and the acquire fails (EUNFINISHED) with nothing else changed;
  * - `devserver.lock.new.*` and `devserver.lock.trash.*` of a process that is gone: a lock that was
  *   being built, or one being deleted, when its process was killed;
  * - `devserver.lock.probe.*` (a judge's look past a network client's cache) left for a minute;
@@ -11,12 +12,12 @@
  * Claims (`devserver.lock.claim.*`) are the takeover's and are left to it.
  */
 import * as fs from 'fs';
-import { openBelow, removeTree, removeTreeSync, type Dir } from './anchored';
-import { readCommit, undoCommit } from './commit';
+import { removeTree, removeTreeSync, type Dir } from './anchored';
+import { undoFencedDir } from './commit';
 import { restoreCarriers } from './fence';
 import { isPidAlive, parseSideName, thisMachine } from './holder';
 import type { Io } from './io';
-import { LOCK_FENCED_PREFIX, LOCK_NAME, LOCK_NEW_PREFIX, LOCK_PROBE_PREFIX, LOCK_TRASH_PREFIX, PART_PREFIX, WORK_PREFIX } from './protocol';
+import { LOCK_FENCED_PREFIX, LOCK_NAME, LOCK_NEW_PREFIX, LOCK_PROBE_PREFIX, LOCK_TRASH_PREFIX, PART_PREFIX } from './protocol';
 import type { Timing } from './types';
 
 /** A judge's probe lives for a second or so; one a minute old was left by a process that died. */
@@ -37,25 +38,32 @@ async function isDeadOwners(area: Dir, name: string, prefix: string, timing: Tim
  */
 export async function clearLitter(io: Io, area: Dir, timing: Timing): Promise<fs.Dirent[]> {
   const entries = io.sync ? fs.readdirSync(area.at('.'), { withFileTypes: true }) : await fs.promises.readdir(area.at('.'), { withFileTypes: true });
+  // Unfinished commits first: until each is undone, nothing else here may change. A taker that
+  // could not give what it took aside a fenced name (a full disk) left it as trash.
+  for (const { name } of entries) {
+    const kept = name.startsWith(LOCK_FENCED_PREFIX) || (name.startsWith(LOCK_TRASH_PREFIX) && (await isDeadOwners(area, name, LOCK_TRASH_PREFIX, timing)));
+    if (!kept) continue;
+    const undone = await undoFencedDir(area, name);
+    if (!undone.complete) throw undone.error;
+  }
   for (const { name } of entries) {
     if (!name.startsWith(LOCK_NAME) && !name.startsWith(PART_PREFIX)) continue;
     let litter = false;
     if (name.startsWith(LOCK_FENCED_PREFIX)) {
-      await undoFenced(area, name);
       litter = true;
     } else if (name.startsWith(LOCK_NEW_PREFIX)) {
       litter = await isDeadOwners(area, name, LOCK_NEW_PREFIX, timing);
     } else if (name.startsWith(LOCK_TRASH_PREFIX)) {
       litter = await isDeadOwners(area, name, LOCK_TRASH_PREFIX, timing);
-    }
-    // A holder that took the fencing counter and died before publishing it left it in its work
-    // directory: back into the counter before that directory goes.
-    if (litter && !name.startsWith(PART_PREFIX)) await restoreCarriers(io, area, name); else if (name.startsWith(LOCK_PROBE_PREFIX)) {
+    } else if (name.startsWith(LOCK_PROBE_PREFIX)) {
       const st = await io.lstatOrNull(area.at(name)).catch(() => null);
       litter = st !== null && Date.now() - st.mtimeMs > PROBE_LITTER_MS;
     } else if (name.startsWith(PART_PREFIX)) {
       litter = true;
     }
+    // A holder that took the fencing counter and died before publishing it left it in its work
+    // directory: back into the counter before that directory goes.
+    if (litter && name.startsWith(LOCK_NAME)) await restoreCarriers(io, area, name);
     if (!litter) continue;
     try {
       if (io.sync) removeTreeSync(area, name);
@@ -65,35 +73,4 @@ export async function clearLitter(io: Io, area: Dir, timing: Timing): Promise<fs
     }
   }
   return entries;
-}
-
-/** Undoes the unfinished commit kept in a fenced lock instance (opened without following links). */
-async function undoFenced(area: Dir, name: string): Promise<void> {
-  let fenced: Dir;
-  try {
-    fenced = await openBelow(area, name);
-  } catch {
-    return; // not a directory of ours: removed as litter all the same
-  }
-  try {
-    // A work directory kept on its own (this version), or a whole lock holding work directories (earlier builds).
-    const own = await readCommit(fenced.at('.'));
-    if (own !== undefined) {
-      await undoCommit(area, fenced.at('.'), own.steps);
-      return;
-    }
-    for (const work of await fs.promises.readdir(fenced.at('.'))) {
-      if (!work.startsWith(WORK_PREFIX)) continue;
-      const dir = await openBelow(fenced, work).catch(() => undefined);
-      if (dir === undefined) continue;
-      try {
-        const record = await readCommit(dir.at('.'));
-        if (record !== undefined) await undoCommit(area, dir.at('.'), record.steps);
-      } finally {
-        dir.close();
-      }
-    }
-  } finally {
-    fenced.close();
-  }
 }

@@ -28,14 +28,14 @@
  * Every path here is named through the area's open directory or the lock's (see anchored.ts).
  */
 import * as fs from 'fs';
-import { readRecordSync, removeTree, removeTreeSync, type Dir } from './anchored';
+import { openDir, readRecordSync, removeTree, removeTreeSync, type Dir } from './anchored';
 import { errnoCode } from './errors';
-import { CARRIER_PREFIX } from './fence';
+import { CARRIER_PREFIX, restoreCarriers } from './fence';
 import { sideName } from './holder';
 import type { Io } from './io';
 import { COMMAND_FILE, COMMIT_FILE, FENCE_FILE, LOCK_FENCED_PREFIX, LOCK_NAME, LOCK_NEW_PREFIX, LOCK_TRASH_PREFIX, MAX_OWNER_BYTES, OWNER_FILE } from './protocol';
 import { step } from './steps';
-import { putAside, removeEmptyLock } from './unlock';
+import { holdsUnfinishedCommit, putAside, removeEmptyLock } from './unlock';
 
 /** The process's umask, read once (it is set at start and left alone). */
 const UMASK = (() => {
@@ -194,15 +194,53 @@ export async function isOurLock(state: LockFsState, lockPath = state.area.at(LOC
  * leaves the lock (to be deleted, or kept as `devserver.lock.fenced.*` when it holds a commit that
  * could not be undone), and the lock, empty now, is removed with rmdir. `aside`: where the work
  * directory goes instead (release with destroy).
+ *
+ * On a local filesystem, where our lock is open, it is taken apart through its own descriptor
+ * instead, by removals alone: a full disk (ext4 needs a new block to add a name to a directory)
+ * can then never keep a holder from letting go. Only a work directory holding an unfinished
+ * commit must move, to be kept.
  */
 export async function releaseOurs(state: LockFsState, aside?: { dir: Dir; name: string }): Promise<void> {
   const lost = (): NodeJS.ErrnoException => coded('ECOMPROMISED', `${state.lockPath} is no longer our lock: it was removed or replaced by another`);
+  const work = state.area.at(workOf(state));
+  if (state.lockFd !== undefined && aside === undefined) {
+    // The counter first, while the lock is whole: where it cannot go back, the lock stays, and whoever takes it over puts it back.
+    if (state.settled !== true) await restoreCarriers(state.io, state.area, workOf(state));
+    if (!(await holdsUnfinishedCommit(state.io, work))) return releaseLocal(state, lost);
+  }
   const moved = await putAside(state.io, state.area, state.workName, { restoreCounter: state.settled !== true, ...(aside !== undefined ? { to: aside } : {}) });
   if (moved === 'lost') throw lost();
   await removeEmptyLock(state.io, state.area);
   step('release.removed');
   if (moved.kind === 'trash') await rmTreeSoon(state.io, state.area, moved.name).catch(() => undefined);
   closeLockFd(state);
+}
+
+/** `releaseOurs` on a local filesystem: the record and the work directory removed through our lock's descriptor, then the emptied lock. */
+async function releaseLocal(state: LockFsState, lost: () => NodeJS.ErrnoException): Promise<void> {
+  const own = fdDir(state.lockFd!);
+  try {
+    // This lock's record, wherever the lock is now. Gone: a takeover has begun taking it apart.
+    fs.unlinkSync(`${own}/${OWNER_FILE}`);
+  } catch (err) {
+    if (errnoCode(err) === 'ENOENT') throw lost();
+    throw err;
+  }
+  step('unlock.recordMoved');
+  const lock = await openDir(own, true, true);
+  try {
+    removeTreeSync(lock, state.workName);
+  } finally {
+    lock.close();
+  }
+  step('unlock.workMoved');
+  // Ours, if it is the one in place: then nothing else is in it, and it goes. (Not in place: once
+  // emptied it was replaced by a contender's lock, a rename onto an empty directory replacing it.)
+  const st = fs.lstatSync(state.area.at(LOCK_NAME), { throwIfNoEntry: false });
+  const inPlace = st !== undefined && st.ino === state.ino && st.dev === state.fsDev;
+  closeLockFd(state);
+  if (inPlace) await removeEmptyLock(state.io, state.area);
+  step('release.removed');
 }
 
 export function makeLockFs(state: LockFsState): LockFs {

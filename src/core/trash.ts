@@ -17,13 +17,13 @@
  */
 import * as path from 'path';
 import { createRecord, isWithin, openDir, openOrMakeBelow, removeTree, whereIs, type Dir } from './anchored';
-import { undoCommit, type CommitStep } from './commit';
+import { COMMIT_PART, commitText, undoCommit, type CommitStep } from './commit';
 import { randomHex } from './crypto';
 import { StagingError, asStagingError, errnoCode } from './errors';
 import { sideName } from './holder';
 import type { Io } from './io';
 import { openMeta } from './meta';
-import { COMMIT_FILE, LOCK_NAME, LOCK_TRASH_PREFIX, MANIFEST_FILE, TIMESTAMP_FILE, TRASH_DIR } from './protocol';
+import { COMMIT_FILE, FENCE_FILE, LOCK_NAME, LOCK_TRASH_PREFIX, MANIFEST_FILE, TIMESTAMP_FILE, TRASH_DIR, isProtocolName } from './protocol';
 import { step } from './steps';
 import { putAside, removeEmptyLock } from './unlock';
 
@@ -77,23 +77,31 @@ export async function destroyHeld(held: HeldArea): Promise<void> {
     // The build's marks first: from the first rename on, nobody takes what is left for a build.
     const first = [MANIFEST_FILE, TIMESTAMP_FILE];
     const names = (await io.readdir(area.at('.'))).filter((n) => n !== LOCK_NAME);
-    names.sort((a, b) => rank(first, a) - rank(first, b));
-    const steps: CommitStep[] = names.map((to, i) => ({ to, aside: `d.${i}` }));
+    names.sort((x, y) => rank(first, x) - rank(first, y));
+    // What others left beside the lock (probes, locks being built, claims) goes too, but is not put back.
+    const steps: CommitStep[] = [];
+    const others: string[] = [];
+    for (const name of names) {
+      if (isPutBack(name)) steps.push({ to: name, aside: `d.${steps.length}` });
+      else others.push(name);
+    }
+    const workPlace = { at: (name: string) => area.at(`${work}/${name}`), shown: path.join(shown, work) };
     try {
-      await createRecord(area.at(`${work}/${COMMIT_FILE}`), `${JSON.stringify({ version: 1, steps })}\n`, 0o644);
+      await createRecord(workPlace.at(COMMIT_PART), commitText(steps), 0o644);
+      await io.rename(workPlace.at(COMMIT_PART), workPlace.at(COMMIT_FILE));
     } catch (err) {
       if (errnoCode(err) === 'ENOENT') throw lost();
       throw asStagingError(err, 'destroy', shown);
     }
     step('destroy.recorded');
+    const moves = [...steps.map((st) => ({ from: st.to, to: st.aside! })), ...others.map((name, i) => ({ from: name, to: `o.${i}` }))];
     let done = 0;
     try {
-      for (const s of steps) {
+      for (const m of moves) {
         try {
-          await io.rename(area.at(s.to), area.at(`${work}/${s.aside!}`));
+          await io.rename(area.at(m.from), workPlace.at(m.to));
         } catch (err) {
-          const code = errnoCode(err);
-          if (code !== 'ENOENT') throw err;
+          if (errnoCode(err) !== 'ENOENT') throw err;
           if ((await io.lstatOrNull(area.at(work)).catch(() => null)) === null) throw lost();
           // Gone already (a probe of a judge, a lock being built next door): nothing to keep.
         }
@@ -103,11 +111,11 @@ export async function destroyHeld(held: HeldArea): Promise<void> {
     } catch (err) {
       // Whole or not at all: put back what was moved, then say why (a mount inside, say).
       if (!(err instanceof StagingError && err.code === 'ECOMPROMISED')) {
-        await undoCommit(area, area.at(work), steps.slice(0, done));
-        await io.unlink(area.at(`${work}/${COMMIT_FILE}`)).catch(() => undefined);
+        const undone = await undoCommit(area, workPlace, steps);
+        if (undone.complete) await io.unlink(workPlace.at(COMMIT_FILE)).catch(() => undefined);
       }
       if (errnoCode(err) === 'EBUSY' || errnoCode(err) === 'EXDEV') {
-        throw new StagingError('EIO', `Did not destroy ${shown}: ${path.join(shown, steps[done].to)} is a mount point. Unmount it, then destroy again.`, { path: shown, cause: err });
+        throw new StagingError('EIO', `Did not destroy ${shown}: ${path.join(shown, moves[done].from)} is a mount point. Unmount it, then destroy again.`, { path: shown, cause: err });
       }
       throw asStagingError(err, 'destroy', shown);
     }
@@ -135,6 +143,11 @@ export async function destroyHeld(held: HeldArea): Promise<void> {
   } finally {
     for (const d of open.reverse()) d.close();
   }
+}
+
+/** What a destroy cut off puts back: the build and its bookkeeping, not what others left beside the lock. */
+function isPutBack(name: string): boolean {
+  return name === MANIFEST_FILE || name === FENCE_FILE || !isProtocolName(name);
 }
 
 function rank(first: readonly string[], name: string): number {

@@ -23,7 +23,8 @@ import { LOCK_NAME } from '../../src/core/protocol';
 import { watchName } from '../attack';
 import { WORKERS, cleanup, exitOf, expectMessage, fingerprint, killAll, report, sleep, startWorker, tempDir, track, waitFor, type Msg } from '../helpers';
 
-const timing = { staleMs: 1_000, refreshMs: 250 };
+// The shortest the core allows (clampTiming).
+const timing = { staleMs: 2_000, refreshMs: 1_000 };
 type Op = 'cycle' | 'force-release' | 'destroy' | 'stage-add';
 
 interface Scenario {
@@ -157,7 +158,7 @@ describe('attack: a process paused at every step of the protocol', function () {
         const aResult = resultOf(a);
         await waitFor(() => (stateOf(a.pid!) === 'T' ? true : undefined), 20_000, `the operation to stop at ${point}`, 5);
         stopped++;
-        await sleep(timing.staleMs + 400);
+        await sleep(timing.staleMs + 200);
         // Another holder, while the first is stopped.
         const b = track(startWorker('holder', [JSON.stringify({ staticDir, tag, createOnce: false, waitMs: 15_000, ...timing })]));
         const bFirst = await expectMessage<Msg & { token?: string; code?: string }>(b, (m) => m.type === 'acquired' || m.type === 'error', 30_000, `the second holder at ${point}`);

@@ -7,7 +7,6 @@
 import { strict as assert } from 'assert';
 import { spawn, type ChildProcess } from 'child_process';
 import * as fs from 'fs';
-import * as net from 'net';
 import * as os from 'os';
 import * as path from 'path';
 import { performance } from 'perf_hooks';
@@ -18,16 +17,9 @@ import { FENCE_FILE, HISTORY_DIR, LOCK_NAME, META_DIR, OWNER_FILE, historyDirOf,
 import { LockStates, POLL_FAST_MS, POLL_IDLE_MS } from '../../src/core/watch/states';
 import type { LockState } from '../../src/core/types';
 import { type Msg, WORKERS, cleanup, exitOf, expectMessage, isRoot, killAll, readToken, report, run, sleep, snapshot, startWorker, tempDir, track, waitFor } from '../helpers';
+import { type SshfsExport, isMounted, startSshfs, unmountFuse, whyNoSshfs, works } from '../sshfs';
 
 const timing = { staleMs: 2_000, refreshMs: 1_000 };
-
-/** Whether `cmd args` can run and exits 0. */
-async function works(cmd: string, args: string[]): Promise<boolean> {
-  return run(cmd, args).then(
-    (r) => r.code === 0,
-    () => false,
-  );
-}
 
 /**
  * Starts a compiled worker with an IPC channel. `otherHost` runs it under `unshare --uts` with
@@ -216,58 +208,13 @@ describe('clock skew between hosts (libfaketime)', function () {
 
 // ---------------------------------------------------------------------------------------------
 
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = net.createServer();
-    srv.once('error', reject);
-    srv.listen(0, '127.0.0.1', () => {
-      const port = (srv.address() as net.AddressInfo).port;
-      srv.close(() => resolve(port));
-    });
-  });
-}
-
-function connects(port: number): Promise<boolean> {
-  return new Promise((resolve) => {
-    const s = net.connect(port, '127.0.0.1');
-    s.once('connect', () => {
-      s.destroy();
-      resolve(true);
-    });
-    s.once('error', () => resolve(false));
-  });
-}
-
-function isMounted(dir: string): boolean {
-  return fs
-    .readFileSync('/proc/self/mounts', 'utf8')
-    .split('\n')
-    .some((line) => line.split(' ')[1] === dir);
-}
-
-async function whyNoSshfs(): Promise<string | undefined> {
-  if (!isRoot) return 'needs root (its own sshd, FUSE mounts)';
-  for (const [bin, pkg] of [
-    ['/usr/sbin/sshd', 'openssh-server'],
-    ['/usr/bin/ssh-keygen', 'openssh-client'],
-    ['/usr/bin/sshfs', 'sshfs'],
-    ['/usr/bin/fusermount', 'fuse3'],
-  ] as const) {
-    if (!fs.existsSync(bin)) return `${bin} is missing: apt-get install ${pkg}`;
-  }
-  if (!fs.existsSync('/dev/fuse')) return '/dev/fuse is missing (no FUSE in this kernel or container)';
-  if (!(await works('unshare', ['--uts', 'true']))) return 'needs `unshare --uts` (a holder on another host), which is not permitted here';
-  return undefined;
-}
-
 describe('a network filesystem shared by two clients (sshfs)', function () {
   this.timeout(180_000);
   let base = '';
   let exportDir = '';
   let mountA = '';
   let mountB = '';
-  let sshdPidFile = '';
-  let madeRunSshd = false;
+  let share: SshfsExport | undefined;
   /** Mounts the export at `m` as another client, with `extra` sshfs options. */
   let mount: (m: string, extra?: string) => Promise<void> = async () => undefined;
 
@@ -277,80 +224,13 @@ describe('a network filesystem shared by two clients (sshfs)', function () {
       console.log(`      skipped: sshfs suite ${why}`);
       this.skip();
     }
-    base = fs.realpathSync(tempDir('dss-sshfs-'));
-    exportDir = path.join(base, 'export');
-    mountA = path.join(base, 'clientA');
-    mountB = path.join(base, 'clientB');
-    const keys = path.join(base, 'keys');
-    for (const d of [exportDir, mountA, mountB, keys]) fs.mkdirSync(d);
-    for (const k of ['host', 'client']) {
-      const r = await run('/usr/bin/ssh-keygen', ['-q', '-t', 'ed25519', '-N', '', '-f', path.join(keys, k)]);
-      assert.equal(r.code, 0, r.stderr);
-    }
-    const authorized = path.join(keys, 'authorized_keys');
-    fs.copyFileSync(path.join(keys, 'client.pub'), authorized);
-    fs.chmodSync(authorized, 0o600);
-    const port = await freePort();
-    sshdPidFile = path.join(base, 'sshd.pid');
-    const config = path.join(base, 'sshd_config');
-    fs.writeFileSync(
-      config,
-      [
-        `Port ${port}`,
-        'ListenAddress 127.0.0.1',
-        `HostKey ${path.join(keys, 'host')}`,
-        `PidFile ${sshdPidFile}`,
-        `AuthorizedKeysFile ${authorized}`,
-        'PubkeyAuthentication yes',
-        'PasswordAuthentication no',
-        'KbdInteractiveAuthentication no',
-        'PermitRootLogin prohibit-password',
-        'UsePAM no',
-        // The keys live in a temp dir whose modes sshd would otherwise refuse.
-        'StrictModes no',
-        'Subsystem sftp internal-sftp',
-        '',
-      ].join('\n'),
-    );
-    // sshd refuses to start without its privilege separation directory.
-    if (!fs.existsSync('/run/sshd')) {
-      fs.mkdirSync('/run/sshd', { mode: 0o755 });
-      madeRunSshd = true;
-    }
-    const sshd = await run('/usr/sbin/sshd', ['-f', config, '-E', path.join(base, 'sshd.log')]);
-    assert.equal(sshd.code, 0, `sshd: ${sshd.stderr}`);
-    await waitFor(async () => ((await connects(port)) ? true : undefined), 10_000, 'sshd to listen');
-    const user = os.userInfo().username;
-    const options = `IdentityFile=${path.join(keys, 'client')},StrictHostKeyChecking=no,UserKnownHostsFile=/dev/null,BatchMode=yes`;
-    mount = async (m, extra) => {
-      const r = await run('/usr/bin/sshfs', ['-p', String(port), '-o', extra === undefined ? options : `${options},${extra}`, `${user}@127.0.0.1:${exportDir}`, m]);
-      assert.equal(r.code, 0, `sshfs ${m}: ${r.stderr}\n${fs.readFileSync(path.join(base, 'sshd.log'), 'utf8')}`);
-    };
-    for (const m of [mountA, mountB]) await mount(m);
-    fs.writeFileSync(path.join(exportDir, 'hello'), 'hi');
-    assert.equal(fs.readFileSync(path.join(mountA, 'hello'), 'utf8'), 'hi');
-    assert.equal(fs.readFileSync(path.join(mountB, 'hello'), 'utf8'), 'hi');
-    fs.unlinkSync(path.join(exportDir, 'hello'));
+    share = await startSshfs();
+    ({ base, exportDir, mountA, mountB, mount } = share);
   });
 
   after(async () => {
     await killAll();
-    for (const m of [mountA, mountB]) {
-      if (m === '' || !isMounted(m)) continue;
-      if (!(await works('/usr/bin/fusermount', ['-u', m]))) await works('/usr/bin/fusermount', ['-uz', m]);
-    }
-    if (sshdPidFile !== '' && fs.existsSync(sshdPidFile)) {
-      const pid = Number(fs.readFileSync(sshdPidFile, 'utf8').trim());
-      if (Number.isInteger(pid) && pid > 0) {
-        try {
-          process.kill(pid, 'SIGTERM');
-        } catch {
-          /* already gone */
-        }
-      }
-    }
-    if (madeRunSshd) fs.rmSync('/run/sshd', { recursive: true, force: true });
-    if (base !== '' && !isMounted(mountA) && !isMounted(mountB)) cleanup(base);
+    await share?.stop();
   });
 
   afterEach(async () => {
@@ -445,7 +325,7 @@ describe('a network filesystem shared by two clients (sshfs)', function () {
       assert.match(out, /listed eve,remote/);
     } finally {
       await killAll();
-      if (!(await works('/usr/bin/fusermount', ['-u', remote]))) await works('/usr/bin/fusermount', ['-uz', remote]);
+      await unmountFuse(remote);
     }
   });
 
@@ -492,7 +372,7 @@ describe('a network filesystem shared by two clients (sshfs)', function () {
     try {
       fast = await pollDelays(tuned, 'poll-tuned', 12);
     } finally {
-      if (!(await works('/usr/bin/fusermount', ['-u', tuned]))) await works('/usr/bin/fusermount', ['-uz', tuned]);
+      await unmountFuse(tuned);
     }
     report(`sshfs -o dir_cache=no,attr_timeout=0,entry_timeout=0: seen after ${fast.map((t) => Math.round(t)).join(', ')} ms (p95 ${Math.round(p95(fast))} ms)`);
     // Bounds for being seen at all within a few polls; the figures above are what counts.

@@ -4,7 +4,9 @@
  * directory (`devserver.lock/work.<token>/`, named through the lock), and the commit moves them
  * into place by renames recorded beforehand (see ../commit.ts). So:
  * - a failure or cancel before the commit leaves the area untouched (the work goes with the lock);
- * - a failure during the commit is undone by inode, and what was replaced comes back;
+ * - a failure during the commit is undone by name, and what was replaced comes back; an undo that
+ *   cannot finish (a full disk) keeps its record and all it set aside for the next holder
+ *   (EUNFINISHED), who finishes it;
  * - a holder that loses its lock can change nothing any more: its work directory's name leads
  *   nowhere once the lock is moved away, and the next holder undoes a commit it left half done.
  *
@@ -18,10 +20,11 @@ import * as crypto from 'crypto';
 import * as fs from 'fs';
 import * as path from 'path';
 import { createRecord, openBelow, type Dir } from '../anchored';
-import { COMMIT_FILE, undoCommit, type CommitStep } from '../commit';
+import { COMMIT_FILE, COMMIT_PART, commitText, keptWords, undoCommit, type CommitStep, type WorkPlace } from '../commit';
 import { StagingError, asStagingError, errnoCode } from '../errors';
 import { LOCK_NAME } from '../protocol';
 import { asyncIo, type Io } from '../io';
+import { step } from '../steps';
 import { MANIFEST_FILE, TIMESTAMP_FILE } from './types';
 
 /** Where an artifact is written: a part of its own, or its place in a new directory. */
@@ -66,6 +69,11 @@ interface Pending {
   tree?: { dir: TreeDir; base: string };
   /** Whether something is at its place in the area now, which the commit sets aside. */
   replaces: boolean;
+}
+
+/** A step as the commit plans it: what it moves must still be the entry this staging wrote (this client's inode, never written down). */
+interface PlannedStep extends CommitStep {
+  ino: number;
 }
 
 /** New directories kept open at once while nothing is being written into them. */
@@ -359,7 +367,7 @@ export class Journal {
   }
 
   private async commitSteps(manifestText: string, check: () => Promise<void>, token: number): Promise<void> {
-    const steps: CommitStep[] = [];
+    const steps: PlannedStep[] = [];
     const inWork = async (from: string): Promise<number> => (await this.fs.lstat(`${this.workDir}/${from}`)).ino;
     const aside = (): string => `aside.${this.serial++}`;
     // Directories the area lacks, shallowest first: each new one moves in whole with all that was
@@ -386,10 +394,10 @@ export class Journal {
     for (const [name, p] of this.pending) {
       if (p.part === undefined) continue;
       const from = p.part;
-      const step: CommitStep = { to: name, from, ino: await inWork(from) };
-      if (p.ino !== undefined && step.ino !== p.ino) throw this.replacedInWork(name);
-      if (p.replaces && (await this.exists(name))) step.aside = aside();
-      steps.push(step);
+      const planned: PlannedStep = { to: name, from, ino: await inWork(from) };
+      if (p.ino !== undefined && planned.ino !== p.ino) throw this.replacedInWork(name);
+      if (p.replaces && (await this.exists(name))) planned.aside = aside();
+      steps.push(planned);
     }
     for (const [to, data] of [
       [MANIFEST_FILE, manifestText],
@@ -397,10 +405,10 @@ export class Journal {
     ] as const) {
       const from = `${to}.new`;
       await createRecord(this.workOpen().at(from), data, 0o644);
-      const step: CommitStep = { to, from, ino: await inWork(from) };
-      if (step.ino !== (await this.fs.lstat(this.workOpen().at(from))).ino) throw this.replacedInWork(to);
-      if (await this.exists(to)) step.aside = aside();
-      steps.push(step);
+      const planned: PlannedStep = { to, from, ino: await inWork(from) };
+      if (planned.ino !== (await this.fs.lstat(this.workOpen().at(from))).ino) throw this.replacedInWork(to);
+      if (await this.exists(to)) planned.aside = aside();
+      steps.push(planned);
     }
     // New directories get the modes the umask gave them back, now that nothing more goes into them.
     for (const t of this.tree.values()) {
@@ -412,28 +420,45 @@ export class Journal {
         this.unuse(t);
       }
     }
-    // Written down before the first rename: whoever finds it undoes what was done of it.
-    await createRecord(this.workOpen().at(COMMIT_FILE), `${JSON.stringify({ version: 1, steps })}\n`, 0o644);
-    let done = 0;
+    // Written down before the first rename: whoever finds it undoes what was done of it. Written
+    // under another name and renamed, so that a record at its name is always whole.
+    await createRecord(this.workOpen().at(COMMIT_PART), commitText(steps), 0o644);
+    await this.fs.rename(`${this.workDir}/${COMMIT_PART}`, `${this.workDir}/${COMMIT_FILE}`);
+    step('commit.recorded');
     try {
-      for (const step of steps) {
-        await this.run(step);
-        done++;
-      }
+      for (const planned of steps) await this.run(planned);
       await check();
+      step('commit.checked');
       // The commit point: from here on the change stands. It fails if the lock was taken away.
       await fs.promises.unlink(`${this.workDir}/${COMMIT_FILE}`);
+      step('commit.committed');
     } catch (err) {
-      await undoCommit(this.area, this.workDir, steps.slice(0, done + 1));
-      await fs.promises.unlink(`${this.workDir}/${COMMIT_FILE}`).catch(() => undefined);
+      // Every step, whether it ran or not: by name, one that did not run has nothing to undo.
+      const undone = await undoCommit(this.area, this.workPlace(), steps);
+      if (undone.complete) {
+        await fs.promises.unlink(`${this.workDir}/${COMMIT_FILE}`).catch(() => undefined);
+        step('commit.undo.cleared');
+      }
       // A step's failure comes named (EIO, "Could not place …"): what the filesystem said is its cause.
-      const errno = err instanceof StagingError ? errnoCode(err.cause) : errnoCode(err);
-      if (errno === 'ENOENT' && !(await this.workDirExists())) {
+      if (!(await this.workDirExists())) {
         throw new StagingError('ECOMPROMISED', `Lost the lock on ${this.shown} while committing; nothing of this staging was kept.`, { path: this.shown, cause: err });
+      }
+      if (!undone.complete) {
+        // Its record and all it set aside stay in the work directory: the release keeps that for the next holder (lockfs.ts).
+        const why = err instanceof Error ? err.message.replace(/\.$/, '') : String(err);
+        throw new StagingError('EUNFINISHED', `Staging into ${this.shown} failed (${why}) and could not be undone yet: ${undone.reason}. ${keptWords(this.workPlace().shown, true)}`, {
+          path: this.shown,
+          cause: undone.error.cause ?? err,
+        });
       }
       throw err;
     }
     this.pending.clear();
+  }
+
+  /** The work directory as the undo reaches it: named through the lock, so once the lock is taken away it changes nothing. */
+  private workPlace(): WorkPlace {
+    return { at: (name) => `${this.workDir}/${name}`, shown: path.join(this.shown, LOCK_NAME, path.posix.basename(this.workDir)) };
   }
 
   /**
@@ -448,26 +473,33 @@ export class Journal {
     );
   }
 
-  private async run(step: CommitStep): Promise<void> {
-    const where = await this.parentOf(step.to);
+  private async run(planned: PlannedStep): Promise<void> {
+    const where = await this.parentOf(planned.to);
     if (where === undefined) {
-      throw new StagingError('EUNSAFE', `Cannot place ${step.to} in ${this.shown}: a directory on its way is missing or is a symbolic link.`, {
-        path: path.join(this.shown, step.to),
+      throw new StagingError('EUNSAFE', `Cannot place ${planned.to} in ${this.shown}: a directory on its way is missing or is a symbolic link.`, {
+        path: path.join(this.shown, planned.to),
       });
     }
     const { dir, name } = where;
     try {
-      if (step.aside !== undefined) await this.fs.rename(dir.at(name), `${this.workDir}/${step.aside}`);
-      await this.fs.rename(`${this.workDir}/${step.from}`, dir.at(name));
+      if (planned.aside !== undefined) {
+        step('commit.aside');
+        await this.fs.rename(dir.at(name), `${this.workDir}/${planned.aside}`);
+        step('commit.asideDone');
+      }
+      step('commit.place');
+      await this.fs.rename(`${this.workDir}/${planned.from}`, dir.at(name));
+      step('commit.placed');
     } catch (err) {
-      throw asStagingError(err, `place ${step.to} in`, this.shown);
+      throw asStagingError(err, `place ${planned.to} in`, this.shown);
     }
     // Renamed by name: something exchanged for it in the lock since it was checked would be in the
-    // area now. Then it goes back out, and the commit is undone.
+    // area now. Then it goes back out where it came from (so the undo, by name, sees this step as
+    // not done), and the commit is undone.
     const placed = await this.fs.lstatOrNull(dir.at(name)).catch(() => null);
-    if (placed !== null && placed.ino !== step.ino) {
-      await this.fs.rename(dir.at(name), `${this.workDir}/refused.${this.serial++}`).catch(() => undefined);
-      throw this.replacedInWork(step.to);
+    if (placed !== null && placed.ino !== planned.ino) {
+      await this.fs.rename(dir.at(name), `${this.workDir}/${planned.from}`).catch(() => undefined);
+      throw this.replacedInWork(planned.to);
     }
   }
 
