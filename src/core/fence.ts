@@ -202,19 +202,22 @@ export async function settleToken(ctx: FenceContext, work: string, proposal: num
     step('settle.consumed');
     if (look.kind !== 'dir') await makeCounterDir(io, area, shown);
     // The counter is ours now. Publish the next number, or put it back as it was.
-    const token = carrier < proposal ? proposal : carrier;
-    if (token > MAX_TOKEN) {
+    if (carrier >= proposal) {
+      // Another holder got the proposed token (or a greater one) since the proposal was made.
+      await publish(ctx, work, carrier, carrier);
+      throw coded('ERETRY', `${shown}: the counter is at ${carrier}, not below the proposed token ${proposal}`, { hint: carrier });
+    }
+    if (proposal > MAX_TOKEN) {
       await publish(ctx, work, carrier, carrier);
       throw counterError(shown, `is at ${carrier}, the greatest token this tool can hand out`);
     }
-    await publish(ctx, work, carrier, token);
+    await publish(ctx, work, carrier, proposal);
     step('settle.published');
-    if (token !== proposal) throw coded('ERETRY', `${shown}: the counter is at ${carrier}, above the proposed token`, { hint: carrier });
     // Numbers below ours are a co-user's or a killed holder's leftovers: they would only slow looks.
     for (const n of look.names) {
-      if (n < token && n !== carrier) await io.unlink(area.at(`${FENCE_FILE}/${n}`)).catch(() => undefined);
+      if (n < proposal && n !== carrier) await io.unlink(area.at(`${FENCE_FILE}/${n}`)).catch(() => undefined);
     }
-    return token;
+    return proposal;
   }
   throw new StagingError('EIO', `The fencing counter ${shown} kept changing while this process took its token; try again.`, { path: shown });
 }

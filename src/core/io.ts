@@ -26,6 +26,8 @@ export interface Io {
   /** Creates `p` with `data` and exactly `mode`; EEXIST if anything is there, link or not. */
   writeNewFile(p: string, data: string, mode?: number): Promise<void>;
   utimes(p: string, atime: Date, mtime: Date): Promise<void>;
+  /** `utimes` of `p` itself, never of what a link there leads to. */
+  lutimes(p: string, atime: Date, mtime: Date): Promise<void>;
   rename(from: string, to: string): Promise<void>;
   chmod(p: string, mode: number): Promise<void>;
   /** The text of the symbolic link `p` (never followed); EINVAL when `p` is not a link. */
@@ -69,6 +71,7 @@ export const asyncIo: Io = {
   readRecord: (p, shown, max) => readRecord(p, shown, max),
   writeNewFile: (p, data, mode) => createRecord(p, data, mode),
   utimes: promisify(fs.utimes),
+  lutimes: promisify(fs.lutimes),
   rename: promisify(fs.rename),
   chmod: promisify(fs.chmod),
   readlink: promisify(fs.readlink),
@@ -96,6 +99,7 @@ export const syncIo: Io = {
   readRecord: (p, shown, max) => settle(() => readRecordSync(p, shown, max)),
   writeNewFile: (p, data, mode) => settle(() => createRecordSync(p, data, mode)),
   utimes: (p, a, m) => settle(() => fs.utimesSync(p, a, m)),
+  lutimes: (p, a, m) => settle(() => fs.lutimesSync(p, a, m)),
   rename: (a, b) => settle(() => fs.renameSync(a, b)),
   chmod: (p, mode) => settle(() => fs.chmodSync(p, mode)),
   readlink: (p) => settle(() => fs.readlinkSync(p)),

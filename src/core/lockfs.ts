@@ -350,8 +350,9 @@ export function makeLockFs(state: LockFsState): LockFs {
     const a = shift(atime, state.skewMs);
     const m = shift(mtime, state.skewMs);
     // Through our own descriptor where we have one: a heartbeat never touches a lock of someone else.
+    // Elsewhere by name, never following a link a co-user put in the lock's place.
     if (state.lockFd !== undefined) fs.futimesSync(state.lockFd, a, m);
-    else await io.utimes(lockPath, a, m);
+    else await io.lutimes(lockPath, a, m);
     state.knownMtime = mtime;
     // proper-lockfile's first lock on a filesystem probes its precision (this, then a stat): that
     // stat must see this mtime, not the one found when the lock was placed.

@@ -43,6 +43,33 @@ describe('concurrency (multi-process)', function () {
     cleanup(staticDir);
   });
 
+  it('racing without a line: 4 processes × 200 acquisitions, retried at once when held, never share a token', async function () {
+    const N = 4;
+    const COUNT = 200;
+    const tag = 'board/race';
+    const marker = path.join(staticDir, 'race.marker');
+    const order = path.join(staticDir, 'race.log');
+    const workers = Array.from({ length: N }, (_, id) => track(startWorker('exclusion', [JSON.stringify({ staticDir, tag, id, count: COUNT, marker, order, race: true })])));
+    await Promise.all(workers.map((w) => expectMessage(w, (m) => m.type === 'ready', 30_000, 'ready')));
+    const done = workers.map((w) =>
+      expectMessage<Msg & { acquired: number; overlaps: number; errors: string[]; tokens: number[] }>(w, (m) => m.type === 'done', 280_000, 'done'),
+    );
+    for (const w of workers) w.send('go');
+    const results = await Promise.all(done);
+    const tokens = results.flatMap((r) => r.tokens);
+    const fences = fs.readFileSync(order, 'utf8').split('\n').filter((l) => l !== '').map((l) => Number(l.split(' ')[1]));
+    const backwards = fences.filter((f, i) => i > 0 && !(f > fences[i - 1])).length;
+    const repeats = tokens.length - new Set(tokens).size;
+    report(`${tokens.length} acquisitions by ${N} racing processes: ${repeats} tokens handed out twice, ${backwards} out of order, ${results.reduce((s, r) => s + r.overlaps, 0)} overlaps`);
+    assert.deepEqual(results.flatMap((r) => r.errors), []);
+    assert.equal(tokens.length, N * COUNT, 'every acquisition ran');
+    assert.equal(fences.length, N * COUNT, 'every critical section ran exactly once');
+    assert.equal(repeats, 0, 'no fencing token is handed out twice');
+    assert.equal(backwards, 0, 'tokens grow in the order the critical sections ran');
+    assert.equal(results.reduce((s, r) => s + r.overlaps, 0), 0, 'no two critical sections overlapped');
+    await Promise.all(workers.map(exitOf));
+  });
+
   it('excludes: 8 processes × 500 acquisitions of one tag never overlap', async function () {
     const N = 8;
     const COUNT = 500;
@@ -67,15 +94,22 @@ describe('concurrency (multi-process)', function () {
     const elapsed = performance.now() - t0;
 
     const sum = (k: 'acquired' | 'overlaps' | 'foreign' | 'lost'): number => results.reduce((s, r) => s + r[k], 0);
+    // One line per critical section, in the order they ran (appended from inside them): `<id> <token>`.
     const lines = fs.readFileSync(order, 'utf8').split('\n').filter((l) => l !== '');
+    const ids = lines.map((l) => l.split(' ')[0]);
+    const fences = lines.map((l) => Number(l.split(' ')[1]));
     let handovers = 0;
-    for (let i = 1; i < lines.length; i++) if (lines[i] !== lines[i - 1]) handovers++;
+    for (let i = 1; i < ids.length; i++) if (ids[i] !== ids[i - 1]) handovers++;
+    const backwards = fences.filter((f, i) => i > 0 && !(f > fences[i - 1])).length;
     report(
       `${sum('acquired')} acquisitions by ${N} processes in ${Math.round(elapsed)} ms, ${handovers} handovers between processes, ` +
         `${sum('overlaps')} overlaps, ${results.reduce((s, r) => s + r.errors.length, 0)} errors`,
     );
 
     assert.equal(sum('overlaps'), 0, `critical sections overlapped (O_EXCL marker existed): ${JSON.stringify(results.map((r) => r.overlaps))}`);
+    const tokens = results.flatMap((r) => (r as unknown as { tokens: number[] }).tokens);
+    assert.equal(new Set(tokens).size, tokens.length, `a fencing token was handed out twice: ${tokens.length - new Set(tokens).size} repeats`);
+    assert.equal(backwards, 0, `tokens must grow in the order the critical sections ran: ${backwards} did not`);
     assert.equal(sum('foreign'), 0, 'inside the critical section the lock must carry our own owner record');
     assert.deepEqual(
       results.flatMap((r) => r.errors),

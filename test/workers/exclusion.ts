@@ -1,13 +1,14 @@
 /**
  * One of several processes taking the same lock over and over, on one machine or through
  * different clients of a network filesystem.
- * argv[2]: JSON { staticDir, tag, id, count, marker, order?, staleMs?, refreshMs?, holdMs? }.
+ * argv[2]: JSON { staticDir, tag, id, count, marker, order?, staleMs?, refreshMs?, holdMs?, race? }.
+ * `race`: never wait in line; try again at once on ELOCKED, as callers that do not wait do.
  * Sends { type: 'ready' }, waits for 'go', then acquires (with `staleMs` and `refreshMs` where
  * given) and releases `count` times. Inside each critical section it creates `marker` with O_EXCL
  * (EEXIST means another process is inside too), checks that the lock's owner record is its own,
- * appends its id to `order` where given, stays inside `holdMs` where given (else just yields), and
- * removes the marker. Finally sends { type: 'done', acquired, overlaps, foreign, lost, errors, ms }
- * and exits.
+ * appends its id and fencing token to `order` where given (`<id> <token>`), stays inside `holdMs`
+ * where given (else just yields), and removes the marker. Finally sends
+ * { type: 'done', acquired, overlaps, foreign, lost, errors, ms, tokens } and exits.
  */
 import * as fs from 'fs';
 import * as path from 'path';
@@ -24,6 +25,7 @@ interface Args {
   staleMs?: number;
   refreshMs?: number;
   holdMs?: number;
+  race?: boolean;
 }
 
 const args = JSON.parse(process.argv[2] ?? '{}') as Args;
@@ -45,10 +47,23 @@ async function run(): Promise<void> {
   let foreign = 0;
   let lost = 0;
   const errors: string[] = [];
+  const tokens: number[] = [];
   for (let i = 0; i < args.count; i++) {
     let lease;
     try {
-      lease = await acquire(args.staticDir, args.tag, { createOnce: false, waitMs: 120_000, ...timing });
+      if (args.race === true) {
+        for (;;) {
+          try {
+            lease = await acquire(args.staticDir, args.tag, { createOnce: false, ...timing });
+            break;
+          } catch (err) {
+            if ((err as { code?: string }).code !== 'ELOCKED') throw err;
+            await new Promise((r) => setImmediate(r));
+          }
+        }
+      } else {
+        lease = await acquire(args.staticDir, args.tag, { createOnce: false, waitMs: 120_000, ...timing });
+      }
     } catch (err) {
       const e = err as { code?: string; message?: string };
       errors.push(`acquire ${i}: ${e.code}: ${e.message}`);
@@ -56,6 +71,7 @@ async function run(): Promise<void> {
     }
     lease.on('lost', () => lost++);
     acquired++;
+    tokens.push(lease.fence);
     let fd: number | undefined;
     try {
       fd = fs.openSync(args.marker, 'wx');
@@ -69,7 +85,7 @@ async function run(): Promise<void> {
     } catch {
       foreign++;
     }
-    if (args.order !== undefined) fs.appendFileSync(args.order, `${args.id}\n`);
+    if (args.order !== undefined) fs.appendFileSync(args.order, `${args.id} ${lease.fence}\n`);
     if (fd !== undefined) fs.writeSync(fd, `${process.pid}\n`);
     if (args.holdMs !== undefined) {
       // Stay inside a little, so that the others' attempts meet a held lock.
@@ -89,7 +105,7 @@ async function run(): Promise<void> {
       errors.push(`release ${i}: ${e.code}: ${e.message}`);
     }
   }
-  send({ type: 'done', id: args.id, acquired, overlaps, foreign, lost, errors, ms: Date.now() - t0 });
+  send({ type: 'done', id: args.id, acquired, overlaps, foreign, lost, errors, ms: Date.now() - t0, tokens });
   process.disconnect?.();
 }
 
