@@ -76,7 +76,7 @@ export const asyncIo: Io = {
   chmod: promisify(fs.chmod),
   readlink: promisify(fs.readlink),
   symlink: promisify(fs.symlink),
-  readdir: promisify(fs.readdir) as (p: string) => Promise<string[]>,
+  readdir: promisify(fs.readdir),
 };
 
 export const syncIo: Io = {
