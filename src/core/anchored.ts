@@ -12,7 +12,9 @@
  * The tool's own files (owner records, manifests, the audit log, clock probes, timestamps, parts)
  * are never reached through a link: they are created with `O_CREAT | O_EXCL | O_NOFOLLOW`, opened
  * with `O_NOFOLLOW | O_NONBLOCK` (a FIFO planted in their place cannot block the open), and read
- * only when the open descriptor is a regular file of a bounded size.
+ * only when the open descriptor is a regular file of a bounded size. One is written, appended to
+ * or touched only when the open descriptor is a regular file with one link: a hard link is the
+ * same file under another name, and that name may be outside the static directory.
  */
 import * as fs from 'fs';
 import * as path from 'path';
@@ -309,6 +311,21 @@ function describeType(st: fs.Stats): string {
   return 'not a regular file';
 }
 
+/** What a file with `nlink` names is, for messages. */
+export function hardLinked(nlink: number): string {
+  return `a file with ${nlink} hard links (the same file under other names, which may be outside the static directory)`;
+}
+
+/**
+ * Refuses to write, append to or touch what `st` (the open descriptor's fstat) describes unless it
+ * is a regular file with one link (EIO naming `shown`). No link count is 0 as well: a file removed
+ * since it was opened takes what it is given to nobody.
+ */
+export function refuseUnlessOneLink(st: fs.Stats, shown: string): void {
+  if (!st.isFile()) throw notARecord(shown, describeType(st));
+  if (st.nlink > 1) throw notARecord(shown, hardLinked(st.nlink));
+}
+
 /** An error for a record that is not what the tool writes there: a link, a FIFO, a device, too big. */
 export function notARecord(shown: string, why: string): StagingError {
   return new StagingError('EIO', `Refusing ${shown}: it is ${why}, not a file this tool wrote. Move it aside (a co-user or another program put it there).`, {
@@ -425,6 +442,8 @@ export async function readRecordUnlessSeen(p: string, shown: string, maxBytes: n
 export function createRecordSync(p: string, data: string | Buffer, mode = 0o644): void {
   const fd = fs.openSync(p, C.O_WRONLY | C.O_CREAT | C.O_EXCL | C.O_NOFOLLOW, mode);
   try {
+    // Linked elsewhere between the create and the write: that name is not ours to fill.
+    refuseUnlessOneLink(fs.fstatSync(fd), p);
     if (typeof data === 'string') fs.writeSync(fd, data);
     else fs.writeSync(fd, data);
     fs.fchmodSync(fd, mode);
@@ -443,6 +462,7 @@ export function createRecordSync(p: string, data: string | Buffer, mode = 0o644)
 export async function createRecord(p: string, data: string | Buffer, mode = 0o644): Promise<void> {
   const fh = await fs.promises.open(p, C.O_WRONLY | C.O_CREAT | C.O_EXCL | C.O_NOFOLLOW, mode);
   try {
+    refuseUnlessOneLink(await fh.stat(), p);
     await fh.writeFile(data);
     await fh.chmod(mode);
   } catch (err) {
@@ -479,6 +499,7 @@ interface FdCalls {
   write(fd: number, data: Buffer): Promise<number>;
   fchmod(fd: number, mode: number): Promise<void>;
   read(fd: number, buf: Buffer, offset: number, length: number, position: number): Promise<number>;
+  futimes(fd: number, atime: Date, mtime: Date): Promise<void>;
   /** Settles once the descriptor is closed: on a FUSE or NFS client, that is when written data reaches the server. */
   close(fd: number): Promise<void>;
 }
@@ -489,6 +510,7 @@ const syncFd: FdCalls = {
   write: (fd, data) => settle(() => fs.writeSync(fd, data)),
   fchmod: (fd, mode) => settle(() => fs.fchmodSync(fd, mode)),
   read: (fd, buf, offset, length, position) => settle(() => fs.readSync(fd, buf, offset, length, position)),
+  futimes: (fd, atime, mtime) => settle(() => fs.futimesSync(fd, atime, mtime)),
   close: (fd) => settle(() => fs.closeSync(fd)),
 };
 
@@ -499,6 +521,7 @@ const asyncFd: FdCalls = {
   fchmod: (fd, mode) => new Promise((resolve, reject) => fs.fchmod(fd, mode, (err) => (err === null ? resolve() : reject(err)))),
   read: (fd, buf, offset, length, position) =>
     new Promise((resolve, reject) => fs.read(fd, buf, offset, length, position, (err, n) => (err === null ? resolve(n) : reject(err)))),
+  futimes: (fd, atime, mtime) => new Promise((resolve, reject) => fs.futimes(fd, atime, mtime, (err) => (err === null ? resolve() : reject(err)))),
   close: (fd) => new Promise((resolve) => fs.close(fd, () => resolve())),
 };
 
@@ -525,8 +548,9 @@ async function openForAppend(calls: FdCalls, p: string, shown: string, mode: num
 }
 
 /**
- * Appends one line to one of the tool's logs, never through a link and never into a FIFO or
- * device: the open does not block and the descriptor must be a regular file. The line goes out
+ * Appends one line to one of the tool's logs, never through a link and never into a FIFO, a
+ * device or a file with other names: the open does not block and the descriptor must be a
+ * regular file with one link (else EIO naming it, and nothing is written). The line goes out
  * in one `write` on an `O_APPEND` descriptor, so concurrent writers' lines stay whole.
  */
 export async function appendRecord(p: string, shown: string, line: string, options: AppendOptions = {}): Promise<AppendOutcome> {
@@ -536,7 +560,7 @@ export async function appendRecord(p: string, shown: string, line: string, optio
   let kept = false;
   try {
     const st = await calls.fstat(fd);
-    if (!st.isFile()) throw notARecord(shown, describeType(st));
+    refuseUnlessOneLink(st, shown);
     // Exactly `mode`: the umask of whoever happened to create it must not decide who may append.
     if (created) await calls.fchmod(fd, mode);
     if (options.fullAt !== undefined && st.size >= options.fullAt) return 'full';
@@ -548,6 +572,37 @@ export async function appendRecord(p: string, shown: string, line: string, optio
     return created ? 'created' : 'written';
   } finally {
     if (!kept) await calls.close(fd);
+  }
+}
+
+/** What `touchRecord` found: the file touched, or no longer the file meant under that name (gone, or another in its place). */
+export type TouchOutcome = 'touched' | 'replaced';
+
+/**
+ * Sets both times of one of the tool's own files, which must still be the file `ino`, through a
+ * descriptor (`futimes`), never by path: the open follows no link and does not block, and what it
+ * opened is touched only when it is that very file, regular and with one link. EIO naming it when
+ * it has other names (a hard link) or is not a regular file; `replaced` when the name holds
+ * another file, a link, or nothing.
+ */
+export async function touchRecord(p: string, shown: string, ino: number, time: Date, sync = false): Promise<TouchOutcome> {
+  const calls = sync ? syncFd : asyncFd;
+  let fd: number;
+  try {
+    fd = await calls.open(p, C.O_RDONLY | C.O_NOFOLLOW | C.O_NONBLOCK, 0);
+  } catch (err) {
+    const code = errnoCode(err);
+    if (code === 'ENOENT' || code === 'ELOOP') return 'replaced';
+    throw err;
+  }
+  try {
+    const st = await calls.fstat(fd);
+    if (st.ino !== ino) return 'replaced';
+    refuseUnlessOneLink(st, shown);
+    await calls.futimes(fd, time, time);
+    return 'touched';
+  } finally {
+    await calls.close(fd);
   }
 }
 

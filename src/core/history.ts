@@ -211,7 +211,9 @@ export class HistorySegment {
     } catch {
       st = undefined;
     }
-    if (st === undefined || !st.isFile() || st.nlink === 0 || st.size >= HISTORY_SEGMENT_BYTES) {
+    // One link exactly: removed since (0), or the same file under another name too (a hard link,
+    // perhaps outside the static directory), it is left to the usual way, which says why.
+    if (st === undefined || !st.isFile() || st.nlink !== 1 || st.size >= HISTORY_SEGMENT_BYTES) {
       this.close();
       return false;
     }
@@ -430,9 +432,9 @@ const O_APPEND_RECORD = fs.constants.O_WRONLY | fs.constants.O_APPEND | fs.const
 /**
  * Appends `line` to the segment `key`'s tag was last written to: the one parked after the last
  * lease, or else opened by its path in one call. Used only if it is a regular file that is not
- * full and the kernel places it exactly at that path: no link on the way led elsewhere, and it was
- * not moved or removed meanwhile. False (and nothing written) when it is not so: then the caller
- * takes the way level by level, which says what is wrong.
+ * full, has no other name (a hard link) and the kernel places it exactly at that path: no link on
+ * the way led elsewhere, and it was not moved or removed meanwhile. False (and nothing written)
+ * when it is not so: then the caller takes the way level by level, which says what is wrong.
  */
 function appendToKnown(key: string, line: string, segment: HistorySegment | undefined): boolean {
   let fd: number;
@@ -456,7 +458,7 @@ function appendToKnown(key: string, line: string, segment: HistorySegment | unde
   let handedOn = false;
   try {
     const st = fs.fstatSync(fd);
-    if (!st.isFile() || st.size >= HISTORY_SEGMENT_BYTES || fs.readlinkSync(`/proc/self/fd/${fd}`) !== p) {
+    if (!st.isFile() || st.nlink !== 1 || st.size >= HISTORY_SEGMENT_BYTES || fs.readlinkSync(`/proc/self/fd/${fd}`) !== p) {
       knownSegments.delete(key);
       return false;
     }

@@ -16,9 +16,9 @@
  */
 import * as fs from 'fs';
 import * as path from 'path';
-import { fdPath, isWithin, openBelow, openDir, settle, whereIs, type Dir } from './anchored';
+import { fdPath, isWithin, openBelow, openDir, settle, touchRecord, whereIs, type Dir } from './anchored';
 import { fsClockSkew } from './clock';
-import { errnoCode } from './errors';
+import { StagingError, errnoCode } from './errors';
 import { printable } from './format';
 import { isHolderAlive, isOnThisMachine, isPidAlive, makeHolder, parseHolder, parseObject, parseSideName, sideName, thisMachine } from './holder';
 import { asyncIo, cachesAttributes, ioFor, isLocalDevice, type Io } from './io';
@@ -369,7 +369,11 @@ export interface LineOptions {
   onQueue?: OnQueue;
   /** Whether the caller will wait if it cannot enter at once (then it takes a place as soon as it sees a line). */
   waits?: boolean;
+  /** Hears what the line could not do without failing the wait (a ticket given up). Default: `process.emitWarning`. */
+  warn?: (warning: StagingError) => void;
 }
+
+const defaultWarn = (warning: StagingError): void => process.emitWarning(warning.message, { type: 'DevserverStagingWarning', code: 'DEVSERVER_STAGING_QUEUE' });
 
 /**
  * One caller's place in the line for one area, from its first look at the line until it holds the
@@ -648,18 +652,39 @@ export class Line {
     return this.aheadNames.size === 0 || this.options.onQueue !== undefined;
   }
 
-  /** Sets the ticket's mtime, its heartbeat; a ticket taken away is noticed here or at the next look. */
+  /**
+   * Sets the ticket's times, its heartbeat, through a descriptor of that very ticket (never by
+   * path: something renamed into its place in between is never touched). A ticket taken away is
+   * noticed here or at the next look. One that has another name now (a hard link, perhaps outside)
+   * is given up, said to `warn`, and replaced by a new place at the end of the line.
+   */
   private async refresh(): Promise<void> {
     const t = this.ticket;
     const q = this.dirs;
     this.refreshAt = Date.now() + this.timing.refreshMs;
     if (t === undefined || q === undefined) return;
-    const p = q.dir.at(t.name);
-    const st = await fs.promises.lstat(p).catch(() => null);
-    if (st === null || st.ino !== t.ino) return this.lostTicket();
     const now = new Date(Date.now() + (await fsClockSkew(this.area.realStaticDir)));
-    // lutimes: a link put in its place is never followed.
-    await fs.promises.lutimes(p, now, now).catch(() => undefined);
+    let outcome;
+    try {
+      outcome = await touchRecord(q.dir.at(t.name), path.join(this.shown, t.name), t.ino, now, q.local && this.area.io.sync);
+    } catch (err) {
+      if (!(err instanceof StagingError)) return; // not touched this time (an I/O error): the next refresh tries again
+      this.tell(new StagingError('EIO', `Gave up a place in the line: ${err.message}`, { path: path.join(this.shown, t.name), cause: err }));
+      const io = q.local ? this.area.io : asyncIo;
+      // Our name for it goes (the file stays under its other names); the next look takes a new place.
+      const st = await io.lstatOrNull(q.dir.at(t.name)).catch(() => null);
+      if (st !== null && st.ino === t.ino) await io.unlink(q.dir.at(t.name)).catch(() => undefined);
+      outcome = 'replaced';
+    }
+    if (outcome === 'replaced') this.lostTicket();
+  }
+
+  private tell(warning: StagingError): void {
+    try {
+      (this.options.warn ?? defaultWarn)(warning);
+    } catch {
+      /* a listener that throws must not break the wait */
+    }
   }
 
   /**
