@@ -1,6 +1,6 @@
 /**
- * The audit log, `<static>/.devserver-staging/audit.log`: one JSON line per force-release and
- * destroy, written before the action so that nothing is removed without a record. Appended below
+ * The audit log, `<static>/.devserver-staging/audit.log`: one JSON line per force-release,
+ * destroy and clearing of a line, written before the action so that nothing is removed without a record. Appended below
  * the opened bookkeeping directory and never through a link, into a FIFO, a device or a file with
  * other names (a hard link, which may be outside the static directory).
  */
@@ -11,14 +11,17 @@ import { openMeta } from './meta';
 import { StagingError, errnoCode } from './errors';
 import { thisProcess } from './holder';
 import { AUDIT_LOG, META_DIR } from './protocol';
-import type { LockInfo } from './types';
+import type { LockInfo, QueueEntry } from './types';
 
 export interface AuditEntry {
   time: string;
-  action: 'force-release' | 'destroy';
+  action: 'force-release' | 'destroy' | 'clear-line';
   tag: string;
   by: { user: string; hostname: string; pid: number; clientId: string };
   previous?: Pick<LockInfo, 'state' | 'holder' | 'legacy' | 'heartbeatAgeMs' | 'ageMs'>;
+  /** `clear-line`: the tickets about to be removed, as judged (the first hundred), and how many there are. */
+  tickets?: QueueEntry[];
+  ticketCount?: number;
   /** On a second line for the same action: it did not happen, and why. */
   failed?: string;
 }
@@ -90,6 +93,8 @@ async function append(staticDir: string, entry: Omit<AuditEntry, 'time' | 'by'>,
     tag: entry.tag,
     by: thisProcess(clientId),
     ...(entry.previous !== undefined ? { previous: entry.previous } : {}),
+    ...(entry.tickets !== undefined ? { tickets: entry.tickets } : {}),
+    ...(entry.ticketCount !== undefined ? { ticketCount: entry.ticketCount } : {}),
     ...(entry.failed !== undefined ? { failed: entry.failed } : {}),
   };
   const metaShown = path.join(staticDir, META_DIR);
