@@ -252,10 +252,15 @@ export const COMMANDS: readonly CommandSpec[] = [
   },
   {
     name: 'force-release',
+    summary: "remove another holder's lock on TAG (or, with --line, the line of those waiting for it), recorded in the audit log",
     description:
       "remove another holder's lock on TAG (ours or the Python devserver's) and record it in the audit log " +
-      '(<static-dir>/.devserver-staging/audit.log) first: if it cannot be recorded, nothing is done. A holder still running learns it lost the lock.',
+      '(<static-dir>/.devserver-staging/audit.log) first: if it cannot be recorded, nothing is done. A holder still running learns it lost the lock. ' +
+      "With --line, leave the lock alone and clear TAG's line instead: every ticket of those waiting for it is removed, whatever it looks like " +
+      "(planted, unreadable, its heartbeat set in the future, or a live waiter's: that one is named as such, and takes a new place at the end if it still waits), " +
+      'recorded in the audit log first in the same way.',
     arguments: [{ name: '<tag>', description: 'the staging area, relative to the static directory' }],
+    options: [{ flags: '--line', description: 'clear the line of those waiting for TAG instead of its lock' }],
     load: () => require('./forceReleaseCommand') as typeof import('./forceReleaseCommand'),
   },
   {

@@ -22,7 +22,7 @@ export function formatList(entries: readonly ListEntry[]): string {
     printable(e.holder?.purpose ?? ''),
   ]);
   const header = ['STATE', 'TAG', 'HOLDER', 'HEARTBEAT', 'PURPOSE'];
-  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i].length)));
+  const widths = header.map((h, i) => rows.reduce((w, r) => Math.max(w, r[i].length), h.length));
   const line = (cells: string[]): string =>
     cells
       .map((c, i) => (i === cells.length - 1 ? c : c.padEnd(widths[i])))

@@ -7,7 +7,7 @@ import { history, type HistoryActor, type HistoryEvent, type HistoryPrevious, ty
 import { formatBytes, formatDuration } from '../core/format';
 import { commandMain } from './context';
 import { printable, stdout } from './output';
-import { table } from './usageFormat';
+import { columnWidths, tableLine } from './usageFormat';
 
 export interface HistoryCommandIo {
   stdout: { write(text: string): unknown };
@@ -24,10 +24,16 @@ export const main = commandMain(async (ctx, [tag]: readonly [string | undefined]
   return runHistory(ctx.staticDir(), query, { stdout, json: ctx.json });
 });
 
+/** Lines written at once: the output of a long history is never held whole. */
+const CHUNK = 1_000;
+
 export async function runHistory(staticDir: string, query: HistoryQuery, io: HistoryCommandIo): Promise<number> {
   const events = await history(staticDir, query);
-  if (io.json) io.stdout.write(events.map((e) => `${JSON.stringify(e)}\n`).join(''));
-  else io.stdout.write(formatHistory(events, query.tag));
+  if (io.json) {
+    for (let i = 0; i < events.length; i += CHUNK) io.stdout.write(events.slice(i, i + CHUNK).map((e) => `${JSON.stringify(e)}\n`).join(''));
+  } else {
+    writeHistory(events, query.tag, io.stdout);
+  }
   return 0;
 }
 
@@ -59,9 +65,30 @@ function details(e: HistoryEvent): string {
   return parts.join(', ');
 }
 
+function rowOf(e: HistoryEvent): string[] {
+  return [e.time.replace(/\.\d+Z$/, 'Z'), e.kind, printable(e.tag), who(e.holder), details(e)];
+}
+
+function* rowsOf(events: readonly HistoryEvent[]): Generator<string[]> {
+  for (const e of events) yield rowOf(e);
+}
+
+const HEADER = ['TIME', 'EVENT', 'TAG', 'BY', 'DETAILS'];
+
 /** One line per event, oldest first: time (UTC, to the second), event, tag, who, and the rest. */
 export function formatHistory(events: readonly HistoryEvent[], tag?: string): string {
-  if (events.length === 0) return tag === undefined ? '(no history)\n' : `(no history for ${printable(tag)})\n`;
-  const rows = events.map((e) => [e.time.replace(/\.\d+Z$/, 'Z'), e.kind, printable(e.tag), who(e.holder), details(e)]);
-  return table(['TIME', 'EVENT', 'TAG', 'BY', 'DETAILS'], rows);
+  let text = '';
+  writeHistory(events, tag, { write: (t) => (text += t) });
+  return text;
+}
+
+/** `formatHistory`, written a thousand lines at a time (each row is made twice: once for the widths of the columns). */
+function writeHistory(events: readonly HistoryEvent[], tag: string | undefined, out: { write(text: string): unknown }): void {
+  if (events.length === 0) {
+    out.write(tag === undefined ? '(no history)\n' : `(no history for ${printable(tag)})\n`);
+    return;
+  }
+  const widths = columnWidths(HEADER, rowsOf(events));
+  out.write(`${tableLine(HEADER, widths)}\n`);
+  for (let i = 0; i < events.length; i += CHUNK) out.write(events.slice(i, i + CHUNK).map((e) => `${tableLine(rowOf(e), widths)}\n`).join(''));
 }

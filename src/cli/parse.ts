@@ -117,7 +117,7 @@ export function parseCommandLine(argv: readonly string[], env: NodeJS.ProcessEnv
     const arg = argv[i];
     if (arg === '--') {
       if (command === undefined) return undefined;
-      operands.push(...argv.slice(i + 1));
+      for (const operand of argv.slice(i + 1)) operands.push(operand);
       break;
     }
     if (arg.length > 1 && arg.startsWith('-')) {

@@ -5,13 +5,23 @@ import { formatBytes } from './units';
 
 /** Rows in aligned columns under a header; the last column is not padded. */
 export function table(header: readonly string[], rows: readonly string[][], rightAligned: ReadonlySet<number> = new Set()): string {
-  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? '').length)));
-  const line = (cells: readonly string[]): string =>
-    cells
-      .map((c, i) => (rightAligned.has(i) ? c.padStart(widths[i]) : i === cells.length - 1 ? c : c.padEnd(widths[i])))
-      .join('  ')
-      .trimEnd();
-  return `${[header, ...rows].map(line).join('\n')}\n`;
+  const widths = columnWidths(header, rows);
+  return `${[header, ...rows].map((r) => tableLine(r, widths, rightAligned)).join('\n')}\n`;
+}
+
+/** The widths of `table`'s columns. A loop, not Math.max(...): a call's arguments live on the stack, and rows may be hundreds of thousands. */
+export function columnWidths(header: readonly string[], rows: Iterable<readonly string[]>): number[] {
+  const widths = header.map((h) => h.length);
+  for (const r of rows) for (let i = 0; i < widths.length; i++) widths[i] = Math.max(widths[i], (r[i] ?? '').length);
+  return widths;
+}
+
+/** One row of `table`, in columns of `widths`. */
+export function tableLine(cells: readonly string[], widths: readonly number[], rightAligned: ReadonlySet<number> = new Set()): string {
+  return cells
+    .map((c, i) => (rightAligned.has(i) ? c.padStart(widths[i]) : i === cells.length - 1 ? c : c.padEnd(widths[i])))
+    .join('  ')
+    .trimEnd();
 }
 
 function age(lastUsedMs: number, nowMs: number): string {

@@ -12,11 +12,14 @@
  * The tool's own files (owner records, manifests, the audit log, clock probes, timestamps, parts)
  * are never reached through a link: they are created with `O_CREAT | O_EXCL | O_NOFOLLOW`, opened
  * with `O_NOFOLLOW | O_NONBLOCK` (a FIFO planted in their place cannot block the open), and read
- * only when the open descriptor is a regular file of a bounded size.
+ * only when the open descriptor is a regular file of a bounded size. One is written, appended to
+ * or touched only when the open descriptor is a regular file with one link: a hard link is the
+ * same file under another name, and that name may be outside the static directory.
  */
 import * as fs from 'fs';
 import * as path from 'path';
 import { StagingError, errnoCode } from './errors';
+import { META_DIR } from './protocol';
 
 const C = fs.constants;
 const O_DIR = C.O_RDONLY | C.O_DIRECTORY;
@@ -309,6 +312,21 @@ function describeType(st: fs.Stats): string {
   return 'not a regular file';
 }
 
+/** What a file with `nlink` names is, for messages. */
+export function hardLinked(nlink: number): string {
+  return `a file with ${nlink} hard links (the same file under other names, which may be outside the static directory)`;
+}
+
+/**
+ * Refuses to write, append to or touch what `st` (the open descriptor's fstat) describes unless it
+ * is a regular file with one link (EIO naming `shown`). No link count is 0 as well: a file removed
+ * since it was opened takes what it is given to nobody.
+ */
+export function refuseUnlessOneLink(st: fs.Stats, shown: string): void {
+  if (!st.isFile()) throw notARecord(shown, describeType(st));
+  if (st.nlink > 1) throw notARecord(shown, hardLinked(st.nlink));
+}
+
 /** An error for a record that is not what the tool writes there: a link, a FIFO, a device, too big. */
 export function notARecord(shown: string, why: string): StagingError {
   return new StagingError('EIO', `Refusing ${shown}: it is ${why}, not a file this tool wrote. Move it aside (a co-user or another program put it there).`, {
@@ -425,6 +443,8 @@ export async function readRecordUnlessSeen(p: string, shown: string, maxBytes: n
 export function createRecordSync(p: string, data: string | Buffer, mode = 0o644): void {
   const fd = fs.openSync(p, C.O_WRONLY | C.O_CREAT | C.O_EXCL | C.O_NOFOLLOW, mode);
   try {
+    // Linked elsewhere between the create and the write: that name is not ours to fill.
+    refuseUnlessOneLink(fs.fstatSync(fd), p);
     if (typeof data === 'string') fs.writeSync(fd, data);
     else fs.writeSync(fd, data);
     fs.fchmodSync(fd, mode);
@@ -443,6 +463,7 @@ export function createRecordSync(p: string, data: string | Buffer, mode = 0o644)
 export async function createRecord(p: string, data: string | Buffer, mode = 0o644): Promise<void> {
   const fh = await fs.promises.open(p, C.O_WRONLY | C.O_CREAT | C.O_EXCL | C.O_NOFOLLOW, mode);
   try {
+    refuseUnlessOneLink(await fh.stat(), p);
     await fh.writeFile(data);
     await fh.chmod(mode);
   } catch (err) {
@@ -479,6 +500,7 @@ interface FdCalls {
   write(fd: number, data: Buffer): Promise<number>;
   fchmod(fd: number, mode: number): Promise<void>;
   read(fd: number, buf: Buffer, offset: number, length: number, position: number): Promise<number>;
+  futimes(fd: number, atime: Date, mtime: Date): Promise<void>;
   /** Settles once the descriptor is closed: on a FUSE or NFS client, that is when written data reaches the server. */
   close(fd: number): Promise<void>;
 }
@@ -489,6 +511,7 @@ const syncFd: FdCalls = {
   write: (fd, data) => settle(() => fs.writeSync(fd, data)),
   fchmod: (fd, mode) => settle(() => fs.fchmodSync(fd, mode)),
   read: (fd, buf, offset, length, position) => settle(() => fs.readSync(fd, buf, offset, length, position)),
+  futimes: (fd, atime, mtime) => settle(() => fs.futimesSync(fd, atime, mtime)),
   close: (fd) => settle(() => fs.closeSync(fd)),
 };
 
@@ -499,6 +522,7 @@ const asyncFd: FdCalls = {
   fchmod: (fd, mode) => new Promise((resolve, reject) => fs.fchmod(fd, mode, (err) => (err === null ? resolve() : reject(err)))),
   read: (fd, buf, offset, length, position) =>
     new Promise((resolve, reject) => fs.read(fd, buf, offset, length, position, (err, n) => (err === null ? resolve(n) : reject(err)))),
+  futimes: (fd, atime, mtime) => new Promise((resolve, reject) => fs.futimes(fd, atime, mtime, (err) => (err === null ? resolve() : reject(err)))),
   close: (fd) => new Promise((resolve) => fs.close(fd, () => resolve())),
 };
 
@@ -525,8 +549,9 @@ async function openForAppend(calls: FdCalls, p: string, shown: string, mode: num
 }
 
 /**
- * Appends one line to one of the tool's logs, never through a link and never into a FIFO or
- * device: the open does not block and the descriptor must be a regular file. The line goes out
+ * Appends one line to one of the tool's logs, never through a link and never into a FIFO, a
+ * device or a file with other names: the open does not block and the descriptor must be a
+ * regular file with one link (else EIO naming it, and nothing is written). The line goes out
  * in one `write` on an `O_APPEND` descriptor, so concurrent writers' lines stay whole.
  */
 export async function appendRecord(p: string, shown: string, line: string, options: AppendOptions = {}): Promise<AppendOutcome> {
@@ -536,7 +561,7 @@ export async function appendRecord(p: string, shown: string, line: string, optio
   let kept = false;
   try {
     const st = await calls.fstat(fd);
-    if (!st.isFile()) throw notARecord(shown, describeType(st));
+    refuseUnlessOneLink(st, shown);
     // Exactly `mode`: the umask of whoever happened to create it must not decide who may append.
     if (created) await calls.fchmod(fd, mode);
     if (options.fullAt !== undefined && st.size >= options.fullAt) return 'full';
@@ -548,6 +573,37 @@ export async function appendRecord(p: string, shown: string, line: string, optio
     return created ? 'created' : 'written';
   } finally {
     if (!kept) await calls.close(fd);
+  }
+}
+
+/** What `touchRecord` found: the file touched, or no longer the file meant under that name (gone, or another in its place). */
+export type TouchOutcome = 'touched' | 'replaced';
+
+/**
+ * Sets both times of one of the tool's own files, which must still be the file `ino`, through a
+ * descriptor (`futimes`), never by path: the open follows no link and does not block, and what it
+ * opened is touched only when it is that very file, regular and with one link. EIO naming it when
+ * it has other names (a hard link) or is not a regular file; `replaced` when the name holds
+ * another file, a link, or nothing.
+ */
+export async function touchRecord(p: string, shown: string, ino: number, time: Date, sync = false): Promise<TouchOutcome> {
+  const calls = sync ? syncFd : asyncFd;
+  let fd: number;
+  try {
+    fd = await calls.open(p, C.O_RDONLY | C.O_NOFOLLOW | C.O_NONBLOCK, 0);
+  } catch (err) {
+    const code = errnoCode(err);
+    if (code === 'ENOENT' || code === 'ELOOP') return 'replaced';
+    throw err;
+  }
+  try {
+    const st = await calls.fstat(fd);
+    if (st.ino !== ino) return 'replaced';
+    refuseUnlessOneLink(st, shown);
+    await calls.futimes(fd, time, time);
+    return 'touched';
+  } finally {
+    await calls.close(fd);
   }
 }
 
@@ -611,99 +667,192 @@ export function mountPoints(): Set<string> {
   );
 }
 
+/** One call of a removal, made synchronously (`now`) or through the thread pool (`later`), as its driver says. */
+interface Step<T> {
+  now(): T;
+  later(): Promise<T>;
+}
+
+const step = <T>(now: () => T, later: () => Promise<T>): Step<T> => ({ now, later });
+const ifThere = (err: unknown): undefined => {
+  if (errnoCode(err) === 'ENOENT') return undefined;
+  throw err;
+};
+/** A step whose ENOENT means done already (the entry went meanwhile). */
+const gone = <T>(now: () => T, later: () => Promise<T>): Step<T | undefined> =>
+  step(
+    () => {
+      try {
+        return now();
+      } catch (err) {
+        return ifThere(err);
+      }
+    },
+    () => later().catch(ifThere),
+  );
+const lstatStep = (p: string): Step<fs.Stats | undefined> => gone(() => fs.lstatSync(p), () => fs.promises.lstat(p));
+const unlinkStep = (p: string): Step<void> => gone(() => fs.unlinkSync(p), () => fs.promises.unlink(p));
+const rmdirStep = (p: string): Step<void> => gone(() => fs.rmdirSync(p), () => fs.promises.rmdir(p));
+const openStep = (dir: Dir, entry: string): Step<Dir> => step(() => openBelowSync(dir, entry), () => openBelow(dir, entry));
+const listStep = (dir: Dir): Step<string[]> => step(() => fs.readdirSync(dir.at('.')), () => fs.promises.readdir(dir.at('.')));
+
+/** How deep a removal keeps directories open; what lies deeper is moved up to the top of the tree first. */
+const REMOVE_DEPTH = 64;
+
 /**
- * Deletes `name` inside `parent` and everything below it, through descriptors: never follows a
- * link (links are unlinked, not entered) and never crosses into another filesystem (a bind mount
- * inside is left alone, and the call fails with EXDEV naming it). Entries that vanish meanwhile
- * are fine. Throws the first other error after trying the rest.
+ * The calls of `removeTree`, in order, each as a `Step` its driver makes and answers: one code
+ * path for the synchronous and the asynchronous removal. It walks with a stack of its own, never
+ * by recursion (a co-user decides how deep a tree is), and keeps at most `REMOVE_DEPTH` directories
+ * open: a directory found deeper is renamed, through the descriptors, to the top of the tree being
+ * removed (the same filesystem, inside the same tree), and removed from there.
  */
-export async function removeTree(parent: Dir, name: string, mounts: ReadonlySet<string> = mountPoints()): Promise<void> {
+function* removal(parent: Dir, name: string, mounts: ReadonlySet<string>): Generator<Step<unknown>, void, unknown> {
   checkName(name);
-  const st = await fs.promises.lstat(parent.at(name)).catch((err: unknown) => {
-    if (errnoCode(err) === 'ENOENT') return null;
-    throw err;
-  });
-  if (st === null) return;
+  const at = parent.at(name);
+  const st = (yield lstatStep(at)) as fs.Stats | undefined;
+  if (st === undefined) return;
   if (!st.isDirectory()) {
-    await fs.promises.unlink(parent.at(name)).catch((err: unknown) => {
-      if (errnoCode(err) !== 'ENOENT') throw err;
-    });
+    yield unlinkStep(at);
     return;
   }
-  let dir: Dir;
+  let root: Dir;
   try {
-    dir = await openBelow(parent, name);
+    root = (yield openStep(parent, name)) as Dir;
   } catch (err) {
     const code = errnoCode(err);
     if (code === 'ENOENT') return;
     // Swapped for a link or a file since the lstat: remove that entry itself, never what it leads to.
-    if (code === 'ELOOP' || code === 'ENOTDIR') return removeTree(parent, name, mounts);
-    throw err;
+    if (code === 'ELOOP' || code === 'ENOTDIR') yield* removal(parent, name, mounts);
+    else throw err;
+    return;
   }
+  const elsewhere = (dir: Dir): StagingError | undefined =>
+    dir.dev !== parent.dev || mounts.has(whereIs(dir))
+      ? new StagingError('EIO', `Did not remove ${dir.shown}: another filesystem is mounted there. Unmount it, then try again.`, { path: dir.shown })
+      : undefined;
   // Boxed, so that whatever was thrown (even `undefined`) is told apart from nothing thrown.
   let first: { err: unknown } | undefined;
+  const levels: { dir: Dir; name: string; entries: string[]; next: number }[] = [];
+  let moved = 0;
   try {
-    if (dir.dev !== parent.dev || mounts.has(whereIs(dir))) {
-      throw new StagingError('EIO', `Did not remove ${dir.shown}: another filesystem is mounted there. Unmount it, then try again.`, { path: dir.shown });
-    }
-    const entries = await fs.promises.readdir(dir.at('.'));
-    for (const entry of entries) {
+    const mounted = elsewhere(root);
+    if (mounted !== undefined) throw mounted;
+    levels.push({ dir: root, name, entries: (yield listStep(root)) as string[], next: 0 });
+    while (levels.length > 0) {
+      const level = levels[levels.length - 1];
+      if (level.next >= level.entries.length) {
+        levels.pop();
+        level.dir.close();
+        if (levels.length > 0) {
+          try {
+            yield rmdirStep(levels[levels.length - 1].dir.at(level.name));
+          } catch (err) {
+            first ??= { err };
+          }
+        }
+        continue;
+      }
+      const entry = level.entries[level.next++];
       try {
-        await removeTree(dir, entry, mounts);
+        const est = (yield lstatStep(level.dir.at(entry))) as fs.Stats | undefined;
+        if (est === undefined) continue;
+        if (!est.isDirectory()) {
+          yield unlinkStep(level.dir.at(entry));
+          continue;
+        }
+        if (levels.length >= REMOVE_DEPTH) {
+          // Too deep to keep open: up to the top, where the walk meets it again (under a name
+          // nothing there has: a rename onto a directory that is not empty fails).
+          for (let tries = 0; ; tries++) {
+            const up = `${META_DIR}.deep.${moved++}`;
+            try {
+              yield step(
+                () => fs.renameSync(level.dir.at(entry), root.at(up)),
+                () => fs.promises.rename(level.dir.at(entry), root.at(up)),
+              );
+            } catch (err) {
+              const code = errnoCode(err);
+              if (tries < 100 && (code === 'ENOTEMPTY' || code === 'EEXIST')) continue;
+              throw err;
+            }
+            levels[0].entries.push(up);
+            break;
+          }
+          continue;
+        }
+        let child: Dir;
+        try {
+          child = (yield openStep(level.dir, entry)) as Dir;
+        } catch (err) {
+          const code = errnoCode(err);
+          if (code === 'ENOENT') continue;
+          if (code !== 'ELOOP' && code !== 'ENOTDIR') throw err;
+          // A link or file put there since the lstat: the entry goes, never what it leads to.
+          yield unlinkStep(level.dir.at(entry));
+          continue;
+        }
+        const inside = elsewhere(child);
+        if (inside !== undefined) {
+          child.close();
+          throw inside;
+        }
+        try {
+          levels.push({ dir: child, name: entry, entries: (yield listStep(child)) as string[], next: 0 });
+        } catch (err) {
+          child.close();
+          throw err;
+        }
       } catch (err) {
         first ??= { err };
       }
     }
   } finally {
-    dir.close();
+    for (const level of levels) level.dir.close();
   }
   if (first !== undefined) throw first.err;
-  await fs.promises.rmdir(parent.at(name)).catch((err: unknown) => {
-    if (errnoCode(err) !== 'ENOENT') throw err;
-  });
+  yield rmdirStep(at);
+}
+
+function removeNow(steps: Generator<Step<unknown>, void, unknown>): void {
+  let r = steps.next();
+  while (r.done !== true) {
+    let value: unknown;
+    let failed: { err: unknown } | undefined;
+    try {
+      value = r.value.now();
+    } catch (err) {
+      failed = { err };
+    }
+    r = failed === undefined ? steps.next(value) : steps.throw(failed.err);
+  }
+}
+
+async function removeLater(steps: Generator<Step<unknown>, void, unknown>): Promise<void> {
+  let r = steps.next();
+  while (r.done !== true) {
+    let value: unknown;
+    let failed: { err: unknown } | undefined;
+    try {
+      value = await r.value.later();
+    } catch (err) {
+      failed = { err };
+    }
+    r = failed === undefined ? steps.next(value) : steps.throw(failed.err);
+  }
+}
+
+/**
+ * Deletes `name` inside `parent` and everything below it, through descriptors: never follows a
+ * link (links are unlinked, not entered) and never crosses into another filesystem (a bind mount
+ * inside is left alone, and the call fails with EXDEV naming it). Entries that vanish meanwhile
+ * are fine. Throws the first other error after trying the rest. However deep the tree, at most
+ * `REMOVE_DEPTH` directories are open at once, and the stack does not grow with it.
+ */
+export function removeTree(parent: Dir, name: string, mounts: ReadonlySet<string> = mountPoints()): Promise<void> {
+  return removeLater(removal(parent, name, mounts));
 }
 
 /** `removeTree`, synchronously: for a local filesystem and a small tree (a lock being removed). */
 export function removeTreeSync(parent: Dir, name: string, mounts: ReadonlySet<string> = mountPoints()): void {
-  checkName(name);
-  const st = fs.lstatSync(parent.at(name), { throwIfNoEntry: false });
-  if (st === undefined) return;
-  if (!st.isDirectory()) {
-    try {
-      fs.unlinkSync(parent.at(name));
-    } catch (err) {
-      if (errnoCode(err) !== 'ENOENT') throw err;
-    }
-    return;
-  }
-  let dir: Dir;
-  try {
-    dir = openBelowSync(parent, name);
-  } catch (err) {
-    const code = errnoCode(err);
-    if (code === 'ENOENT') return;
-    if (code === 'ELOOP' || code === 'ENOTDIR') return removeTreeSync(parent, name, mounts);
-    throw err;
-  }
-  let first: { err: unknown } | undefined;
-  try {
-    if (dir.dev !== parent.dev || mounts.has(whereIs(dir))) {
-      throw new StagingError('EIO', `Did not remove ${dir.shown}: another filesystem is mounted there. Unmount it, then try again.`, { path: dir.shown });
-    }
-    for (const entry of fs.readdirSync(dir.at('.'))) {
-      try {
-        removeTreeSync(dir, entry, mounts);
-      } catch (err) {
-        first ??= { err };
-      }
-    }
-  } finally {
-    dir.close();
-  }
-  if (first !== undefined) throw first.err;
-  try {
-    fs.rmdirSync(parent.at(name));
-  } catch (err) {
-    if (errnoCode(err) !== 'ENOENT') throw err;
-  }
+  removeNow(removal(parent, name, mounts));
 }

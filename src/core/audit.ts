@@ -1,23 +1,27 @@
 /**
- * The audit log, `<static>/.devserver-staging/audit.log`: one JSON line per force-release and
- * destroy, written before the action so that nothing is removed without a record. Appended below
- * the opened bookkeeping directory and never through a link, into a FIFO or a device.
+ * The audit log, `<static>/.devserver-staging/audit.log`: one JSON line per force-release,
+ * destroy and clearing of a line, written before the action so that nothing is removed without a record. Appended below
+ * the opened bookkeeping directory and never through a link, into a FIFO, a device or a file with
+ * other names (a hard link, which may be outside the static directory).
  */
 import * as fs from 'fs';
 import * as path from 'path';
-import { type Dir, appendRecord, openDir } from './anchored';
+import { type Dir, appendRecord, hardLinked, openDir } from './anchored';
 import { openMeta } from './meta';
 import { StagingError, errnoCode } from './errors';
 import { thisProcess } from './holder';
 import { AUDIT_LOG, META_DIR } from './protocol';
-import type { LockInfo } from './types';
+import type { LockInfo, QueueEntry } from './types';
 
 export interface AuditEntry {
   time: string;
-  action: 'force-release' | 'destroy';
+  action: 'force-release' | 'destroy' | 'clear-line';
   tag: string;
   by: { user: string; hostname: string; pid: number; clientId: string };
   previous?: Pick<LockInfo, 'state' | 'holder' | 'legacy' | 'heartbeatAgeMs' | 'ageMs'>;
+  /** `clear-line`: the tickets about to be removed, as judged (the first hundred), and how many there are. */
+  tickets?: QueueEntry[];
+  ticketCount?: number;
   /** On a second line for the same action: it did not happen, and why. */
   failed?: string;
 }
@@ -29,6 +33,8 @@ function describe(st: fs.Stats): string | undefined {
   if (st.isDirectory()) return 'it is a directory';
   if (st.isSocket()) return 'it is a socket';
   if (st.isCharacterDevice() || st.isBlockDevice()) return 'it is a device';
+  // Appending would write to that file wherever its other names are.
+  if (st.isFile() && st.nlink > 1) return `it is ${hardLinked(st.nlink)}`;
   return undefined;
 }
 
@@ -57,8 +63,8 @@ const FIX = 'Fix the audit log (it must be a regular file writable by you) and t
 
 /**
  * Appends one JSON line (O_APPEND keeps concurrent writers' lines whole). Fails with EIO naming
- * the log and why: a link, FIFO, directory or device in its place (or in the place of
- * `.devserver-staging`) is refused, never written through.
+ * the log and why: a link, FIFO, directory, device or hard-linked file in its place (or a link or
+ * file in the place of `.devserver-staging`) is refused, never written through.
  */
 export async function appendAudit(staticDir: string, entry: Omit<AuditEntry, 'time' | 'by'>, clientId?: string): Promise<void> {
   await append(staticDir, entry, clientId, (shown, reason, cause) => new StagingError('EIO', `Could not write the audit log ${shown}: ${reason}. ${FIX}`, { path: shown, cause }));
@@ -87,6 +93,8 @@ async function append(staticDir: string, entry: Omit<AuditEntry, 'time' | 'by'>,
     tag: entry.tag,
     by: thisProcess(clientId),
     ...(entry.previous !== undefined ? { previous: entry.previous } : {}),
+    ...(entry.tickets !== undefined ? { tickets: entry.tickets } : {}),
+    ...(entry.ticketCount !== undefined ? { ticketCount: entry.ticketCount } : {}),
     ...(entry.failed !== undefined ? { failed: entry.failed } : {}),
   };
   const metaShown = path.join(staticDir, META_DIR);

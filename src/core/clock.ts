@@ -6,7 +6,8 @@
  * and judges ages in filesystem time.
  */
 import * as fs from 'fs';
-import { type Dir, openDir, readRecord } from './anchored';
+import { type Dir, openDir, readRecord, refuseUnlessOneLink } from './anchored';
+import { StagingError } from './errors';
 import { randomHex } from './crypto';
 import { isLocalFilesystem } from './io';
 import { openMeta } from './meta';
@@ -41,7 +42,9 @@ export function fsClockSkew(realStaticDir: string): Promise<number> {
       cache.set(realStaticDir, { skewMs, measuredAt: Date.now() });
       return skewMs;
     },
-    () => {
+    (err: unknown) => {
+      // A probe refused (a hard link made to it) is worth a word; any other failure only means no measurement.
+      if (err instanceof StagingError) process.emitWarning(`Did not measure the filesystem's clock: ${err.message}`, { type: 'DevserverStagingWarning', code: 'DEVSERVER_STAGING_CLOCK' });
       cache.set(realStaticDir, { skewMs: 0, measuredAt: Date.now() });
       return 0;
     },
@@ -106,6 +109,8 @@ async function measure(realStaticDir: string): Promise<number> {
     const fh = await fs.promises.open(probe, C.O_WRONLY | C.O_CREAT | C.O_EXCL | C.O_NOFOLLOW, 0o644);
     let mtimeMs: number;
     try {
+      // Linked elsewhere since it was made: that other name is not ours to write.
+      refuseUnlessOneLink(await fh.stat(), `${meta.shown}/${name}`);
       // Who wrote it, so that the sweep can tell a dead writer on this machine at once.
       await fh.write(probeRecord(before));
       await fh.sync().catch(() => undefined);

@@ -30,6 +30,7 @@ import {
   historySegmentName,
   parseHistorySegmentName,
 } from './protocol';
+import { sortInSlices } from './slices';
 import { parseTag, resolveStaticDir } from './tags';
 import type { Holder, LockInfo } from './types';
 
@@ -211,7 +212,9 @@ export class HistorySegment {
     } catch {
       st = undefined;
     }
-    if (st === undefined || !st.isFile() || st.nlink === 0 || st.size >= HISTORY_SEGMENT_BYTES) {
+    // One link exactly: removed since (0), or the same file under another name too (a hard link,
+    // perhaps outside the static directory), it is left to the usual way, which says why.
+    if (st === undefined || !st.isFile() || st.nlink !== 1 || st.size >= HISTORY_SEGMENT_BYTES) {
       this.close();
       return false;
     }
@@ -430,9 +433,9 @@ const O_APPEND_RECORD = fs.constants.O_WRONLY | fs.constants.O_APPEND | fs.const
 /**
  * Appends `line` to the segment `key`'s tag was last written to: the one parked after the last
  * lease, or else opened by its path in one call. Used only if it is a regular file that is not
- * full and the kernel places it exactly at that path: no link on the way led elsewhere, and it was
- * not moved or removed meanwhile. False (and nothing written) when it is not so: then the caller
- * takes the way level by level, which says what is wrong.
+ * full, has no other name (a hard link) and the kernel places it exactly at that path: no link on
+ * the way led elsewhere, and it was not moved or removed meanwhile. False (and nothing written)
+ * when it is not so: then the caller takes the way level by level, which says what is wrong.
  */
 function appendToKnown(key: string, line: string, segment: HistorySegment | undefined): boolean {
   let fd: number;
@@ -456,7 +459,7 @@ function appendToKnown(key: string, line: string, segment: HistorySegment | unde
   let handedOn = false;
   try {
     const st = fs.fstatSync(fd);
-    if (!st.isFile() || st.size >= HISTORY_SEGMENT_BYTES || fs.readlinkSync(`/proc/self/fd/${fd}`) !== p) {
+    if (!st.isFile() || st.nlink !== 1 || st.size >= HISTORY_SEGMENT_BYTES || fs.readlinkSync(`/proc/self/fd/${fd}`) !== p) {
       knownSegments.delete(key);
       return false;
     }
@@ -649,13 +652,13 @@ async function collect(staticDir: string, query: HistoryQuery, kinds?: ReadonlyS
   };
   const top = await openDir(sd.staticDir, true, want.sync);
   const opened: Dir[] = [top];
-  const events: HistoryEvent[] = [];
+  const kept = new Kept(limit);
   try {
     const hist = await openChain(opened, [META_DIR, HISTORY_DIR], want);
     if (hist === undefined) return [];
     if (tag !== undefined) {
       const dir = await openChain(opened, historyDirOf(tag), want);
-      if (dir !== undefined) events.push(...(await readTagDir(dir, want)));
+      if (dir !== undefined) await readTagDir(dir, want, kept);
     } else {
       for (const fan of await listNames(hist, want)) {
         const fanDir = await openQuietly(hist, fan, want);
@@ -665,7 +668,7 @@ async function collect(staticDir: string, query: HistoryQuery, kinds?: ReadonlyS
             const dir = await openQuietly(fanDir, name, want);
             if (dir === undefined) continue;
             try {
-              events.push(...(await readTagDir(dir, want)));
+              await readTagDir(dir, want, kept);
             } finally {
               dir.close();
             }
@@ -678,9 +681,52 @@ async function collect(staticDir: string, query: HistoryQuery, kinds?: ReadonlyS
   } finally {
     for (const d of opened) d.close();
   }
-  // Stable: events of one time keep the order they were read in (one host's, as written).
-  const ordered = events.map((e, i) => ({ e, t: Date.parse(e.time), i })).sort((a, b) => a.t - b.t || a.i - b.i).map((x) => x.e);
-  return limit === Infinity ? ordered : ordered.slice(-limit);
+  return kept.events();
+}
+
+/** An event read, with what orders it: its time, then its host's events as written (segment, generation, line). */
+interface Read {
+  e: HistoryEvent;
+  t: number;
+  /** The segments of one host in one tag directory, numbered in the order they were found. */
+  source: number;
+  generation: number;
+  line: number;
+}
+
+/** Oldest first; events of one time keep the order they were written in (one host's). */
+const byTime = (a: Read, b: Read): number => a.t - b.t || a.source - b.source || a.generation - b.generation || a.line - b.line;
+
+/**
+ * The events an answer keeps: all of them, or only the newest `limit` (by the order above), so
+ * that memory follows the limit, not how much history there is. Nothing is spread into a call's
+ * arguments: the count of events is set by whoever writes the history.
+ */
+class Kept {
+  private items: Read[] = [];
+  private sources = 0;
+
+  constructor(private readonly limit: number) {}
+
+  /** A number for the segments of one host in one tag directory. */
+  source(): number {
+    return this.sources++;
+  }
+
+  add(r: Read): void {
+    this.items.push(r);
+    if (this.items.length >= 2 * this.limit + 1_000) this.items = this.newest(this.items.sort(byTime));
+  }
+
+  private newest(sorted: Read[]): Read[] {
+    return this.limit === Infinity || sorted.length <= this.limit ? sorted : sorted.slice(sorted.length - this.limit);
+  }
+
+  async events(): Promise<HistoryEvent[]> {
+    const sorted = this.newest(await sortInSlices(this.items, byTime));
+    this.items = [];
+    return sorted.map((r) => r.e);
+  }
 }
 
 /** The names in an opened directory; none when it cannot be read (reported, unless it has gone). */
@@ -719,25 +765,26 @@ function warnRead(want: Want, err: unknown): void {
   tell(want.warn, new StagingError('EIO', `Skipped part of the history: ${why}`, err instanceof StagingError && err.path !== undefined ? { path: err.path } : {}));
 }
 
-/** The events of one tag directory that `want` asks for: per host, newest generation first, as many as needed. */
-async function readTagDir(dir: Dir, want: Want): Promise<HistoryEvent[]> {
+/** The events of one tag directory that `want` asks for, into `kept`: per host, newest generation first, as many as needed. */
+async function readTagDir(dir: Dir, want: Want, kept: Kept): Promise<void> {
   const byHost = new Map<string, number[]>();
   for (const name of await listNames(dir, want)) {
     const seg = parseHistorySegmentName(name);
     if (seg === undefined) continue;
-    byHost.set(seg.host, [...(byHost.get(seg.host) ?? []), seg.generation]);
+    const gens = byHost.get(seg.host);
+    if (gens === undefined) byHost.set(seg.host, [seg.generation]);
+    else gens.push(seg.generation);
   }
-  const out: HistoryEvent[] = [];
   for (const [host, gens] of byHost) {
-    const mine: HistoryEvent[] = [];
+    const source = kept.source();
+    let got = 0;
     for (const gen of gens.sort((a, b) => b - a)) {
-      const { events, oldestMs } = await readSegment(dir, historySegmentName(host, gen), want, want.limit - mine.length);
-      mine.unshift(...events);
-      if (mine.length >= want.limit || oldestMs < want.sinceMs - ORDER_SLACK_MS) break;
+      const { events, oldestMs } = await readSegment(dir, historySegmentName(host, gen), want, want.limit - got);
+      for (const [line, e] of events.entries()) kept.add({ e, t: Date.parse(e.time), source, generation: gen, line });
+      got += events.length;
+      if (got >= want.limit || oldestMs < want.sinceMs - ORDER_SLACK_MS) break;
     }
-    out.push(...mine);
   }
-  return out;
 }
 
 /**
@@ -769,7 +816,7 @@ async function readSegment(dir: Dir, name: string, want: Want, needed: number): 
       events.push(e);
     }
     const whole = tail.from === 0 || maxBytes === MAX_SEGMENT_READ;
-    if (events.length >= needed || whole) return { events: needed === Infinity ? events : events.slice(-needed), oldestMs };
+    if (events.length >= needed || whole) return { events: needed === Infinity || events.length <= needed ? events : events.slice(events.length - needed), oldestMs };
   }
   return { events: [], oldestMs: Infinity };
 }

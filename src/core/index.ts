@@ -5,8 +5,8 @@
 export { acquire, withLock, release, heldLeases, describeHolder, Lease } from './lock';
 export type { AcquireOptions, ReleaseOptions, LeaseEvents } from './lock';
 export { inspect, list } from './inspect';
-export { queueOf, queueDirOf, describeWaiter } from './queue';
-export type { OnQueue } from './queue';
+export { queueOf, queueDirOf, describeWaiter, clearLine } from './queue';
+export type { OnQueue, ClearLineOptions, ClearedLine } from './queue';
 export { lockIdOf } from './judge';
 export { forceRelease, destroy } from './remove';
 export type { ForceReleaseOptions, DestroyOptions } from './remove';

@@ -35,6 +35,8 @@ async function blockingLock(staticDir: string, dir: string, timing: Timing, nowF
     // Most directories have no lock: one lstat each, and only a lock found is read and judged.
     st = await io.lstatOrNull(lockPath);
   } catch (err) {
+    // Deeper than a path can name: no one can take a lock there (every party names its lock by path).
+    if (errnoCode(err) === 'ENAMETOOLONG') return undefined;
     throw asStagingError(err, 'read the lock', lockPath);
   }
   if (st === null) return undefined;

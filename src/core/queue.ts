@@ -7,30 +7,33 @@
  * NFS; on EEXIST it takes the number after), writes who it is into it (a record like a holder's)
  * and sets its mtime every refresh interval, as a holder does its lock's. It tries the lock only
  * while no live ticket is numbered below its own, and removes its ticket once it holds the lock
- * or gives up. Tickets of waiters that died are judged as locks are (a dead pid on this machine at
- * once, a stale mtime elsewhere, an unreadable ticket live until its mtime is stale) and removed
- * by whoever finds them; a live one never is.
+ * or gives up. Tickets of waiters that died are judged much as locks are (a dead pid on this
+ * machine at once, a stale mtime elsewhere, an unreadable ticket live until its mtime is stale),
+ * and a waiter also judges every ticket by what it saw itself: one it has watched unchanged for
+ * the threshold is stale, whatever its mtime or record claim (tickets.ts). Stale tickets are
+ * removed by whoever finds them. `clearLine` removes a whole line on a user's word, recorded in
+ * the audit log first.
  *
  * The lock remains the only mutual exclusion: the line only decides who tries, so a fault here can
  * cost fairness, never exclusion.
  */
 import * as fs from 'fs';
 import * as path from 'path';
-import { fdPath, isWithin, openBelow, openDir, settle, whereIs, type Dir } from './anchored';
+import { fdPath, isWithin, openBelow, openDir, settle, touchRecord, whereIs, type Dir } from './anchored';
+import { recordFailure, recordIntent } from './audit';
 import { fsClockSkew } from './clock';
-import { errnoCode } from './errors';
-import { printable } from './format';
-import { isHolderAlive, isOnThisMachine, isPidAlive, makeHolder, parseHolder, parseObject, parseSideName, sideName, thisMachine } from './holder';
+import { StagingError, errnoCode } from './errors';
+import { makeHolder, sideName } from './holder';
 import { asyncIo, cachesAttributes, ioFor, isLocalDevice, type Io } from './io';
 import { ATTR_CACHE_MS } from './judge';
-import { LOCK_NAME, MAX_OWNER_BYTES, META_DIR, areaKey, QUEUE_DIR, QUEUE_PROBE_PREFIX, TICKET_ASIDE_PREFIX, TICKET_DIGITS, clampTiming } from './protocol';
+import { LOCK_NAME, META_DIR, areaKey, QUEUE_DIR, QUEUE_PROBE_PREFIX, clampTiming } from './protocol';
+import { pause } from './slices';
 import { resolveArea, type Area } from './tags';
-import type { QueueEntry, Timing, Waiter } from './types';
+import { MAX_TICKET, TICKET_NAME, type RecordCache, type Ticket, clearLitter, judgeTicket, numbered, readTickets, removeTicket, staleWhateverItSays, ticketName } from './tickets';
+import type { QueueEntry, Timing } from './types';
 import { Alarm } from './wake';
 
-const TICKET_NAME = new RegExp(`^\\d{${TICKET_DIGITS}}$`);
-const MAX_TICKET = 10 ** TICKET_DIGITS - 1;
-const ticketName = (n: number): string => String(n).padStart(TICKET_DIGITS, '0');
+export { describeWaiter, parseWaiter } from './tickets';
 
 /** Waiting on a network filesystem, where another host's release makes no event here. */
 const REMOTE_POLL_MS = 250;
@@ -40,24 +43,9 @@ const FRONT_POLL_MS = 250;
 const SAFETY_POLL_MS = 2_000;
 /** After a release, how long those further back in line wait before they look whether all ahead of them died. */
 const PUT_OFF_MS = 100;
-/** Litter of a queue (a ticket moved aside, a cache probe) whose owner cannot be told is removed after this. */
-const LITTER_MS = 60_000;
 
 /** Called with this waiter's place in line (1: next) and how many wait, each time either changes. */
 export type OnQueue = (position: number, waiting: number) => void;
-
-/** A ticket as read from the queue: its name, number, inode, mtime, and its record or why it cannot be read. */
-interface Ticket {
-  name: string;
-  number: number;
-  ino: number;
-  mtimeMs: number;
-  waiter?: Waiter;
-  unreadable?: string;
-}
-
-/** What a ticket's record says; tickets are written once, so it is kept per inode and size. */
-type Parsed = { waiter: Waiter } | { unreadable: string };
 
 /**
  * The area's path inside the static directory as the kernel places it, so that a tag reached
@@ -198,166 +186,94 @@ async function dropCachedListing(q: QueueDirs): Promise<void> {
   ).catch(() => undefined);
 }
 
-function describeType(st: fs.Stats): string {
-  if (st.isSymbolicLink()) return 'a symbolic link';
-  if (st.isFIFO()) return 'a FIFO';
-  if (st.isDirectory()) return 'a directory';
-  return 'not a regular file';
-}
-
-/** A ticket's record: a holder record's fields with `queuedAt`; undefined when it is not one. */
-export function parseWaiter(text: string): Waiter | undefined {
-  const holder = parseHolder(text);
-  if (holder === undefined) return undefined;
-  const { acquiredAt: _acquiredAt, fence: _fence, ...rest } = holder;
-  const queuedAt = parseObject(text)?.queuedAt;
-  return { ...rest, queuedAt: typeof queuedAt === 'string' ? queuedAt : '' };
-}
-
-/** Reads the tickets of a queue, lowest number first, and the names of everything else in it. */
-async function readTickets(io: Io, q: Dir, shown: string, records: Map<string, Parsed>): Promise<{ tickets: Ticket[]; others: string[] }> {
-  const tickets: Ticket[] = [];
-  const others: string[] = [];
-  for (const name of await readdir(io, q)) {
-    if (!TICKET_NAME.test(name)) {
-      others.push(name);
-      continue;
-    }
-    const st = await io.lstatOrNull(q.at(name)).catch(() => null);
-    if (st === null) continue;
-    const ticket: Ticket = { name, number: Number(name), ino: st.ino, mtimeMs: st.mtimeMs };
-    const cacheKey = `${name}:${st.ino}:${st.size}`;
-    let parsed = records.get(cacheKey);
-    if (parsed === undefined) {
-      parsed = await readTicket(io, q, name, st, path.join(shown, name));
-      // A ticket is written once, right after it is created: an empty one may still be filled in.
-      if (st.size > 0) records.set(cacheKey, parsed);
-    }
-    if ('waiter' in parsed) ticket.waiter = parsed.waiter;
-    else ticket.unreadable = parsed.unreadable;
-    tickets.push(ticket);
-  }
-  return { tickets: tickets.sort((a, b) => a.number - b.number), others };
-}
-
-/** A ticket's record, never through a link or from a FIFO (see anchored.ts). */
-async function readTicket(io: Io, q: Dir, name: string, st: fs.Stats, shown: string): Promise<Parsed> {
-  if (!st.isFile()) return { unreadable: `${shown} is ${describeType(st)}` };
-  let text: string;
-  try {
-    text = await io.readRecord(q.at(name), shown, MAX_OWNER_BYTES);
-  } catch (err) {
-    const code = errnoCode(err);
-    if (code === 'EACCES' || code === 'EPERM') return { unreadable: `${shown} cannot be read by this user (permission denied)` };
-    return { unreadable: err instanceof Error ? err.message : String(err) };
-  }
-  const waiter = parseWaiter(text);
-  return waiter === undefined ? { unreadable: `${shown} is not a waiter's record` } : { waiter };
-}
-
 /**
- * Judges a ticket as a lock is judged: stale at once when its waiter is on this machine and gone,
- * else when its mtime is older than the larger of the judge's and the waiter's threshold. A ticket
- * that cannot be read counts as waiting until its mtime is stale.
+ * The queue of an area, opened to read, with its key; undefined where nobody waits (or what is
+ * there is not a directory of ours). One lstat while nobody waits anywhere.
  */
-function judgeTicket(t: Ticket, timing: Timing, nowFsMs: number): QueueEntry {
-  const heartbeatAgeMs = Math.max(0, nowFsMs - t.mtimeMs);
-  const entry: QueueEntry = { ticket: t.number, state: 'waiting', heartbeatAgeMs };
-  const w = t.waiter;
-  let threshold = timing.staleMs;
-  if (w === undefined) {
-    entry.unreadable = t.unreadable ?? 'unreadable';
-  } else {
-    entry.waiter = w;
-    const queued = Date.parse(w.queuedAt);
-    if (Number.isFinite(queued)) entry.ageMs = Math.max(0, nowFsMs - queued);
-    threshold = Math.max(threshold, w.staleMs);
-    if (isOnThisMachine(w)) {
-      entry.waiterAlive = isHolderAlive(w);
-      if (!entry.waiterAlive) {
-        entry.state = 'stale';
-        entry.staleReason = `its waiter (pid ${w.pid} on ${w.hostname}) is no longer running`;
-        return entry;
-      }
-    }
-  }
-  if (heartbeatAgeMs > threshold) {
-    entry.state = 'stale';
-    entry.staleReason = `no heartbeat for ${Math.round(heartbeatAgeMs / 1000)} s (stale after ${Math.round(threshold / 1000)} s)`;
-  }
-  return entry;
-}
-
-/** Numbers the entries that count: 1 for the next to enter. */
-function numbered(entries: QueueEntry[]): QueueEntry[] {
-  let position = 0;
-  for (const e of entries) if (e.state === 'waiting') e.position = ++position;
-  return entries;
-}
-
-/**
- * Removes a ticket judged stale, and no other: moves whatever has its name aside in one rename,
- * and if that was not the ticket judged (its waiter left and a newcomer took the same number in
- * the meantime), links it back. A planted directory is removed only when empty.
- */
-async function removeTicket(q: Dir, t: Pick<Ticket, 'name' | 'ino'>): Promise<void> {
-  const aside = q.at(sideName(TICKET_ASIDE_PREFIX));
+async function openExistingQueue(area: Area): Promise<{ q: QueueDirs; key: string } | undefined> {
+  if (await nobodyWaitsAnywhere(area.io, area.realStaticDir)) return undefined;
+  const key = areaKey(await areaPathOf(area));
+  if ((await asyncIo.lstatOrNull(queuePath(area.realStaticDir, key)).catch(() => null)) === null) return undefined;
   try {
-    await fs.promises.rename(q.at(t.name), aside);
+    return { q: await openQueue(area.realStaticDir, key, false, false), key };
   } catch {
-    return; // gone already, or not ours to remove (another user's, in a sticky directory): it is skipped all the same
+    return undefined; // a link, a file: nobody can wait there
   }
-  const st = await fs.promises.lstat(aside).catch(() => null);
-  if (st !== null && st.ino !== t.ino) await fs.promises.link(aside, q.at(t.name)).catch(() => undefined);
-  await removeEntry(aside);
-}
-
-async function removeEntry(p: string): Promise<void> {
-  await fs.promises.unlink(p).catch((err: unknown) => (errnoCode(err) === 'EISDIR' || errnoCode(err) === 'EPERM' ? fs.promises.rmdir(p) : undefined)).catch(() => undefined);
-}
-
-/** Tickets moved aside and cache probes whose process is gone (at once on this host, after a minute elsewhere). */
-async function clearLitter(q: Dir, names: readonly string[]): Promise<void> {
-  for (const name of names) {
-    const prefix = name.startsWith(TICKET_ASIDE_PREFIX) ? TICKET_ASIDE_PREFIX : name.startsWith(QUEUE_PROBE_PREFIX) ? QUEUE_PROBE_PREFIX : undefined;
-    if (prefix === undefined) continue;
-    const who = parseSideName(name, prefix);
-    let litter: boolean;
-    if (who !== undefined && who.hostname === thisMachine().hostname) litter = !isPidAlive(who.pid);
-    else litter = await fs.promises.lstat(q.at(name)).then((st) => Date.now() - st.mtimeMs > LITTER_MS, () => false);
-    if (litter) await removeEntry(q.at(name));
-  }
-}
-
-/** How a waiter is named in messages: `user@host (pid N, purpose)`, or why its ticket cannot be read. */
-export function describeWaiter(e: Pick<QueueEntry, 'waiter' | 'unreadable'>): string {
-  const w = e.waiter;
-  if (w === undefined) return `an unknown waiter (${printable(e.unreadable ?? 'its ticket cannot be read')})`;
-  return `${printable(w.user)}@${printable(w.hostname)} (pid ${w.pid}${w.purpose !== undefined ? `, ${printable(w.purpose)}` : ''})`;
 }
 
 /**
  * The queue of `<staticDir>/<tag>`: every ticket, lowest number first, the ones that count with
  * their `position` (1: next to enter), stale ones (a waiter gone, or no longer refreshing) without.
- * Only reads; an area nobody waits for has an empty queue.
+ * Only reads, and looks once: a ticket whose mtime is set in the future counts as waiting here
+ * (`heartbeatAheadMs` says so). An area nobody waits for has an empty queue.
  */
 export async function queueOf(staticDir: string, tag: string, options: Partial<Timing> = {}): Promise<QueueEntry[]> {
   const timing = clampTiming(options);
   const area = await resolveArea(staticDir, tag);
-  if (await nobodyWaitsAnywhere(area.io, area.realStaticDir)) return [];
-  const key = areaKey(await areaPathOf(area));
-  if ((await asyncIo.lstatOrNull(queuePath(area.realStaticDir, key)).catch(() => null)) === null) return [];
-  let q: QueueDirs;
-  try {
-    q = await openQueue(area.realStaticDir, key, false, false);
-  } catch {
-    return []; // not a directory of ours (a link, a file): nobody can wait there
-  }
+  const opened = await openExistingQueue(area);
+  if (opened === undefined) return [];
+  const { q, key } = opened;
   try {
     await dropCachedListing(q);
-    const { tickets } = await readTickets(asyncIo, q.dir, queuePath(area.staticDir, key), new Map());
+    const { tickets } = await readTickets(asyncIo, q.dir, queuePath(area.staticDir, key));
     const nowFs = Date.now() + (await fsClockSkew(area.realStaticDir));
     return numbered(tickets.map((t) => judgeTicket(t, timing, nowFs)));
+  } finally {
+    closeQueue(q);
+  }
+}
+
+export interface ClearLineOptions extends Partial<Timing> {
+  clientId?: string;
+}
+
+/** What `clearLine` did. */
+export interface ClearedLine {
+  /** The area's queue. */
+  queue: string;
+  /** The tickets removed, as judged just before; one that looked live was a waiter's that takes a new place at the end, if it still waits. */
+  removed: QueueEntry[];
+  /** Tickets that could not be removed (another user's, in a directory with the sticky bit). */
+  kept: QueueEntry[];
+}
+
+/** Tickets an audit line names one by one; the rest are counted. */
+const AUDIT_TICKETS = 100;
+
+/**
+ * Clears the line in front of `<staticDir>/<tag>`'s lock: removes every ticket in it (stale,
+ * planted, unreadable, set in the future, or a live waiter's), each only if it is still the one
+ * judged, and the litter beside them. Recorded in the audit log first, with what each ticket
+ * looked like: if that cannot be written, nothing is removed (EIO). The lock is not touched.
+ */
+export async function clearLine(staticDir: string, tag: string, options: ClearLineOptions = {}): Promise<ClearedLine> {
+  const timing = clampTiming(options);
+  const area = await resolveArea(staticDir, tag);
+  const opened = await openExistingQueue(area);
+  if (opened === undefined) return { queue: queuePath(area.staticDir, areaKey(await areaPathOf(area))), removed: [], kept: [] };
+  const { q, key } = opened;
+  const shown = queuePath(area.staticDir, key);
+  try {
+    const io = q.local ? area.io : asyncIo;
+    await dropCachedListing(q);
+    const { tickets, others } = await readTickets(io, q.dir, shown);
+    const nowFs = Date.now() + (await fsClockSkew(area.realStaticDir));
+    const entries = numbered(tickets.map((t) => judgeTicket(t, timing, nowFs)));
+    const removed: QueueEntry[] = [];
+    const kept: QueueEntry[] = [];
+    if (tickets.length > 0) {
+      const entry = { action: 'clear-line', tag: area.tag, tickets: entries.slice(0, AUDIT_TICKETS), ticketCount: entries.length } as const;
+      await recordIntent(area.staticDir, entry, options.clientId);
+      for (const [i, t] of tickets.entries()) {
+        const turn = pause();
+        if (turn !== undefined) await turn;
+        ((await removeTicket(io, q.dir, t)) ? removed : kept).push(entries[i]);
+      }
+      if (kept.length > 0) await recordFailure(area.staticDir, entry, `${kept.length} of ${tickets.length} tickets could not be removed`, options.clientId);
+    }
+    await clearLitter(io, q.dir, others, nowFs);
+    await io.rmdir(q.queue.at(key)).catch(() => undefined);
+    return { queue: shown, removed, kept };
   } finally {
     closeQueue(q);
   }
@@ -369,7 +285,11 @@ export interface LineOptions {
   onQueue?: OnQueue;
   /** Whether the caller will wait if it cannot enter at once (then it takes a place as soon as it sees a line). */
   waits?: boolean;
+  /** Hears what the line could not do without failing the wait (a ticket given up). Default: `process.emitWarning`. */
+  warn?: (warning: StagingError) => void;
 }
+
+const defaultWarn = (warning: StagingError): void => process.emitWarning(warning.message, { type: 'DevserverStagingWarning', code: 'DEVSERVER_STAGING_QUEUE' });
 
 /**
  * One caller's place in the line for one area, from its first look at the line until it holds the
@@ -382,7 +302,10 @@ export class Line {
   private ticket: { name: string; number: number; ino: number } | undefined;
   /** Why this caller cannot take a place (the queue's directory cannot be made or written): it then waits without one. */
   private unusable: string | undefined;
-  private readonly records = new Map<string, Parsed>();
+  private readonly records: RecordCache = new Map();
+  /** Each ticket this caller has seen, as it was first seen in its present form, and when (this process's clock). */
+  private readonly watched = new Map<string, { identity: string; since: number; look: number }>();
+  private looks = 0;
   private readonly alarm = new Alarm();
   private refreshAt = 0;
   private reported = '';
@@ -462,13 +385,14 @@ export class Line {
     const io = q.local ? this.area.io : asyncIo;
     await dropCachedListing(q);
     const lookedAt = Date.now();
+    const nowFs = lookedAt + (await fsClockSkew(this.area.realStaticDir));
     let read;
     try {
-      read = await readTickets(io, q.dir, this.shown, this.records);
+      read = await readTickets(io, q.dir, this.shown, { records: this.records, skipRecord: (st) => staleWhateverItSays(st.mtimeMs, this.timing, nowFs) });
     } catch {
       return []; // the directory was removed meanwhile (its last waiter left): nobody waits
     }
-    const nowFs = lookedAt + (await fsClockSkew(this.area.realStaticDir));
+    this.watchTickets(read.tickets, lookedAt);
     const live: QueueEntry[] = [];
     let ours = false;
     for (const t of read.tickets) {
@@ -477,21 +401,40 @@ export class Line {
         live.push({ ticket: t.number, state: 'waiting', heartbeatAgeMs: 0 });
         continue;
       }
-      const e = judgeTicket(t, this.timing, nowFs);
+      const since = this.watched.get(t.name)?.since;
+      const e = judgeTicket(t, this.timing, nowFs, since === undefined ? undefined : lookedAt - since);
       if (e.state === 'waiting' || !(await this.reallyStale(q, t, e, lookedAt))) {
         live.push(e);
         continue;
       }
-      await removeTicket(q.dir, t);
+      const turn = pause();
+      if (turn !== undefined) await turn;
+      await removeTicket(io, q.dir, t);
     }
     if (this.ticket !== undefined && !ours) this.lostTicket();
-    await clearLitter(q.dir, read.others);
+    await clearLitter(io, q.dir, read.others, nowFs);
     // Nobody left, and this caller has not joined: the empty directory goes, so that the next
     // acquire pays one lstat again.
-    if (read.tickets.length === 0 && read.others.length === 0 && this.ticket === undefined) {
-      await fs.promises.rmdir(q.queue.at(this.key)).catch(() => undefined);
-    }
+    if (live.length === 0 && this.ticket === undefined) await io.rmdir(q.queue.at(this.key)).catch(() => undefined);
     return numbered(live);
+  }
+
+  /**
+   * Notes, by this process's own clock, when each ticket was first seen as it is now (inode, size,
+   * times): a ticket unchanged for longer than its threshold is stale whatever its mtime says.
+   */
+  private watchTickets(tickets: readonly Ticket[], lookedAt: number): void {
+    const look = ++this.looks;
+    let watching = 0;
+    for (const t of tickets) {
+      if (t.unread === true) continue; // stale by its age: nothing to watch
+      const seen = this.watched.get(t.name);
+      if (seen === undefined || seen.identity !== t.identity) this.watched.set(t.name, { identity: t.identity, since: lookedAt, look });
+      else seen.look = look;
+      watching++;
+    }
+    // Forget what is gone.
+    if (this.watched.size > watching) for (const [name, seen] of this.watched) if (seen.look !== look) this.watched.delete(name);
   }
 
   /**
@@ -560,7 +503,9 @@ export class Line {
         this.lostTicket(); // removed by its last waiter meanwhile: open it anew
         continue;
       }
-      let n = 1 + Math.max(0, ...names.filter((name) => TICKET_NAME.test(name)).map(Number));
+      let highest = 0;
+      for (const name of names) if (TICKET_NAME.test(name)) highest = Math.max(highest, Number(name));
+      let n = 1 + highest;
       const skew = await fsClockSkew(this.area.realStaticDir);
       const holder = makeHolder({ staleMs: this.timing.staleMs, refreshMs: this.timing.refreshMs, acquiredAtMs: Date.now() + skew, ...this.who() });
       const { acquiredAt, fence: _fence, ...rest } = holder;
@@ -648,18 +593,39 @@ export class Line {
     return this.aheadNames.size === 0 || this.options.onQueue !== undefined;
   }
 
-  /** Sets the ticket's mtime, its heartbeat; a ticket taken away is noticed here or at the next look. */
+  /**
+   * Sets the ticket's times, its heartbeat, through a descriptor of that very ticket (never by
+   * path: something renamed into its place in between is never touched). A ticket taken away is
+   * noticed here or at the next look. One that has another name now (a hard link, perhaps outside)
+   * is given up, said to `warn`, and replaced by a new place at the end of the line.
+   */
   private async refresh(): Promise<void> {
     const t = this.ticket;
     const q = this.dirs;
     this.refreshAt = Date.now() + this.timing.refreshMs;
     if (t === undefined || q === undefined) return;
-    const p = q.dir.at(t.name);
-    const st = await fs.promises.lstat(p).catch(() => null);
-    if (st === null || st.ino !== t.ino) return this.lostTicket();
     const now = new Date(Date.now() + (await fsClockSkew(this.area.realStaticDir)));
-    // lutimes: a link put in its place is never followed.
-    await fs.promises.lutimes(p, now, now).catch(() => undefined);
+    let outcome;
+    try {
+      outcome = await touchRecord(q.dir.at(t.name), path.join(this.shown, t.name), t.ino, now, q.local && this.area.io.sync);
+    } catch (err) {
+      if (!(err instanceof StagingError)) return; // not touched this time (an I/O error): the next refresh tries again
+      this.tell(new StagingError('EIO', `Gave up a place in the line: ${err.message}`, { path: path.join(this.shown, t.name), cause: err }));
+      const io = q.local ? this.area.io : asyncIo;
+      // Our name for it goes (the file stays under its other names); the next look takes a new place.
+      const st = await io.lstatOrNull(q.dir.at(t.name)).catch(() => null);
+      if (st !== null && st.ino === t.ino) await io.unlink(q.dir.at(t.name)).catch(() => undefined);
+      outcome = 'replaced';
+    }
+    if (outcome === 'replaced') this.lostTicket();
+  }
+
+  private tell(warning: StagingError): void {
+    try {
+      (this.options.warn ?? defaultWarn)(warning);
+    } catch {
+      /* a listener that throws must not break the wait */
+    }
   }
 
   /**

@@ -135,6 +135,11 @@ export interface QueueEntry {
   unreadable?: string;
   /** Milliseconds since the waiter last refreshed the ticket (its mtime), by the filesystem's clock. */
   heartbeatAgeMs: number;
+  /**
+   * How far the ticket's mtime is ahead of the filesystem's clock, when further than a heartbeat
+   * could have set it: its age then says nothing, and only a waiter that watches it judges it.
+   */
+  heartbeatAheadMs?: number;
   /** Milliseconds since the waiter joined the queue, where known. */
   ageMs?: number;
   /** Whether the waiter's process runs: known only for waiters on this machine. */

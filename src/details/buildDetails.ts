@@ -79,7 +79,7 @@ export class BuildDetails implements vscode.TextDocumentContentProvider, vscode.
     rows.push([vscode.l10n.t('Artifacts'), vscode.l10n.t('{0} ({1})', formatCount(summary.count), formatBytes(summary.bytes))]);
     lines.push(`| | |`, `|---|---|`, ...rows.map(([k, v]) => `| ${md(k)} | ${md(v)} |`), '');
     if (problem !== undefined) lines.push(`> ${md(problem)}`, '');
-    lines.push(...(await historySection(staticDir, tag)));
+    for (const line of await historySection(staticDir, tag)) lines.push(line);
     if (entries.length === 0 && problem === undefined) {
       lines.push(vscode.l10n.t('No manifest: this build was not staged by Devserver Staging, so there are no recorded sizes or hashes.'), '');
       return lines.join('\n');

@@ -266,7 +266,7 @@ export class StagingTreeProvider implements vscode.TreeDataProvider<Node>, vscod
       if (c.what === 'children') this.forgetBelow(c.staticDir, c.tag);
       nodes.push(this.find(c.staticDir, c.tag));
       // A folder's counts (and, filtered, which builds it shows) follow its builds.
-      nodes.push(...this.foldersAtOrAbove(c.staticDir, parentTag(c.tag)));
+      for (const folder of this.foldersAtOrAbove(c.staticDir, parentTag(c.tag))) nodes.push(folder);
     }
     // With a filter, a build whose state changed may come or go: its folder lists again.
     if (isActive(this.filter)) {

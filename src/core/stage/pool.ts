@@ -188,15 +188,17 @@ function workerMain(): void {
       return tryOr('dest', () => fs.openSync(job.dest, C.O_WRONLY | C.O_CREAT | C.O_EXCL | C.O_NOFOLLOW, 0o666));
     }
     const fd = tryOr('dest', () => fs.openSync(job.dest, C.O_WRONLY | C.O_NOFOLLOW | C.O_NONBLOCK));
-    let ino: number | undefined;
+    let st: import('fs').Stats | undefined;
     try {
-      ino = fs.fstatSync(fd).ino;
+      st = fs.fstatSync(fd);
     } catch {
-      ino = undefined;
+      st = undefined;
     }
-    if (ino !== job.created) {
+    // The file made for this copy, and with no other name: a hard link made to it since may be outside.
+    const why = st?.ino !== job.created ? 'was replaced in the work directory' : st.nlink !== 1 ? `has ${st.nlink} hard links now (other names, perhaps outside)` : undefined;
+    if (why !== undefined) {
       fs.closeSync(fd);
-      throw new Fail('dest', Object.assign(new Error(`${job.dest} was replaced in the work directory`), { code: 'EEXIST' }));
+      throw new Fail('dest', Object.assign(new Error(`${job.dest} ${why}`), { code: 'EEXIST' }));
     }
     return fd;
   }

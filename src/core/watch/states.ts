@@ -227,13 +227,15 @@ export class LockStates implements Disposable {
   buildsUnder(staticDir: string, tag: string): AreaRecord[] {
     if (tag === '') return this.builds((r) => r.staticDir === staticDir);
     const out: AreaRecord[] = [];
-    const walk = (t: string): void => {
+    // A stack of its own, not recursion: how deep folders go is up to whoever makes them.
+    const todo = [tag];
+    for (let t = todo.pop(); t !== undefined; t = todo.pop()) {
       const r = this.records.get(keyOf(staticDir, t));
-      if (r === undefined) return;
+      if (r === undefined) continue;
       if (r.kind === 'build') out.push(r);
-      else for (const c of r.children ?? []) walk(c);
-    };
-    walk(tag);
+      // Reversed onto the stack, so that they come off in their order.
+      else if (r.children !== undefined) for (let i = r.children.length - 1; i >= 0; i--) todo.push(r.children[i]);
+    }
     return out;
   }
 
@@ -605,17 +607,26 @@ export class LockStates implements Disposable {
 
   /** Forgets an area and everything below it, found through the listings below it. */
   private forget(staticDir: string, tag: string): void {
-    const key = keyOf(staticDir, tag);
-    const r = this.records.get(key);
-    if (r !== undefined) {
-      for (const t of r.children ?? []) this.forget(staticDir, t);
-      this.account(r, -1);
-      this.records.delete(key);
+    // A stack of its own, not recursion: how deep folders go is up to whoever makes them. Found
+    // parents first, forgotten children first (a build's tally goes from folders still there).
+    const found: string[] = [];
+    const todo = [tag];
+    for (let t = todo.pop(); t !== undefined; t = todo.pop()) {
+      found.push(t);
+      for (const c of this.records.get(keyOf(staticDir, t))?.children ?? []) todo.push(c);
     }
-    this.listed.delete(key);
-    this.tallies.delete(key);
-    this.countCache.delete(key);
-    this.watcher.unwatch(path.join(staticDir, tag));
+    for (let i = found.length - 1; i >= 0; i--) {
+      const key = keyOf(staticDir, found[i]);
+      const r = this.records.get(key);
+      if (r !== undefined) {
+        this.account(r, -1);
+        this.records.delete(key);
+      }
+      this.listed.delete(key);
+      this.tallies.delete(key);
+      this.countCache.delete(key);
+      this.watcher.unwatch(path.join(staticDir, found[i]));
+    }
   }
 
   /** Forgets what is below an area, keeping the area itself. */
