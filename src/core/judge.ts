@@ -11,6 +11,7 @@ import { isOnThisMachine, parseHolder } from './holder';
 import { cachesAttributes, lstatOf, statOf } from './io';
 import { isLockAlive } from './lifetime';
 import { LOCK_NAME, LOCK_PROBE_PREFIX, MAX_OWNER_BYTES, OWNER_FILE } from './protocol';
+import { decodeName, fsPath } from './rawNames';
 import type { Area } from './tags';
 import type { Holder, LegacyHolder, LockInfo, Timing } from './types';
 
@@ -195,8 +196,8 @@ async function lstatAnew(area: Pick<Area, 'staticDir' | 'dir'>, lockPath: string
   }
   const wait = since + ATTR_CACHE_MS - Date.now();
   if (wait > 0) await new Promise((r) => setTimeout(r, wait));
-  await fs.promises.readdir(area.dir).catch(() => undefined);
-  return fs.promises.lstat(lockPath).catch((err: unknown) => (errnoCode(err) === 'ENOENT' ? null : undefined));
+  await fs.promises.readdir(fsPath(area.dir)).catch(() => undefined);
+  return fs.promises.lstat(fsPath(lockPath)).catch((err: unknown) => (errnoCode(err) === 'ENOENT' ? null : undefined));
 }
 
 /**
@@ -216,7 +217,7 @@ export function parseLegacyName(name: string): Omit<LegacyHolder, 'uniqueFile'> 
 async function readLegacyHolder(dir: string, lockStat: fs.Stats): Promise<LegacyHolder> {
   let names: string[] = [];
   try {
-    names = await fs.promises.readdir(dir);
+    names = (await fs.promises.readdir(fsPath(dir), { encoding: 'buffer' })).map(decodeName);
   } catch {
     /* unreadable: report what we can */
   }
@@ -224,7 +225,7 @@ async function readLegacyHolder(dir: string, lockStat: fs.Stats): Promise<Legacy
     if (name === LOCK_NAME) continue;
     const parsed = parseLegacyName(name);
     if (parsed === undefined) continue;
-    const st = await fs.promises.lstat(path.join(dir, name)).catch(() => undefined);
+    const st = await fs.promises.lstat(fsPath(path.join(dir, name))).catch(() => undefined);
     if (st !== undefined && st.ino === lockStat.ino && st.dev === lockStat.dev) {
       return { ...parsed, uniqueFile: name };
     }
