@@ -6,7 +6,7 @@
 import { history, type HistoryActor, type HistoryEvent, type HistoryPrevious, type HistoryQuery } from '../core/history';
 import { formatBytes, formatDuration } from '../core/format';
 import { commandMain } from './context';
-import { printable, stdout } from './output';
+import { jsonText, printable, printableTime, stdout } from './output';
 import { table } from './usageFormat';
 
 export interface HistoryCommandIo {
@@ -26,7 +26,8 @@ export const main = commandMain(async (ctx, [tag]: readonly [string | undefined]
 
 export async function runHistory(staticDir: string, query: HistoryQuery, io: HistoryCommandIo): Promise<number> {
   const events = await history(staticDir, query);
-  if (io.json) io.stdout.write(events.map((e) => `${JSON.stringify(e)}\n`).join(''));
+  // Times are written anew from their parsed values (`jsonText`), never as the lines on disk have them.
+  if (io.json) io.stdout.write(events.map((e) => `${jsonText(e)}\n`).join(''));
   else io.stdout.write(formatHistory(events, query.tag));
   return 0;
 }
@@ -62,6 +63,6 @@ function details(e: HistoryEvent): string {
 /** One line per event, oldest first: time (UTC, to the second), event, tag, who, and the rest. */
 export function formatHistory(events: readonly HistoryEvent[], tag?: string): string {
   if (events.length === 0) return tag === undefined ? '(no history)\n' : `(no history for ${printable(tag)})\n`;
-  const rows = events.map((e) => [e.time.replace(/\.\d+Z$/, 'Z'), e.kind, printable(e.tag), who(e.holder), details(e)]);
+  const rows = events.map((e) => [printableTime(e.time), printable(e.kind), printable(e.tag), who(e.holder), details(e)]);
   return table(['TIME', 'EVENT', 'TAG', 'BY', 'DETAILS'], rows);
 }
