@@ -347,7 +347,7 @@ export class Journal {
    * `manifestText` as the manifest and a fresh `staged.timestamp`. `check` runs once everything is in
    * place and before the commit point; if it throws, the commit is undone.
    */
-  async commit(manifestText: string, check: () => Promise<void>): Promise<void> {
+  async commit(manifestText: string | Buffer, check: () => Promise<void>): Promise<void> {
     try {
       await this.commitSteps(manifestText, check);
     } catch (err) {
@@ -357,7 +357,7 @@ export class Journal {
     }
   }
 
-  private async commitSteps(manifestText: string, check: () => Promise<void>): Promise<void> {
+  private async commitSteps(manifestText: string | Buffer, check: () => Promise<void>): Promise<void> {
     const steps: CommitStep[] = [];
     const inWork = async (from: string): Promise<number> => (await this.fs.lstat(`${this.workDir}/${from}`)).ino;
     const aside = (): string => `aside.${this.serial++}`;
