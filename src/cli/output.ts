@@ -87,7 +87,7 @@ export function jsonRequested(argv: readonly string[]): boolean {
 }
 
 /**
- * One helper per kind of output, used by every command: `printable` for a co-user's text (a name,
+ * One function per kind of output, used by every command: `printable` for a co-user's text (a name,
  * a holder's field, a reason) in text, `printableTime` for a time read from the disk, `messageLine`
  * for a message, `jsonText` for JSON; `terminalText` is the net under all of them (`Output.write`).
  */

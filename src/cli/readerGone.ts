@@ -24,21 +24,21 @@ export function watchReader(stream: NodeJS.WritableStream, fd: number): ReaderWa
     if (err.code === 'EPIPE') resolve();
   };
   stream.on('error', onError);
-  let helper: ChildProcess | undefined;
+  let poller: ChildProcess | undefined;
   if (isPipe(fd)) {
-    helper = spawn('tail', ['-f', `--pid=${process.pid}`, '/dev/null'], { stdio: ['ignore', fd, 'ignore'] });
-    helper.on('error', () => undefined); // no tail: the next write tells
-    helper.on('exit', (_code, signal) => {
+    poller = spawn('tail', ['-f', `--pid=${process.pid}`, '/dev/null'], { stdio: ['ignore', fd, 'ignore'] });
+    poller.on('error', () => undefined); // no tail: the next write tells
+    poller.on('exit', (_code, signal) => {
       if (signal === 'SIGPIPE') resolve();
     });
     // It ends with this process (--pid) or its reader; it never keeps this one running.
-    helper.unref();
+    poller.unref();
   }
   return {
     gone,
     dispose() {
       stream.off('error', onError);
-      if (helper?.exitCode === null && helper.signalCode === null) helper.kill();
+      if (poller?.exitCode === null && poller.signalCode === null) poller.kill();
     },
   };
 }

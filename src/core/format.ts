@@ -103,7 +103,7 @@ export function readPrintable(text: string): string | undefined {
 
 /**
  * Text the command line writes, whole, as a terminal should show it: every character `printable`
- * would escape but newline and tab, escaped (`\u001b`, `\xff`). A net under the helpers above:
+ * would escape but newline and tab, escaped (`\u001b`, `\xff`). A net under the functions above:
  * what they missed cannot act on the terminal either.
  */
 export function terminalText(text: string): string {
