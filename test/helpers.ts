@@ -14,6 +14,8 @@ import { FENCE_FILE, META_DIR, OWNER_FILE } from '../src/core/protocol';
 export const ROOT = path.resolve(__dirname, '..', '..');
 /** The built command-line tool, as users run it. */
 export const CLI = path.join(ROOT, 'dist', 'cli.js');
+/** The tool under test where a suite takes another bundle: the package's build, or the one DSS_CLI names (an older release, to see a test fail there). */
+export const TOOL = process.env.DSS_CLI !== undefined && process.env.DSS_CLI !== '' ? path.resolve(process.env.DSS_CLI) : CLI;
 /** Compiled worker scripts (test/workers/*.ts). */
 export const WORKERS = path.join(__dirname, 'workers');
 

@@ -7,11 +7,13 @@
  * This file is loaded on every run: it must stay free of anything heavier than the constants it
  * shows in help.
  */
-import { DEFAULT_TIMING } from '../core/protocol';
+import { DEFAULT_TIMING, MAX_MANIFEST_BYTES } from '../core/protocol';
 import { MARGIN_RULE } from '../core/stage/space';
 import { DEFAULT_MAX_BYTES } from '../core/stage/types';
 import type { CommandMain } from './context';
 import { parseDuration, parseSize } from './units';
+
+const MAX_MANIFEST_MIB = MAX_MANIFEST_BYTES / 1024 / 1024;
 
 /** A value an option cannot take; its message says what was expected. */
 export class InvalidValue extends Error {}
@@ -94,7 +96,13 @@ With --json every error, usage errors included, is one line of JSON on stderr:
 Every change to an area is recorded in its history ('history'); a record that cannot be written
 is a warning on stderr ({"warning":{...}} with --json) and does not change the exit code.
 Output to a reader that has gone away (devserver-stage list | head -1) is dropped quietly;
-the exit code stays that of the command.
+the exit code stays that of the command ('watch' then ends, exit 0).
+Names and other text from the static directory are printed as they are, or, where one holds a
+control or format character (a newline, ESC, a bidi override), a byte that is not UTF-8, or
+begins with ", between double quotes with escapes: "R1\\nx", "R\\u202e3", "R\\xff". A TAG or
+SUBPATH is given the same way: devserver-stage status '"board/R\\xff"'. An area so named is
+listed and looked at (list, status, du, watch); the tool does not lock, stage into or remove it.
+With --json, such a name is the same quoted text, times are written anew from their values.
 
 Examples:
   devserver-stage -d /srv/static list eve-release
@@ -161,6 +169,7 @@ export const COMMANDS: readonly CommandSpec[] = [
       'A new build by default (TAG must not exist yet); --add adds to an existing one. ' +
       "Each artifact is recorded with its SHA-256 in the area's manifest; one already there with the same content is skipped, " +
       'one with different content is an error unless --overwrite. A run that fails keeps nothing it wrote (a new build is removed). ' +
+      `A manifest larger than ${MAX_MANIFEST_MIB} MiB is refused (ETOOBIG) before anything is copied: stage such a build as several tags. ` +
       'Progress goes to stderr, the summary to stdout. Ctrl-C stops, removes what this run wrote, and exits 130 (SIGTERM: 143, SIGHUP: 129), also while waiting for the lock.',
     arguments: [
       { name: '<tag>', description: 'the staging area, relative to the static directory' },
@@ -201,6 +210,8 @@ export const COMMANDS: readonly CommandSpec[] = [
       'print every build of the static directory (or below SUBPATH) with its lock state, then a line for each change as it happens: ' +
       'a lock taken, released, turned stale or force-released, a build staged or removed; until stopped (Ctrl-C: exit 130). ' +
       'With --json each line is a JSON object: time, event (snapshot, change or gone), tag, state, holder (user@host), pid, clientId, purpose, token (the fencing token), staleReason. ' +
+      'A reader slower than the changes never makes it hold more than the latest line of each build: those it could not write are coalesced, ' +
+      'and once the reader catches up a line says how many (event coalesced, with count) before the latest states. It ends, exit 0, when its reader goes (| head -1). ' +
       'It follows the directory as the Devserver Staging extension does: inotify on local filesystems, and polling every 0.75 to 1.5 s on network filesystems (NFS, sshfs, SMB), which see no events for what other machines do.',
     arguments: [{ name: '[subpath]', description: 'a folder or build inside the static directory, such as a board', default: '' }],
     options: [{ flags: '--poll <seconds>', description: 'poll every this many seconds whatever the filesystem (default: only on network filesystems)', parse: seconds }],

@@ -7,7 +7,7 @@
  */
 import { StagingError, isStagingError } from '../core/errors';
 import type { Timing } from '../core/types';
-import { EXIT, Interrupted, formatError, outputFailed, stderr, stdout, warner } from './output';
+import { EXIT, Interrupted, formatError, jsonText, outputFailed, readPrintable, stderr, stdout, warner } from './output';
 
 export interface GlobalOptions {
   staticDir?: string;
@@ -56,9 +56,28 @@ export class CommandContext {
     };
   }
 
-  /** The result on stdout: `json` with --json, else `text`. */
+  /** The result on stdout: `json` with --json (see `jsonText`), else `text`. */
   print(json: unknown, text: string): void {
-    stdout.write(this.json ? `${JSON.stringify(json, null, 2)}\n` : text);
+    stdout.write(this.json ? `${jsonText(json, 2)}\n` : text);
+  }
+
+  /**
+   * A tag or subpath as typed: as it is, or, between double quotes, with the escapes the output
+   * shows a name with (`"board/R\xff"`, `"R1\nx"`: see `printable`), since a name with a control
+   * character or bytes that are not UTF-8 can be typed no other way.
+   */
+  tagArg(text: string): string;
+  tagArg(text: string | undefined): string | undefined;
+  tagArg(text: string | undefined): string | undefined {
+    if (text === undefined) return undefined;
+    const name = readPrintable(text);
+    if (name === undefined) {
+      throw new StagingError(
+        'EBADTAG',
+        `Invalid tag ${text}: a tag that begins with a double quote is read as the output shows names, between double quotes with \\\\, \\", \\n, \\t, \\uXXXX and \\xNN escapes.`,
+      );
+    }
+    return name;
   }
 }
 

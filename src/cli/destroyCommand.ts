@@ -2,11 +2,13 @@
 import { flushHistory } from '../core/history';
 import { destroy } from '../core/remove';
 import { commandMain } from './context';
+import { printable } from './output';
 
-export const main = commandMain(async (ctx, [tag]: readonly [string], o: { force?: boolean }) => {
+export const main = commandMain(async (ctx, [typed]: readonly [string], o: { force?: boolean }) => {
+  const tag = ctx.tagArg(typed);
   try {
     await destroy(ctx.staticDir(), tag, { ...ctx.coreOptions(), force: o.force === true });
-    ctx.print({ destroyed: true, tag }, `Destroyed ${tag}.\n`);
+    ctx.print({ destroyed: true, tag }, `Destroyed ${printable(tag)}.\n`);
   } finally {
     await flushHistory();
   }

@@ -4,6 +4,6 @@ import { commandMain } from './context';
 import { formatUsage } from './usageFormat';
 
 export const main = commandMain(async (ctx, [subpath]: readonly [string]) => {
-  const areas = await usage(ctx.staticDir(), { ...ctx.coreOptions(), subpath });
+  const areas = await usage(ctx.staticDir(), { ...ctx.coreOptions(), subpath: ctx.tagArg(subpath) });
   ctx.print(areas, formatUsage(areas));
 });

@@ -1,6 +1,10 @@
-/** Human-readable output of the command-line tool. `--json` bypasses all of this. */
+/**
+ * Human-readable output of the command-line tool. `--json` bypasses all of this. Every name and
+ * field a co-user can write goes through `printable` (a time through `printableTime`, a reason
+ * that quotes such fields through `messageText`): one value, one cell, one line.
+ */
 import { describeHolder } from '../core/lock';
-import { formatDuration, printable } from '../core/format';
+import { formatDuration, messageText, printable, printableTime } from '../core/format';
 import { describeWaiter, type OnQueue } from '../core/queue';
 import type { ListEntry, LockInfo, QueueEntry } from '../core/types';
 
@@ -36,7 +40,7 @@ export function formatStatus(info: LockInfo, queue: readonly QueueEntry[] = []):
   if (info.holder !== undefined) {
     const h = info.holder;
     lines.push(`  holder:     ${describeHolder(info)}`, `  client:     ${printable(h.clientId)}`);
-    if (h.acquiredAt !== '') lines.push(`  acquired:   ${printable(h.acquiredAt)} (${formatDuration(info.ageMs)} ago)`);
+    if (h.acquiredAt !== '') lines.push(`  acquired:   ${printableTime(h.acquiredAt)} (${formatDuration(info.ageMs)} ago)`);
     if (h.fence !== undefined) lines.push(`  fence:      ${h.fence} (the lock's fencing token)`);
   } else if (info.legacy !== undefined) {
     lines.push(`  holder:     ${describeHolder(info)}`);
@@ -45,21 +49,21 @@ export function formatStatus(info: LockInfo, queue: readonly QueueEntry[] = []):
     }
     if (info.legacy.uniqueFile !== undefined) lines.push(`  lock file:  ${printable(info.legacy.uniqueFile)}`);
   } else if (info.unreadable !== undefined) {
-    lines.push(`  holder:     unknown: ${printable(info.unreadable)}`);
+    lines.push(`  holder:     unknown: ${messageText(info.unreadable)}`);
   } else if (info.state !== 'free') {
     lines.push('  holder:     unknown (no holder record)');
   }
   if (info.state !== 'free') lines.push(`  heartbeat:  ${formatDuration(info.heartbeatAgeMs)} ago`);
   if (info.holderAlive !== undefined) lines.push(`  process:    ${info.holderAlive ? 'running' : 'gone'}`);
   if (info.command !== undefined) lines.push(`  command:    pid ${info.command.pid}, ${info.commandAlive === true ? 'still running: the lock lasts until it ends' : 'ended'}`);
-  if (info.staleReason !== undefined) lines.push(`  stale:      ${info.staleReason}`);
+  if (info.staleReason !== undefined) lines.push(`  stale:      ${messageText(info.staleReason)}`);
   if (queue.length > 0) {
     const waiting = queue.filter((e) => e.position !== undefined).length;
     lines.push(`  queue:      ${waiting} waiting${waiting < queue.length ? `, ${queue.length - waiting} stale (skipped, removed by the next to look)` : ''}`);
     for (const e of queue) {
       const since = e.ageMs !== undefined ? `, waiting ${formatDuration(e.ageMs)}` : '';
       const place = e.position !== undefined ? `${e.position}.`.padEnd(4) : '-'.padEnd(4);
-      const state = e.state === 'stale' ? `, stale: ${e.staleReason ?? 'no heartbeat'}` : `, heartbeat ${formatDuration(e.heartbeatAgeMs)} ago`;
+      const state = e.state === 'stale' ? `, stale: ${messageText(e.staleReason ?? 'no heartbeat')}` : `, heartbeat ${formatDuration(e.heartbeatAgeMs)} ago`;
       lines.push(`    ${place}${describeWaiter(e)}${since}${state}`);
     }
   }
@@ -81,6 +85,6 @@ export function queueNotice(tag: string, stderr: { isTTY?: boolean; write(text: 
   return (position, waiting) => {
     const others = waiting - 1;
     const behind = position === 1 ? 'next in line' : `${ordinal(position)} in line`;
-    stderr.write(`devserver-stage: waiting for the lock on ${tag}: ${behind}${others > 0 ? ` (${waiting} waiting)` : ''}\n`);
+    stderr.write(`devserver-stage: waiting for the lock on ${printable(tag)}: ${behind}${others > 0 ? ` (${waiting} waiting)` : ''}\n`);
   };
 }

@@ -6,7 +6,7 @@
 import { history, type HistoryActor, type HistoryEvent, type HistoryPrevious, type HistoryQuery } from '../core/history';
 import { formatBytes, formatDuration } from '../core/format';
 import { commandMain } from './context';
-import { printable, stdout } from './output';
+import { jsonText, printable, printableTime, stdout } from './output';
 import { columnWidths, tableLine } from './usageFormat';
 
 export interface HistoryCommandIo {
@@ -29,8 +29,9 @@ const CHUNK = 1_000;
 
 export async function runHistory(staticDir: string, query: HistoryQuery, io: HistoryCommandIo): Promise<number> {
   const events = await history(staticDir, query);
+  // Times are written anew from their parsed values (`jsonText`), never as the lines on disk have them.
   if (io.json) {
-    for (let i = 0; i < events.length; i += CHUNK) io.stdout.write(events.slice(i, i + CHUNK).map((e) => `${JSON.stringify(e)}\n`).join(''));
+    for (let i = 0; i < events.length; i += CHUNK) io.stdout.write(events.slice(i, i + CHUNK).map((e) => `${jsonText(e)}\n`).join(''));
   } else {
     writeHistory(events, query.tag, io.stdout);
   }
@@ -66,7 +67,7 @@ function details(e: HistoryEvent): string {
 }
 
 function rowOf(e: HistoryEvent): string[] {
-  return [e.time.replace(/\.\d+Z$/, 'Z'), e.kind, printable(e.tag), who(e.holder), details(e)];
+  return [printableTime(e.time), printable(e.kind), printable(e.tag), who(e.holder), details(e)];
 }
 
 function* rowsOf(events: readonly HistoryEvent[]): Generator<string[]> {

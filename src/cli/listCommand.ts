@@ -4,6 +4,6 @@ import { commandMain } from './context';
 import { formatList } from './format';
 
 export const main = commandMain(async (ctx, [subpath]: readonly [string]) => {
-  const entries = await list(ctx.staticDir(), subpath, ctx.coreOptions());
+  const entries = await list(ctx.staticDir(), ctx.tagArg(subpath), ctx.coreOptions());
   ctx.print(entries, formatList(entries));
 });

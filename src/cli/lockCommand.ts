@@ -11,7 +11,7 @@ import { processStartOf } from '../core/holder';
 import { CommandRecordFile, isGroupAlive } from '../core/lifetime';
 import { commandMain } from './context';
 import { queueNotice } from './format';
-import { Interrupted, STOPPING, stderr } from './output';
+import { Interrupted, STOPPING, messageLine, printable, stderr } from './output';
 
 /** Time a command gets to exit after SIGTERM before it is killed. */
 const KILL_GRACE_MS = 5_000;
@@ -44,7 +44,8 @@ export interface LockCommandOptions extends AcquireOptions {
 }
 
 export const main = commandMain(
-  async (ctx, [tag, command]: readonly [string, readonly string[]], o: { createOnce?: boolean; wait: number; purpose?: string; destroyOnFailure?: boolean }) => {
+  async (ctx, [typed, command]: readonly [string, readonly string[]], o: { createOnce?: boolean; wait: number; purpose?: string; destroyOnFailure?: boolean }) => {
+    const tag = ctx.tagArg(typed);
     const onQueue = queueNotice(tag, stderr);
     try {
       return await runLocked(
@@ -59,7 +60,7 @@ export const main = commandMain(
           destroyOnFailure: o.destroyOnFailure === true,
           ...(onQueue !== undefined ? { onQueue } : {}),
         },
-        (m) => stderr.write(`devserver-stage: ${m}\n`),
+        (m) => stderr.write(messageLine(m)),
       );
     } finally {
       // Records queued for a network filesystem are written before the process exits.
@@ -157,14 +158,14 @@ export async function runLocked(
   if (!started && spawnError === undefined && lost === undefined) {
     const why = recordError instanceof Error ? recordError.message : 'the lock was no longer ours';
     if (lease.state === 'held') await lease.release();
-    say(`Did not run ${command}: could not record it beside the lock on ${lease.dir} (${why}).`);
+    say(`Did not run ${command}: could not record it beside the lock on ${printable(lease.dir)} (${why}).`);
     return 1;
   }
   const failed = spawnError !== undefined || code !== 0;
   if (lease.state === 'held') {
     const destroy = failed && options.destroyOnFailure && lease.created;
     await lease.release({ destroy });
-    if (destroy) say(`Removed ${lease.dir}: the command failed and this run had created it.`);
+    if (destroy) say(`Removed ${printable(lease.dir)}: the command failed and this run had created it.`);
   }
   if (spawnError !== undefined) {
     say(`Could not run ${command}: ${spawnError.message}`);

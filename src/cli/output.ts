@@ -5,7 +5,7 @@
 import * as fs from 'fs';
 import * as os from 'os';
 import type { StagingError } from '../core/errors';
-import { terminalText } from '../core/format';
+import { jsonText, messageText, terminalText } from '../core/format';
 
 /** The code of errors in how the tool was called (unknown command or option, missing or bad argument). */
 export const USAGE_CODE = 'EUSAGE';
@@ -39,11 +39,20 @@ export function formatError(err: unknown, json: boolean): string {
   if (err instanceof Interrupted) return formatError(err.error, json);
   const e = (typeof err === 'object' && err !== null ? err : {}) as Partial<StagingError> & { message?: unknown };
   const message = typeof e.message === 'string' ? e.message : String(err);
-  if (!json) return `devserver-stage: ${message}\n`;
+  if (!json) return messageLine(message);
   const body: Record<string, unknown> = { code: typeof e.code === 'string' ? e.code : 'EIO', message };
   if (e.path !== undefined) body.path = e.path;
   if (e.lock !== undefined) body.lock = e.lock;
-  return `${JSON.stringify({ error: body })}\n`;
+  return `${jsonText({ error: body })}\n`;
+}
+
+/**
+ * A message of the tool (an error, a warning, a notice) as one line on stderr: `devserver-stage:
+ * MESSAGE`, with whatever a co-user put in the names it holds escaped (`messageText`), so that it
+ * stays one line and cannot act on the terminal.
+ */
+export function messageLine(message: string): string {
+  return `devserver-stage: ${messageText(message)}\n`;
 }
 
 /**
@@ -56,7 +65,7 @@ export function warner(write: (line: string) => void, json: boolean): (warning: 
   return (w) => {
     if (said.has(w.message)) return;
     said.add(w.message);
-    write(json ? `${JSON.stringify({ warning: { code: w.code, message: w.message, ...(w.path !== undefined ? { path: w.path } : {}) } })}\n` : `devserver-stage: warning: ${w.message}\n`);
+    write(json ? `${jsonText({ warning: { code: w.code, message: w.message, ...(w.path !== undefined ? { path: w.path } : {}) } })}\n` : messageLine(`warning: ${w.message}`));
   };
 }
 
@@ -77,7 +86,12 @@ export function jsonRequested(argv: readonly string[]): boolean {
   return false;
 }
 
-export { printable, terminalText } from '../core/format';
+/**
+ * One function per kind of output, used by every command: `printable` for a co-user's text (a name,
+ * a holder's field, a reason) in text, `printableTime` for a time read from the disk, `messageLine`
+ * for a message, `jsonText` for JSON; `terminalText` is the net under all of them (`Output.write`).
+ */
+export { jsonText, messageText, parsedTime, printable, printableTime, readPrintable, terminalText } from '../core/format';
 
 let writeFailed = false;
 

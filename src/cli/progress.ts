@@ -87,7 +87,7 @@ export class StageProgressView {
     }
     // Held-back finishes go out within a second, also while a long artifact is being written.
     if (this.pending !== undefined && t - this.lastLineAt >= this.finishedEveryMs) this.flush(t);
-    else if (finished === 0 && p.artifact !== '' && t - this.lastLineAt >= this.intervalMs) this.line(`${p.artifact}: ${this.amount(p)}, ${this.rate()}`, t);
+    else if (finished === 0 && p.artifact !== '' && t - this.lastLineAt >= this.intervalMs) this.line(`${printable(p.artifact)}: ${this.amount(p)}, ${this.rate()}`, t);
   }
 
   /**
@@ -104,7 +104,7 @@ export class StageProgressView {
     const f = this.pending;
     if (f === undefined) return;
     this.pending = undefined;
-    const what = f.name === undefined ? '' : `${f.name}${f.size > 0 ? ` (${formatBytes(f.size)})` : ''}${f.count > 1 ? ` and ${formatCount(f.count - 1)} more` : ''}; `;
+    const what = f.name === undefined ? '' : `${printable(f.name)}${f.size > 0 ? ` (${formatBytes(f.size)})` : ''}${f.count > 1 ? ` and ${formatCount(f.count - 1)} more` : ''}; `;
     this.line(`done: ${what}${formatCount(f.artifacts)} artifact${f.artifacts === 1 ? '' : 's'}, ${formatBytes(f.bytes)} so far`, t);
   }
 

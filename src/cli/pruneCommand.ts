@@ -13,7 +13,7 @@ export const main = commandMain(async (ctx, [subpath]: readonly [string], o: { k
   try {
     const result = await prune(ctx.staticDir(), {
       ...ctx.coreOptions(),
-      subpath,
+      subpath: ctx.tagArg(subpath),
       dryRun: o.dryRun === true,
       ...(o.keep !== undefined ? { keep: o.keep } : {}),
       ...(o.olderThan !== undefined ? { olderThan: o.olderThan } : {}),

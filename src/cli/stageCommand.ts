@@ -8,7 +8,7 @@ import { stage } from '../core/stage/stage';
 import type { StageOptions, StageResult } from '../core/stage/types';
 import { commandMain } from './context';
 import { queueNotice } from './format';
-import { Interrupted, STOPPING, stderr, stdout, useStreams } from './output';
+import { Interrupted, STOPPING, jsonText, messageLine, printable, stderr, stdout, useStreams } from './output';
 import { StageProgressView, type ProgressOutput } from './progress';
 import { formatBytes, formatCount, formatRate } from './units';
 
@@ -22,9 +22,10 @@ export interface StageCommandIo {
 }
 
 export const main = commandMain(
-  async (ctx, [tag, sources]: readonly [string, readonly string[]], o: { add?: boolean; overwrite?: boolean; maxSize?: number; wait: number; purpose?: string }) => {
+  async (ctx, [typed, sources]: readonly [string, readonly string[]], o: { add?: boolean; overwrite?: boolean; maxSize?: number; wait: number; purpose?: string }) => {
     // Progress is drawn on stderr's stream: everything else goes the same way, in order.
     useStreams();
+    const tag = ctx.tagArg(typed);
     const onQueue = queueNotice(tag, stderr);
     try {
       return await runStage(
@@ -54,7 +55,7 @@ export async function runStage(staticDir: string, tag: string, sources: readonly
   const view = new StageProgressView(io.stderr);
   const say = (message: string): void => {
     view.clear();
-    io.stderr.write(`devserver-stage: ${message}\n`);
+    io.stderr.write(messageLine(message));
   };
   const controller = new AbortController();
   let stoppedBy: NodeJS.Signals | undefined;
@@ -89,12 +90,12 @@ export async function runStage(staticDir: string, tag: string, sources: readonly
   }
   view.clear();
   const ms = Date.now() - started;
-  io.stdout.write(io.json ? `${JSON.stringify(result, null, 2)}\n` : formatStageResult(result, ms));
+  io.stdout.write(io.json ? `${jsonText(result, 2)}\n` : formatStageResult(result, ms));
   return 0;
 }
 
 function names(entries: readonly { name: string }[], max = 10): string {
-  const shown = entries.slice(0, max).map((e) => e.name);
+  const shown = entries.slice(0, max).map((e) => printable(e.name));
   return entries.length > max ? `${shown.join(', ')} and ${formatCount(entries.length - max)} more` : shown.join(', ');
 }
 
@@ -106,9 +107,9 @@ function rate(bytes: number, ms: number): string {
 export function formatStageResult(r: StageResult, ms: number): string {
   const written = [...r.added, ...r.replaced].reduce((sum, e) => sum + e.size, 0);
   const lines = [
-    `Staged ${r.tag}${r.created ? ' (new build)' : ''}: ${formatCount(r.added.length)} added, ${formatCount(r.skipped.length)} skipped as identical, ${formatCount(r.replaced.length)} replaced.`,
+    `Staged ${printable(r.tag)}${r.created ? ' (new build)' : ''}: ${formatCount(r.added.length)} added, ${formatCount(r.skipped.length)} skipped as identical, ${formatCount(r.replaced.length)} replaced.`,
     // Identical artifacts are read (to compare) but not written: say so rather than count them as written.
-    `${formatBytes(written)} written${written !== r.bytes ? `, ${formatBytes(r.bytes)} read` : ''} in ${(ms / 1000).toFixed(1)} s${rate(r.bytes, ms)} to ${r.dir}.`,
+    `${formatBytes(written)} written${written !== r.bytes ? `, ${formatBytes(r.bytes)} read` : ''} in ${(ms / 1000).toFixed(1)} s${rate(r.bytes, ms)} to ${printable(r.dir)}.`,
   ];
   // Replacing changes what others may already be using: worth naming.
   if (r.replaced.length > 0) lines.push(`Replaced: ${names(r.replaced)}.`);

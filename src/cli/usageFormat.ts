@@ -1,6 +1,9 @@
-/** Human-readable output of `du` and `prune`. `--json` bypasses all of this. */
+/**
+ * Human-readable output of `du` and `prune`. `--json` bypasses all of this. Tags are names on the
+ * disk (`printable`), reasons and errors sentences that may quote them (`messageText`).
+ */
 import type { AreaUsage, PruneResult } from '../core/usage';
-import { formatDuration } from '../core/format';
+import { formatDuration, messageText, printable } from '../core/format';
 import { formatBytes } from './units';
 
 /** Rows in aligned columns under a header; the last column is not padded. */
@@ -37,25 +40,25 @@ function stateOf(a: AreaUsage): string {
 export function formatUsage(areas: readonly AreaUsage[], nowMs = Date.now()): string {
   if (areas.length === 0) return '(no staging areas)\n';
   const sorted = [...areas].sort((a, b) => a.lastUsedMs - b.lastUsedMs || a.tag.localeCompare(b.tag));
-  const rows = sorted.map((a) => [a.tag, formatBytes(a.bytes), String(a.artifacts), age(a.lastUsedMs, nowMs), stateOf(a)]);
+  const rows = sorted.map((a) => [printable(a.tag), formatBytes(a.bytes), String(a.artifacts), age(a.lastUsedMs, nowMs), stateOf(a)]);
   const bytes = areas.reduce((sum, a) => sum + a.bytes, 0);
   const artifacts = areas.reduce((sum, a) => sum + a.artifacts, 0);
   rows.push([`TOTAL (${areas.length} area${areas.length === 1 ? '' : 's'})`, formatBytes(bytes), String(artifacts), '', '']);
   const damaged = sorted.filter((a) => a.damaged !== undefined);
   // The first one's message says how to repair; the others are the same.
-  const note = damaged.length > 0 ? `\n${damaged.length} area${damaged.length === 1 ? ' has' : 's have'} a damaged manifest. ${damaged[0].damaged}\n` : '';
+  const note = damaged.length > 0 ? `\n${damaged.length} area${damaged.length === 1 ? ' has' : 's have'} a damaged manifest. ${messageText(damaged[0].damaged ?? '')}\n` : '';
   return table(['TAG', 'SIZE', 'ARTIFACTS', 'LAST USED', 'STATE'], rows, new Set([1, 2])) + note;
 }
 
 export function formatPrune(r: PruneResult): string {
   const rows: string[][] = [
-    ...r.removed.map((c) => [r.dryRun ? 'would remove' : 'removed', c.tag, formatBytes(c.bytes), c.reason]),
-    ...r.skipped.map((c) => ['skipped', c.tag, formatBytes(c.bytes), c.skippedBecause]),
-    ...r.failed.map((c) => ['failed', c.tag, formatBytes(c.bytes), `${c.error.code}: ${c.error.message}`]),
+    ...r.removed.map((c) => [r.dryRun ? 'would remove' : 'removed', printable(c.tag), formatBytes(c.bytes), messageText(c.reason)]),
+    ...r.skipped.map((c) => ['skipped', printable(c.tag), formatBytes(c.bytes), messageText(c.skippedBecause)]),
+    ...r.failed.map((c) => ['failed', printable(c.tag), formatBytes(c.bytes), messageText(`${c.error.code}: ${c.error.message}`)]),
   ];
   const plural = (n: number): string => `${n} area${n === 1 ? '' : 's'}`;
   const totals = [`${r.dryRun ? 'Would remove' : 'Removed'} ${plural(r.removed.length)}, ${formatBytes(r.bytes)}`];
-  if (r.skipped.length > 0) totals.push(`skipped ${plural(r.skipped.length)} in use or locked`);
+  if (r.skipped.length > 0) totals.push(`skipped ${plural(r.skipped.length)} (see WHY)`);
   if (r.failed.length > 0) totals.push(`${r.failed.length} failed`);
   const summary = `${totals.join('; ')}.${r.dryRun ? ' (dry run: nothing was removed)' : ''}\n`;
   if (rows.length === 0) return `Nothing to prune.\n${summary}`;

@@ -7,7 +7,7 @@ import { flushHistory, type HistoryOptions } from '../core/history';
 import type { Timing } from '../core/types';
 import { describeEntryType, verify, type VerifyProblem, type VerifyResult } from '../core/verify';
 import { commandMain } from './context';
-import { printable, stderr, stdout, useStreams } from './output';
+import { jsonText, messageText, printable, stderr, stdout, useStreams } from './output';
 import { VerifyProgressView, type ProgressOutput } from './progress';
 import { formatBytes, formatCount as count } from './units';
 
@@ -35,7 +35,7 @@ export async function runVerify(staticDir: string, tag: string, options: Partial
   } finally {
     view.clear();
   }
-  io.stdout.write(io.json ? `${JSON.stringify(result, null, 2)}\n` : formatVerifyResult(result));
+  io.stdout.write(io.json ? `${jsonText(result, 2)}\n` : formatVerifyResult(result));
   return result.ok ? 0 : 1;
 }
 
@@ -43,7 +43,7 @@ export const main = commandMain(async (ctx, [tag]: readonly [string]) => {
   // Progress is drawn on stderr's stream: everything else goes the same way, in order.
   useStreams();
   try {
-    return await runVerify(ctx.staticDir(), tag, ctx.coreOptions(), { stdout, stderr, json: ctx.json });
+    return await runVerify(ctx.staticDir(), ctx.tagArg(tag), ctx.coreOptions(), { stdout, stderr, json: ctx.json });
   } finally {
     // The `verified` record is written before the process exits, on a network filesystem too.
     await flushHistory();
@@ -52,7 +52,13 @@ export const main = commandMain(async (ctx, [tag]: readonly [string]) => {
 
 
 const bytes = (n: number | undefined): string => `${count(n ?? 0)} byte${n === 1 ? '' : 's'}`;
-const short = (sha: string | undefined): string => (sha === undefined ? '?' : `${sha.slice(0, 12)}…`);
+const short = (sha: string | undefined): string => (sha === undefined ? '?' : `${printable(sha.slice(0, 12))}…`);
+/** A link's target, always quoted (an empty one too): `printable` quotes only what needs it. */
+const linkText = (target: string | undefined): string => {
+  if (target === undefined) return '?';
+  const shown = printable(target);
+  return shown.startsWith('"') ? shown : `"${shown}"`;
+};
 
 /** One problem as a line: what, where, and what was found against what was recorded. */
 export function formatProblem(p: VerifyProblem): string {
@@ -65,14 +71,14 @@ export function formatProblem(p: VerifyProblem): string {
         return `${bytes(p.actual?.size)}, recorded ${bytes(p.expected?.size)}`;
       case 'changed':
         return p.expected?.type === 'symlink'
-          ? `leads to ${JSON.stringify(p.actual?.linkTarget)}, recorded ${JSON.stringify(p.expected.linkTarget)}`
+          ? `leads to ${linkText(p.actual?.linkTarget)}, recorded ${linkText(p.expected.linkTarget)}`
           : `sha256 ${short(p.actual?.sha256)}, recorded ${short(p.expected?.sha256)} (same size)`;
       case 'not-a-file':
       case 'not-a-link':
       case 'unlisted':
-        return `${describeEntryType(p.actual?.type ?? 'unknown')}${p.detail !== undefined ? `; ${p.detail}` : ''}`;
+        return `${describeEntryType(p.actual?.type ?? 'unknown')}${p.detail !== undefined ? `; ${messageText(p.detail)}` : ''}`;
       default:
-        return p.detail ?? '';
+        return messageText(p.detail ?? '');
     }
   })();
   return `${kind.padEnd(11)} ${printable(p.path)}${what !== '' ? `: ${what}` : ''}`;
@@ -82,10 +88,10 @@ export function formatProblem(p: VerifyProblem): string {
 export function formatVerifyResult(r: VerifyResult): string {
   const lines = r.problems.map(formatProblem);
   if (r.state !== 'free') {
-    lines.push(`note: ${r.tag} was ${r.state === 'held' ? 'held' : `locked (${r.state})`} while it was verified: it may be being staged, and these results may change.`);
+    lines.push(`note: ${printable(r.tag)} was ${r.state === 'held' ? 'held' : `locked (${r.state})`} while it was verified: it may be being staged, and these results may change.`);
   }
   const n = r.problems.length;
   const verdict = r.ok ? 'OK' : `DAMAGED: ${count(n)} problem${n === 1 ? '' : 's'}`;
-  lines.push(`${r.tag}: ${count(r.checkedFiles)} file${r.checkedFiles === 1 ? '' : 's'}, ${formatBytes(r.checkedBytes)} verified, ${verdict}`);
+  lines.push(`${printable(r.tag)}: ${count(r.checkedFiles)} file${r.checkedFiles === 1 ? '' : 's'}, ${formatBytes(r.checkedBytes)} verified, ${verdict}`);
   return `${lines.join('\n')}\n`;
 }

@@ -20,6 +20,7 @@ import * as fs from 'fs';
 import * as path from 'path';
 import { StagingError, errnoCode } from './errors';
 import { META_DIR } from './protocol';
+import { decodeName, fsPath } from './rawNames';
 
 const C = fs.constants;
 const O_DIR = C.O_RDONLY | C.O_DIRECTORY;
@@ -48,9 +49,11 @@ export function settle<T>(fn: () => T): Promise<T> {
   }
 }
 
+/** Opens a directory; a name whose bytes are not UTF-8 is opened by those bytes (rawNames.ts). */
 function openDirFd(p: string, flags: number, sync = false): Promise<number> {
-  if (sync) return settle(() => fs.openSync(p, flags));
-  return new Promise((resolve, reject) => fs.open(p, flags, (err, fd) => (err === null ? resolve(fd) : reject(err))));
+  const at = fsPath(p);
+  if (sync) return settle(() => fs.openSync(at, flags));
+  return new Promise((resolve, reject) => fs.open(at, flags, (err, fd) => (err === null ? resolve(fd) : reject(err))));
 }
 
 function fstat(fd: number, sync = false): Promise<fs.Stats> {
@@ -125,8 +128,8 @@ function linkError(parent: Dir, name: string): NodeJS.ErrnoException {
 }
 
 function isLink(p: string, sync = false): Promise<boolean> {
-  if (sync) return settle(() => fs.lstatSync(p, { throwIfNoEntry: false })?.isSymbolicLink() === true);
-  return fs.promises.lstat(p).then(
+  if (sync) return settle(() => fs.lstatSync(fsPath(p), { throwIfNoEntry: false })?.isSymbolicLink() === true);
+  return fs.promises.lstat(fsPath(p)).then(
     (st) => st.isSymbolicLink(),
     () => false,
   );
@@ -140,9 +143,9 @@ export function openBelowSync(parent: Dir, name: string): Dir {
   checkName(name);
   let fd: number;
   try {
-    fd = fs.openSync(parent.at(name), O_DIR_NOFOLLOW);
+    fd = fs.openSync(fsPath(parent.at(name)), O_DIR_NOFOLLOW);
   } catch (err) {
-    if (errnoCode(err) === 'ENOTDIR' && fs.lstatSync(parent.at(name), { throwIfNoEntry: false })?.isSymbolicLink() === true) throw linkError(parent, name);
+    if (errnoCode(err) === 'ENOTDIR' && fs.lstatSync(fsPath(parent.at(name)), { throwIfNoEntry: false })?.isSymbolicLink() === true) throw linkError(parent, name);
     throw err;
   }
   try {
@@ -205,7 +208,7 @@ export function fdPath(fd: number): string | undefined {
 
 /** Where the kernel says an open directory is now (its path at this instant). */
 export function whereIs(dir: Dir): string {
-  return fs.readlinkSync(`/proc/self/fd/${dir.fd}`);
+  return decodeName(fs.readlinkSync(`/proc/self/fd/${dir.fd}`, { encoding: 'buffer' }));
 }
 
 /**
@@ -343,7 +346,7 @@ export function notARecord(shown: string, why: string): StagingError {
 export function readRecordSync(p: string, shown: string, maxBytes: number): string {
   let fd: number;
   try {
-    fd = fs.openSync(p, C.O_RDONLY | C.O_NOFOLLOW | C.O_NONBLOCK);
+    fd = fs.openSync(fsPath(p), C.O_RDONLY | C.O_NOFOLLOW | C.O_NONBLOCK);
   } catch (err) {
     if (errnoCode(err) === 'ELOOP') throw notARecord(shown, 'a symbolic link');
     throw err;
@@ -404,7 +407,7 @@ export function recordIdentity(st: fs.Stats): string {
 export async function readRecordUnlessSeen(p: string, shown: string, maxBytes: number, seen: string | undefined): Promise<{ identity: string; changedMs: number; bytes?: Buffer }> {
   let fh: fs.promises.FileHandle;
   try {
-    fh = await fs.promises.open(p, C.O_RDONLY | C.O_NOFOLLOW | C.O_NONBLOCK);
+    fh = await fs.promises.open(fsPath(p), C.O_RDONLY | C.O_NOFOLLOW | C.O_NONBLOCK);
   } catch (err) {
     if (errnoCode(err) === 'ELOOP') throw notARecord(shown, 'a symbolic link');
     throw err;

@@ -11,6 +11,7 @@ import { openBelow, openDir, openPath, type Dir } from './anchored';
 import { StagingError, asStagingError, errnoCode, isStagingError } from './errors';
 import { MAX_MANIFEST_BYTES, parseArtifacts, readManifestBytes, type JudgeOptions, type ManifestEntry } from './manifest';
 import { MANIFEST_FILE } from './protocol';
+import { decodeName, fsPath, hasRawBytes } from './rawNames';
 import { pause } from './slices';
 import { resolveArea, type Area } from './tags';
 
@@ -39,23 +40,22 @@ export async function openBuild(area: Area): Promise<Dir> {
 
 /**
  * The entries of a directory with their types, names decoded as UTF-8. A name that is not valid
- * UTF-8 does not survive as a string: given back to the kernel it names another file or none, and
- * two such names can decode alike (a view would show one row twice). Those are never entries;
- * `undecodable` has them, their names as decoded, for messages only.
+ * UTF-8 would not survive as a plain string: given back to the kernel it names another file or
+ * none, and two such names can decode alike (a view would show one row twice). Those are kept
+ * apart, in `undecodable`, their names decoded as rawNames.ts decodes them: every byte kept, shown
+ * as `\xNN` by `printable`, and reached again only through `fsPath` (the core's Io and opened
+ * directories do that).
  */
 export async function readEntries(p: string, sync: boolean): Promise<{ entries: fs.Dirent[]; undecodable: fs.Dirent[] }> {
   const options = { withFileTypes: true, encoding: 'buffer' } as const;
-  const raw = sync ? fs.readdirSync(p, options) : await fs.promises.readdir(p, options);
+  const raw = sync ? fs.readdirSync(fsPath(p), options) : await fs.promises.readdir(fsPath(p), options);
   const entries: fs.Dirent[] = [];
   const undecodable: fs.Dirent[] = [];
-  for (const e of raw) sortByName(e, entries, undecodable);
+  for (const e of raw) {
+    const name = decodeName(e.name);
+    (hasRawBytes(name) ? undecodable : entries).push(Object.assign(e, { name }));
+  }
   return { entries, undecodable };
-}
-
-function sortByName(e: fs.Dirent<Buffer>, entries: fs.Dirent[], undecodable: fs.Dirent[]): void {
-  const name = e.name.toString('utf8');
-  const exact = Buffer.from(name, 'utf8').equals(e.name);
-  (exact ? entries : undecodable).push(Object.assign(e, { name }));
 }
 
 /** Entries read from the kernel at a time by `readEntriesInSlices`. */
@@ -70,7 +70,7 @@ const DIR_BATCH = 128;
  */
 export async function readEntriesInSlices(p: string, sync: boolean): Promise<{ entries: fs.Dirent[]; undecodable: fs.Dirent[] }> {
   const options = { bufferSize: DIR_BATCH, encoding: 'utf8' as const };
-  const dir = sync ? fs.opendirSync(p, options) : await fs.promises.opendir(p, options);
+  const dir = sync ? fs.opendirSync(fsPath(p), options) : await fs.promises.opendir(fsPath(p), options);
   const entries: fs.Dirent[] = [];
   try {
     for (let n = 1; ; n++) {

@@ -24,26 +24,161 @@ export function formatBytes(bytes: number): string {
   return `${value >= 100 ? Math.round(value) : value.toFixed(1)} ${BINARY[unit]}`;
 }
 
-/** One character as JSON writes it escaped: `\u001b`. */
-const escapeChar = (c: string): string => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`;
+/**
+ * What is never sent as it is to whoever reads the output: control characters (C0, DEL, C1),
+ * format characters (bidirectional overrides and isolates, zero-width characters, tag characters),
+ * line and paragraph separators, and lone surrogates (bytes of a name that are not UTF-8, see
+ * rawNames.ts, or a lone `\udXXX` escape in a co-user's JSON).
+ */
+const UNSAFE = /[\p{Cc}\p{Cf}\p{Zl}\p{Zp}\p{Cs}]/u;
+const UNSAFE_ALL = /[\p{Cc}\p{Cf}\p{Zl}\p{Zp}\p{Cs}]/gu;
+const QUOTED_ALL = /[\\"\p{Cc}\p{Cf}\p{Zl}\p{Zp}\p{Cs}]/gu;
+/** All of UNSAFE but newline and tab: what `terminalText` escapes. */
+const TERMINAL_ALL = /(?![\n\t])[\p{Cc}\p{Cf}\p{Zl}\p{Zp}\p{Cs}]/gu;
+const SHORT_ESCAPES: Readonly<Record<string, string>> = { '\\': '\\\\', '"': '\\"', '\n': '\\n', '\r': '\\r', '\t': '\\t' };
+
+const hex4 = (unit: number): string => `\\u${unit.toString(16).padStart(4, '0')}`;
 
 /**
- * A co-user's text as a terminal or a notification shows it rather than obeys it: build names and
- * a holder's user, host and purpose come from directories and records anyone sharing the static
- * directory can write, and an escape sequence among them (ESC, CSI, OSC, BEL) would retitle the
- * terminal, rewrite what it shows, or on some terminals set the clipboard; a newline would forge
- * a line. Text with any control character is shown quoted, each escaped (`"evil\u001b]0;…"`).
+ * One character as an escape: `\n`, `\u001b`, `\u202e`, a byte that is not UTF-8 as `\xff`,
+ * a character beyond the BMP as its two UTF-16 halves (`\udb40\udc41`), as JSON writes them.
  */
-export function printable(text: string): string {
-  return /[\u0000-\u001f\u007f-\u009f]/.test(text) ? JSON.stringify(text).replace(/[\u007f-\u009f]/g, escapeChar) : text;
+function escapeChar(c: string): string {
+  const short = SHORT_ESCAPES[c];
+  if (short !== undefined) return short;
+  if (c.length === 2) return hex4(c.charCodeAt(0)) + hex4(c.charCodeAt(1));
+  const unit = c.charCodeAt(0);
+  return unit >= 0xdc80 && unit <= 0xdcff ? `\\x${(unit - 0xdc00).toString(16)}` : hex4(unit);
 }
 
 /**
- * Text the command line writes, whole, as a terminal should show it: every control character but
- * newline and tab escaped (`\u001b`). What `printable` missed cannot act on the terminal either.
+ * A co-user's text as the output shows it rather than obeys it: names of builds and artifacts,
+ * holder fields, reasons, anything read from the disk. An escape sequence among them (ESC, CSI,
+ * OSC, BEL) would retitle the terminal, rewrite what it shows, or on some terminals set the
+ * clipboard; a newline would forge a line or a row; a bidirectional override would show the
+ * characters in another order. Text with any such character (see UNSAFE), or that begins with a
+ * double quote, is shown between double quotes with each of them, `"` and `\\` escaped:
+ * `"R1\nfree  board/R9"`, `"evil\u001b]0;\u0007"`, `"R\xff"`. Other text is shown as it is. So a
+ * shown name always reads back as the one name it is (`readPrintable`), and the command line takes
+ * it in that form.
+ */
+export function printable(text: string): string {
+  return UNSAFE.test(text) || text.startsWith('"') ? `"${text.replace(QUOTED_ALL, escapeChar)}"` : text;
+}
+
+/**
+ * A name as `printable` showed it, given back (a tag typed on the command line): text between
+ * double quotes with the escapes of `printable` and JSON (`\\`, `\"`, `\/`, `\b`, `\f`, `\n`,
+ * `\r`, `\t`, `\uXXXX`, and `\xNN` for a byte that is not UTF-8); any other text as it is.
+ * Undefined for text that begins with a double quote but is not such a form.
+ */
+export function readPrintable(text: string): string | undefined {
+  if (!text.startsWith('"')) return text;
+  if (text.length < 2 || !text.endsWith('"')) return undefined;
+  let out = '';
+  for (let i = 1; i < text.length - 1; i++) {
+    const c = text[i];
+    if (c === '"') return undefined;
+    if (c !== '\\') {
+      out += c;
+      continue;
+    }
+    const e = text[++i];
+    const simple = ({ '\\': '\\', '"': '"', '/': '/', b: '\b', f: '\f', n: '\n', r: '\r', t: '\t' } as Record<string, string>)[e];
+    if (simple !== undefined) {
+      out += simple;
+    } else if (e === 'u' && /^[0-9a-fA-F]{4}$/.test(text.slice(i + 1, i + 5))) {
+      out += String.fromCharCode(parseInt(text.slice(i + 1, i + 5), 16));
+      i += 4;
+    } else if (e === 'x' && /^[0-9a-fA-F]{2}$/.test(text.slice(i + 1, i + 3))) {
+      const byte = parseInt(text.slice(i + 1, i + 3), 16);
+      out += String.fromCharCode(byte < 0x80 ? byte : 0xdc00 + byte);
+      i += 2;
+    } else {
+      return undefined;
+    }
+  }
+  return out;
+}
+
+/**
+ * Text the command line writes, whole, as a terminal should show it: every character `printable`
+ * would escape but newline and tab, escaped (`\u001b`, `\xff`). A net under the functions above:
+ * what they missed cannot act on the terminal either.
  */
 export function terminalText(text: string): string {
-  return text.replace(/[\u0000-\u0008\u000b-\u001f\u007f-\u009f]/g, escapeChar);
+  return text.replace(TERMINAL_ALL, escapeChar);
+}
+
+/**
+ * A message (an error, a warning) as one line: the core's messages name paths and holders, which
+ * co-users choose; none of them may start a line of its own or act on the terminal.
+ */
+export function messageText(text: string): string {
+  return text.replace(UNSAFE_ALL, escapeChar);
+}
+
+/** A time from the disk (a record's `time`, a holder's `acquiredAt`) as its parsed value in ISO 8601 UTC; undefined when it is no time. */
+export function parsedTime(text: unknown): string | undefined {
+  const ms = typeof text === 'string' ? Date.parse(text) : NaN;
+  return Number.isFinite(ms) ? new Date(ms).toISOString() : undefined;
+}
+
+/**
+ * A time from the disk as text shows it: written anew from its parsed value, to the second
+ * (`2024-05-01T12:00:00Z`), never as the co-user wrote it (`Date.parse` takes text with a newline
+ * inside a parenthesis as a comment); `?` when it is no time.
+ */
+export function printableTime(text: unknown): string {
+  return parsedTime(text)?.replace(/\.\d+Z$/, 'Z') ?? '?';
+}
+
+/** One JSON string token, escapes and all. Matched from the start of a JSON text, tokens are found in order: outside strings JSON has no `"`. */
+const JSON_STRING = /"(?:[^"\\]|\\.)*"/g;
+/** A lone surrogate as JSON.stringify writes it (a pair it writes as the character itself). */
+const LONE_ESCAPE = /\\ud[89a-f][0-9a-f]{2}/;
+/** What JSON.stringify leaves as it is but a consumer's terminal or parser should not get: DEL, C1, format characters, separators. */
+const JSON_UNSAFE = /[\u007f-\u009f\p{Cf}\p{Zl}\p{Zp}]/gu;
+/**
+ * A field that holds a time, which records on the disk give as text anyone could have written,
+ * with its value; found by its name first (a scan that stops at every `"` costs five times more),
+ * then taken only where it is a key: after `"`, itself after `{` or `,` (a `"` inside a string is
+ * escaped).
+ */
+const TIME_FIELD = /(acquiredAt|queuedAt|stagedAt|time)"(\s*:\s*)("(?:[^"\\]|\\.)*")/g;
+
+function isKey(text: string, quote: number): boolean {
+  if (text[quote] !== '"') return false;
+  let i = quote - 1;
+  while (i >= 0 && (text[i] === ' ' || text[i] === '\n')) i--;
+  return text[i] === '{' || text[i] === ',';
+}
+
+/** A JSON string token as it should be given: one that holds a lone surrogate as `printable` shows it. */
+function wellFormed(token: string): string {
+  if (!LONE_ESCAPE.test(token)) return token;
+  const s = JSON.parse(token) as string;
+  return /\p{Cs}/u.test(s) ? JSON.stringify(printable(s)) : token;
+}
+
+/**
+ * A value as JSON for any consumer: JSON.stringify's text (with `indent`), with
+ * - no raw control or format character in it (escaped as `\u0085`, `\u202e`: the same value);
+ * - no lone surrogate, which strict parsers refuse: a string that holds one (a name whose bytes
+ *   are not UTF-8) is given as `printable` shows it, `"\"board/R\\xff\""`, which the command line
+ *   takes back as that name;
+ * - every time (`acquiredAt`, `queuedAt`, `stagedAt`, `time`) written anew from its parsed value,
+ *   ISO 8601 UTC, never as a record on the disk spelled it ('' where it is no time).
+ */
+export function jsonText(value: unknown, indent?: number): string {
+  let text = JSON.stringify(value, null, indent) ?? 'null';
+  // JSON.stringify writes a lone surrogate as an escape, and nothing else as `\ud…`.
+  if (text.includes('\\ud')) text = text.replace(JSON_STRING, wellFormed);
+  return text
+    .replace(TIME_FIELD, (match: string, key: string, colon: string, value: string, at: number, whole: string) =>
+      isKey(whole, at - 1) ? `${key}"${colon}${JSON.stringify(parsedTime(JSON.parse(value)) ?? '')}` : match,
+    )
+    .replace(JSON_UNSAFE, escapeChar);
 }
 
 /** A duration as people say it: "12 s", "4 min", "3 h", "2 d"; '-' when unknown. */

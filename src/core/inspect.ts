@@ -9,6 +9,7 @@ import { readEntriesInSlices } from './browse';
 import { asyncIo, ioForTreeBelow, type Io } from './io';
 import { judgeLock, lockPathOf } from './judge';
 import { sortNatural } from './natural';
+import { printable } from './format';
 import { eachInSlices } from './slices';
 import { BUILD_MARKS, LOCK_NAME, clampTiming, isProtocolName } from './protocol';
 import { isInside, resolveArea, resolveStaticDir } from './tags';
@@ -28,9 +29,12 @@ export async function hasBuildMark(dir: string, io: Io = asyncIo): Promise<boole
   return false;
 }
 
-/** The lock state of one staging area. */
+/**
+ * The lock state of one staging area. Any name a listing shows can be inspected: one with a
+ * control character or bytes that are not UTF-8 too (see `TagOptions.anyName`).
+ */
 export async function inspect(staticDir: string, tag: string, options: Partial<Timing> = {}): Promise<LockInfo> {
-  const area = await resolveArea(staticDir, tag);
+  const area = await resolveArea(staticDir, tag, { anyName: true });
   // Only a heartbeat is judged on the filesystem's clock, and measuring it writes a probe into the
   // static directory: an area without a lock is told free without. Anything else (a lock, or an
   // error the judge reports) is looked at again by the judge once the clock is known.
@@ -63,13 +67,12 @@ export async function list(staticDir: string, subpath = '', options: Partial<Tim
   let dir = root;
   let prefix = '';
   if (subpath !== '' && subpath !== '.' && subpath !== '/') {
-    const area = await resolveArea(root, subpath);
-    if (!area.exists) throw new StagingError('ENOENT', `There is no directory ${area.dir} in the static directory.`, { path: area.dir });
+    const area = await resolveArea(root, subpath, { anyName: true });
+    if (!area.exists) throw new StagingError('ENOENT', `There is no directory ${printable(area.dir)} in the static directory.`, { path: area.dir });
     dir = area.dir;
     prefix = `${area.tag}/`;
   }
-  const [{ entries }, skew] = await Promise.all([
-    // Names that are not UTF-8 are left out: as strings they name other directories or none.
+  const [{ entries, undecodable }, skew] = await Promise.all([
     readEntriesInSlices(dir, io.sync).catch((err: unknown) => {
       if (errnoCode(err) === 'ENOENT') throw new StagingError('EBADSTATICDIR', `The directory ${dir} does not exist.`, { path: dir });
       throw asStagingError(err, 'list', dir);
@@ -81,9 +84,10 @@ export async function list(staticDir: string, subpath = '', options: Partial<Tim
   // fraction of its cost (the directory is resolved already and a name holds no slash).
   const parent = dir.endsWith('/') ? dir : `${dir}/`;
   const found: ListEntry[] = [];
-  await eachInSlices(entries, LANES, async (e) => {
-    // A name with a control character (a newline) can never be a tag: no command could act on it.
-    if (!(e.isDirectory() || e.isSymbolicLink()) || isProtocolName(e.name) || CONTROL.test(e.name)) return;
+  // Every name is listed, one with a newline or bytes that are not UTF-8 too (kept as rawNames.ts
+  // keeps them, and acted on by those bytes): the front ends show it escaped, never hide it.
+  await eachInSlices(undecodable.length > 0 ? [...entries, ...undecodable] : entries, LANES, async (e) => {
+    if (!(e.isDirectory() || e.isSymbolicLink()) || isProtocolName(e.name)) return;
     const child = parent + e.name;
     if (e.isSymbolicLink()) {
       // A link is listed only when it leads to a directory inside the static directory.
@@ -116,6 +120,4 @@ export async function list(staticDir: string, subpath = '', options: Partial<Tim
   });
   return sortNatural(found, (e) => e.name);
 }
-
-const CONTROL = /[\u0000-\u001f\u007f]/;
 

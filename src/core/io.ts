@@ -9,6 +9,7 @@
 import * as fs from 'fs';
 import { promisify } from 'util';
 import { createRecord, createRecordSync, mountPoints, readRecord, readRecordSync, settle } from './anchored';
+import { decodeName, fsPath } from './rawNames';
 
 export interface Io {
   /** True when calls run synchronously (a local filesystem). */
@@ -46,65 +47,78 @@ const isMissing = (err: unknown): boolean => {
 /*
  * The callback API, promised, rather than fs.promises: the first use of fs.promises loads its
  * module (with readline's, which it takes), a tenth of a command's start, and a rejected
- * fs.promises call costs more than an lstat itself.
+ * fs.promises call costs more than an lstat itself. Every path goes to the kernel through
+ * `fsPath`: a name whose bytes are not UTF-8 is acted on by those bytes (rawNames.ts).
  */
-export const lstatOf = promisify(fs.lstat) as (p: string) => Promise<fs.Stats>;
+const lstatP = promisify(fs.lstat);
+const statP = promisify(fs.stat);
+const realpathP = promisify(fs.realpath.native) as unknown as (p: fs.PathLike, options: { encoding: 'buffer' }) => Promise<Buffer>;
+export const lstatOf = (p: string): Promise<fs.Stats> => lstatP(fsPath(p));
 /** stat(2) of `p`, links followed. */
-export const statOf = promisify(fs.stat) as (p: string) => Promise<fs.Stats>;
-/** The real path of `p`, by the system's realpath(3), as fs.promises.realpath. */
-export const realpathOf = promisify(fs.realpath.native) as (p: string) => Promise<string>;
-const mkdirOf = promisify(fs.mkdir) as (p: string) => Promise<string | undefined>;
-const statfsOf = promisify(fs.statfs) as (p: string) => Promise<fs.StatsFs>;
+export const statOf = (p: string): Promise<fs.Stats> => statP(fsPath(p));
+/** The real path of `p`, by the system's realpath(3), as fs.promises.realpath; bytes that are not UTF-8 kept (rawNames.ts). */
+export const realpathOf = async (p: string): Promise<string> => decodeName(await realpathP(fsPath(p), { encoding: 'buffer' }));
+const mkdirOf = promisify(fs.mkdir);
+const statfsOf = promisify(fs.statfs) as (p: fs.PathLike) => Promise<fs.StatsFs>;
+const rmdirP = promisify(fs.rmdir);
+const unlinkP = promisify(fs.unlink);
+const utimesP = promisify(fs.utimes);
+const lutimesP = promisify(fs.lutimes);
+const readdirP = promisify(fs.readdir) as unknown as (p: fs.PathLike, options: { encoding: 'buffer' }) => Promise<Buffer[]>;
+const renameP = promisify(fs.rename);
+const chmodP = promisify(fs.chmod);
+const readlinkP = promisify(fs.readlink);
+const symlinkP = promisify(fs.symlink);
 
 export const asyncIo: Io = {
   sync: false,
   lstat: lstatOf,
   lstatOrNull: (p) =>
     new Promise((resolve, reject) => {
-      fs.lstat(p, (err, st) => (err === null ? resolve(st) : isMissing(err) ? resolve(null) : reject(err)));
+      fs.lstat(fsPath(p), (err, st) => (err === null ? resolve(st) : isMissing(err) ? resolve(null) : reject(err)));
     }),
   stat: statOf,
   realpath: realpathOf,
-  mkdir: (p) => mkdirOf(p).then(() => undefined),
-  rmdir: promisify(fs.rmdir),
-  unlink: promisify(fs.unlink),
+  mkdir: (p) => mkdirOf(fsPath(p)).then(() => undefined),
+  rmdir: (p) => rmdirP(fsPath(p)),
+  unlink: (p) => unlinkP(fsPath(p)),
   readRecord: (p, shown, max) => readRecord(p, shown, max),
   writeNewFile: (p, data, mode) => createRecord(p, data, mode),
-  utimes: promisify(fs.utimes),
-  lutimes: promisify(fs.lutimes),
-  rename: promisify(fs.rename),
-  chmod: promisify(fs.chmod),
-  readlink: promisify(fs.readlink),
-  symlink: promisify(fs.symlink),
-  readdir: promisify(fs.readdir),
+  utimes: (p, a, m) => utimesP(fsPath(p), a, m),
+  lutimes: (p, a, m) => lutimesP(fsPath(p), a, m),
+  rename: (a, b) => renameP(fsPath(a), fsPath(b)),
+  chmod: (p, mode) => chmodP(fsPath(p), mode),
+  readlink: (p) => readlinkP(fsPath(p)),
+  symlink: (text, p) => symlinkP(text, fsPath(p)),
+  readdir: async (p) => (await readdirP(fsPath(p), { encoding: 'buffer' })).map(decodeName),
 };
 
 export const syncIo: Io = {
   sync: true,
-  lstat: (p) => settle(() => fs.lstatSync(p)),
+  lstat: (p) => settle(() => fs.lstatSync(fsPath(p))),
   lstatOrNull: (p) =>
     settle(() => {
       try {
-        return fs.lstatSync(p, { throwIfNoEntry: false }) ?? null;
+        return fs.lstatSync(fsPath(p), { throwIfNoEntry: false }) ?? null;
       } catch (err) {
         if (isMissing(err)) return null;
         throw err;
       }
     }),
-  stat: (p) => settle(() => fs.statSync(p)),
-  realpath: (p) => settle(() => fs.realpathSync.native(p)),
-  mkdir: (p) => settle(() => void fs.mkdirSync(p)),
-  rmdir: (p) => settle(() => fs.rmdirSync(p)),
-  unlink: (p) => settle(() => fs.unlinkSync(p)),
+  stat: (p) => settle(() => fs.statSync(fsPath(p))),
+  realpath: (p) => settle(() => decodeName(fs.realpathSync.native(fsPath(p), { encoding: 'buffer' }))),
+  mkdir: (p) => settle(() => void fs.mkdirSync(fsPath(p))),
+  rmdir: (p) => settle(() => fs.rmdirSync(fsPath(p))),
+  unlink: (p) => settle(() => fs.unlinkSync(fsPath(p))),
   readRecord: (p, shown, max) => settle(() => readRecordSync(p, shown, max)),
   writeNewFile: (p, data, mode) => settle(() => createRecordSync(p, data, mode)),
-  utimes: (p, a, m) => settle(() => fs.utimesSync(p, a, m)),
-  lutimes: (p, a, m) => settle(() => fs.lutimesSync(p, a, m)),
-  rename: (a, b) => settle(() => fs.renameSync(a, b)),
-  chmod: (p, mode) => settle(() => fs.chmodSync(p, mode)),
-  readlink: (p) => settle(() => fs.readlinkSync(p)),
-  symlink: (text, p) => settle(() => fs.symlinkSync(text, p)),
-  readdir: (p) => settle(() => fs.readdirSync(p)),
+  utimes: (p, a, m) => settle(() => fs.utimesSync(fsPath(p), a, m)),
+  lutimes: (p, a, m) => settle(() => fs.lutimesSync(fsPath(p), a, m)),
+  rename: (a, b) => settle(() => fs.renameSync(fsPath(a), fsPath(b))),
+  chmod: (p, mode) => settle(() => fs.chmodSync(fsPath(p), mode)),
+  readlink: (p) => settle(() => fs.readlinkSync(fsPath(p))),
+  symlink: (text, p) => settle(() => fs.symlinkSync(text, fsPath(p))),
+  readdir: (p) => settle(() => fs.readdirSync(fsPath(p), { encoding: 'buffer' }).map(decodeName)),
 };
 
 /**
@@ -194,7 +208,7 @@ export async function isLocalFilesystem(p: string): Promise<boolean> {
 
 /** The filesystem's type number (statfs), or undefined where it cannot be asked. */
 function fsTypeOf(p: string): Promise<number | undefined> {
-  return statfsOf(p).then(
+  return statfsOf(fsPath(p)).then(
     (s) => s.type,
     () => undefined,
   );

@@ -11,6 +11,7 @@ import { isOnThisMachine, parseHolder } from './holder';
 import { cachesAttributes, lstatOf, statOf } from './io';
 import { isLockAlive } from './lifetime';
 import { LOCK_NAME, LOCK_PROBE_PREFIX, MAX_OWNER_BYTES, OWNER_FILE, WORK_PREFIX } from './protocol';
+import { decodeName, fsPath } from './rawNames';
 import type { Area } from './tags';
 import type { Holder, LegacyHolder, LockInfo, Timing } from './types';
 
@@ -184,7 +185,7 @@ interface OwnerRecord {
  * by its heartbeat; whoever takes it over goes on from where it stopped, by that directory's name.
  */
 async function readMovedRecord(lockPath: string, shownLock: string): Promise<OwnerRecord> {
-  const names = await fs.promises.readdir(lockPath).catch(() => [] as string[]);
+  const names = await fs.promises.readdir(fsPath(lockPath)).catch(() => [] as string[]);
   const works = names.filter((n) => n.startsWith(WORK_PREFIX));
   if (works.length !== 1) return {};
   const workToken = works[0].slice(WORK_PREFIX.length);
@@ -230,8 +231,8 @@ async function lstatAnew(area: Pick<Area, 'staticDir' | 'dir'>, lockPath: string
   }
   const wait = since + ATTR_CACHE_MS - Date.now();
   if (wait > 0) await new Promise((r) => setTimeout(r, wait));
-  await fs.promises.readdir(area.dir).catch(() => undefined);
-  return fs.promises.lstat(lockPath).catch((err: unknown) => (errnoCode(err) === 'ENOENT' ? null : undefined));
+  await fs.promises.readdir(fsPath(area.dir)).catch(() => undefined);
+  return fs.promises.lstat(fsPath(lockPath)).catch((err: unknown) => (errnoCode(err) === 'ENOENT' ? null : undefined));
 }
 
 /**
@@ -251,7 +252,7 @@ export function parseLegacyName(name: string): Omit<LegacyHolder, 'uniqueFile'> 
 async function readLegacyHolder(dir: string, lockStat: fs.Stats): Promise<LegacyHolder> {
   let names: string[] = [];
   try {
-    names = await fs.promises.readdir(dir);
+    names = (await fs.promises.readdir(fsPath(dir), { encoding: 'buffer' })).map(decodeName);
   } catch {
     /* unreadable: report what we can */
   }
@@ -259,7 +260,7 @@ async function readLegacyHolder(dir: string, lockStat: fs.Stats): Promise<Legacy
     if (name === LOCK_NAME) continue;
     const parsed = parseLegacyName(name);
     if (parsed === undefined) continue;
-    const st = await fs.promises.lstat(path.join(dir, name)).catch(() => undefined);
+    const st = await fs.promises.lstat(fsPath(path.join(dir, name))).catch(() => undefined);
     if (st !== undefined && st.ino === lockStat.ino && st.dev === lockStat.dev) {
       return { ...parsed, uniqueFile: name };
     }

@@ -6,7 +6,7 @@
 import * as path from 'path';
 import { readRecordBytes } from './anchored';
 import { StagingError, asStagingError, errnoCode } from './errors';
-import { MANIFEST_FILE } from './protocol';
+import { MANIFEST_FILE, MAX_MANIFEST_BYTES } from './protocol';
 import { pause, sortInSlices } from './slices';
 
 /** One artifact as the manifest records it. */
@@ -32,8 +32,7 @@ export interface Manifest {
   artifacts: Record<string, ManifestEntry>;
 }
 
-/** Far above the manifest of any build (about 300 bytes an artifact), far below memory. */
-export const MAX_MANIFEST_BYTES = 512 * 1024 * 1024;
+export { MAX_MANIFEST_BYTES } from './protocol';
 
 /**
  * Artifacts by name, in an object without a prototype: an artifact may be named `__proto__`,
@@ -306,24 +305,81 @@ function entryProblem(key: string, e: unknown): string | undefined {
   return undefined;
 }
 
+/** One entry as `manifestBytes` lays it out, without what separates it from the next. */
+function entryText(name: string, entry: ManifestEntry): string {
+  // An entry's own lines, indented to its depth: no JSON string holds a raw line feed.
+  return `    ${JSON.stringify(name)}: ${JSON.stringify(entry, null, 2).replace(/\n/g, '\n    ')}`;
+}
+
+/** What separates two entries in the written layout. */
+const ENTRY_SEPARATOR = ',\n';
+
+/** The bytes `entry` adds to the manifest as `manifestBytes` writes it (its text and a separator). */
+export function entryBytes(entry: ManifestEntry): number {
+  return Buffer.byteLength(entryText(entry.name, entry)) + ENTRY_SEPARATOR.length;
+}
+
+/**
+ * The least `artifacts` new entries whose names take `nameBytes` in all add to a manifest: each
+ * entry's fixed part (an empty name and source, a size of one digit), its name twice (the key and
+ * `name`), and its source, which holds at least the name.
+ */
+export function leastEntriesBytes(artifacts: number, nameBytes: number, fence?: number): number {
+  const bare: ManifestEntry = { name: '', type: 'file', size: 0, sha256: '0'.repeat(64), source: '', stagedAt: new Date(0).toISOString() };
+  if (fence !== undefined) bare.fence = fence;
+  return artifacts * entryBytes(bare) + 3 * nameBytes;
+}
+
+/**
+ * ETOOBIG for a staging whose manifest would take `bytes`, past `limit`: readers refuse a manifest
+ * past it (it is held in memory whole), so it is never written. Says what to do instead.
+ */
+export function manifestTooBig(tag: string, file: string, bytes: number, limit = MAX_MANIFEST_BYTES, adding?: number): StagingError {
+  const mib = (n: number): string => `${(n / 1024 / 1024).toFixed(1)} MiB`;
+  const what = adding === undefined ? '' : ` with ${adding} new artifact${adding === 1 ? '' : 's'}`;
+  return new StagingError(
+    'ETOOBIG',
+    `Cannot stage into ${tag}: its manifest ${file} would take ${adding !== undefined ? 'at least ' : ''}${mib(bytes)} (${bytes} bytes)${what}, ` +
+      `more than the limit of ${mib(limit)} (${limit} bytes) for the manifest of one build. ` +
+      'Nothing was staged. Stage a build this large as several builds: split its artifacts among several tags ' +
+      `(such as ${tag}-part1 and ${tag}-part2), each with a manifest under the limit.`,
+    { path: file },
+  );
+}
+
+/** Entries made into one piece of text at a time: a few hundred KB, far from the longest string V8 allows. */
+const ENTRIES_PER_CHUNK = 256;
+
 /**
  * The manifest as written: entries sorted by name (UTF-16 code units), one JSON document, exactly
  * as `JSON.stringify(sorted, null, 2)` lays it out (the layout `parseInSlices` cuts), made in
  * slices: a staging that adds to a build of 100,000 artifacts runs in the extension host too, and
- * the sort and the stringify of such a manifest in one piece hold it for about 200 ms.
+ * the sort and the stringify of such a manifest in one piece hold it for about 200 ms. Made as
+ * bytes a few hundred entries at a time, never as one string: a manifest near its limit is longer
+ * than the longest string V8 can make (2^29 - 24 characters). One that would pass `limit` fails
+ * with ETOOBIG (`manifestTooBig`) as soon as it does, and is not written.
  */
-export async function manifestText(manifest: Manifest): Promise<string> {
+export async function manifestBytes(manifest: Manifest, shown: { tag: string; file: string } = { tag: 'the build', file: MANIFEST_FILE }, limit = MAX_MANIFEST_BYTES): Promise<Buffer> {
   const names = await sortInSlices(Object.keys(manifest.artifacts), (a, b) => (a < b ? -1 : a > b ? 1 : 0));
-  if (names.length === 0) return `${JSON.stringify({ version: 1, artifacts: {} }, null, 2)}\n`;
-  const entries: string[] = [];
-  for (let i = 0; i < names.length; i++) {
-    if (i % CHECK_EVERY === CHECK_EVERY - 1) {
-      const p = pause();
-      if (p !== undefined) await p;
-    }
-    const name = names[i];
-    // An entry's own lines, indented to its depth: no JSON string holds a raw line feed.
-    entries.push(`    ${JSON.stringify(name)}: ${JSON.stringify(manifest.artifacts[name], null, 2).replace(/\n/g, '\n    ')}`);
+  if (names.length === 0) return Buffer.from(`${JSON.stringify({ version: 1, artifacts: {} }, null, 2)}\n`);
+  const chunks: Buffer[] = [Buffer.from(HEAD)];
+  let total = HEAD.length + TAIL.length;
+  for (let first = 0; first < names.length; first += ENTRIES_PER_CHUNK) {
+    const p = pause();
+    if (p !== undefined) await p;
+    const end = Math.min(names.length, first + ENTRIES_PER_CHUNK);
+    let text = '';
+    for (let i = first; i < end; i++) text += entryText(names[i], manifest.artifacts[names[i]]) + (i < names.length - 1 ? ENTRY_SEPARATOR : '');
+    const chunk = Buffer.from(text);
+    total += chunk.length;
+    if (total > limit) throw manifestTooBig(shown.tag, shown.file, total, limit);
+    chunks.push(chunk);
   }
-  return `${HEAD}${entries.join(',\n')}${TAIL}`;
+  chunks.push(Buffer.from(TAIL));
+  return Buffer.concat(chunks, total);
+}
+
+/** `manifestBytes` as text, for readers of a small manifest (tests, benchmarks); staging writes the bytes. */
+export async function manifestText(manifest: Manifest): Promise<string> {
+  return (await manifestBytes(manifest)).toString('utf8');
 }

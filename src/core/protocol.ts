@@ -58,6 +58,12 @@ export const PART_PREFIX = '.devserver-staging.part.';
 export const LOCK_PROBE_PREFIX = `${LOCK_NAME}.probe.`;
 /** Owner records are a few hundred bytes; anything much larger was not written by a holder. */
 export const MAX_OWNER_BYTES = 64 * 1024;
+/**
+ * The largest manifest a build may have: far above the manifest of any build (about 300 bytes an
+ * artifact, 1.7 million artifacts), far below memory. Readers refuse a larger one; staging never
+ * writes one, and refuses up front a staging that would.
+ */
+export const MAX_MANIFEST_BYTES = 512 * 1024 * 1024;
 /** Our bookkeeping directory at the top of the static directory: audit log, clock probe, trash. */
 export const META_DIR = '.devserver-staging';
 export const AUDIT_LOG = 'audit.log';

@@ -6,6 +6,7 @@ import * as fs from 'fs';
 import * as path from 'path';
 import { StagingError, asStagingError, errnoCode } from './errors';
 import { isInside, openDir, openPath, type Dir } from './anchored';
+import { printable } from './format';
 import { ioForStaticDir, realpathOf, statOf, type Io } from './io';
 import { isProtocolName } from './protocol';
 
@@ -31,19 +32,48 @@ const MAX_SEGMENT_BYTES = 255;
 const MAX_TAG_BYTES = 1024;
 
 function badTag(tag: unknown, why: string): StagingError {
-  const shown = typeof tag === 'string' ? JSON.stringify(tag.length > 120 ? `${tag.slice(0, 120)}…` : tag) : String(tag);
+  // Quoted as `printable` quotes a name it escapes, so that either reads the same.
+  const name = typeof tag === 'string' ? printable(tag.length > 120 ? `${tag.slice(0, 120)}…` : tag) : String(tag);
+  const shown = name.startsWith('"') ? name : `"${name}"`;
   return new StagingError('EBADTAG', `Invalid tag ${shown}: ${why}.`);
 }
+
+export interface TagOptions {
+  /**
+   * Accept any name a directory can have but NUL and `/`: a control character, or bytes that are
+   * not UTF-8 (kept as rawNames.ts keeps them). For looking only (status, list, du, watch): such a
+   * name is shown (escaped) and judged, never locked, staged into or removed, since no command
+   * could name it in its records (history, queue, audit) as it is.
+   */
+  anyName?: boolean;
+}
+
+/** A lone surrogate: half of a character, which no name on disk decodes to but a kept byte (rawNames.ts). */
+const LONE_SURROGATE = /\p{Cs}/u;
+const CONTROL = /[\u0000-\u001f\u007f]/;
+
+/** What the tool does with an area whose name it can only look at, for the message that refuses to do more. */
+const LOOK_ONLY =
+  'such an area can be listed and looked at (list, status, du, watch), but not locked, staged into or removed by this tool; rename it (mv) to a name of printable characters first';
 
 /**
  * Checks a tag's syntax and returns its segments. Pure: touches no file.
  * A tag is a relative path of one or more segments separated by '/', with no empty, '.' or '..'
- * segment, no control characters, and no segment that collides with the lock protocol's names.
+ * segment, no control characters, no bytes that are not UTF-8 (both allowed with `anyName`), and
+ * no segment that collides with the lock protocol's names.
  */
-export function parseTag(tag: unknown): string[] {
+export function parseTag(tag: unknown, options: TagOptions = {}): string[] {
   if (typeof tag !== 'string') throw badTag(tag, 'a tag must be a string');
   if (tag.length === 0) throw badTag(tag, 'it is empty; name a subdirectory of the static directory, such as "eve-release/R120-15662.0.0"');
-  if (/[\u0000-\u001f\u007f]/.test(tag)) throw badTag(tag, 'it contains a NUL or control character');
+  if (tag.includes('\0')) throw badTag(tag, 'it contains a NUL character');
+  if (!options.anyName && CONTROL.test(tag)) throw badTag(tag, `it contains a control character; ${LOOK_ONLY}`);
+  if (LONE_SURROGATE.test(tag)) {
+    // Bytes that are not UTF-8 are kept as U+DC80 to U+DCFF; any other lone half came from no name.
+    if (/[\ud800-\udc7f\udd00-\udfff]/.test(tag.replace(/[\ud800-\udbff][\udc00-\udfff]/g, ''))) {
+      throw badTag(tag, 'it holds half of a character (a lone UTF-16 surrogate), which no name can');
+    }
+    if (!options.anyName) throw badTag(tag, `its name is not valid UTF-8 (shown as \\xNN); ${LOOK_ONLY}`);
+  }
   if (tag.startsWith('/') || path.isAbsolute(tag)) throw badTag(tag, 'it is an absolute path; give a path relative to the static directory');
   if (Buffer.byteLength(tag) > MAX_TAG_BYTES) throw badTag(tag, `it is longer than ${MAX_TAG_BYTES} bytes`);
   // A single trailing slash is harmless ("board/build/" from shell completion); anything else empty is not.
@@ -103,8 +133,8 @@ async function checkStaticDir(abs: string): Promise<{ realStaticDir: string; io:
  * existing segment that is a symlink must resolve inside it, and nothing along the way may be a
  * file. Segments that do not exist yet are fine; `ensureAreaDir` creates them.
  */
-export async function resolveArea(staticDirIn: unknown, tag: unknown): Promise<Area> {
-  const segments = parseTag(tag);
+export async function resolveArea(staticDirIn: unknown, tag: unknown, options: TagOptions = {}): Promise<Area> {
+  const segments = parseTag(tag, options);
   const { staticDir, realStaticDir, io } = await resolveStaticDir(staticDirIn);
   const normalized = segments.join('/');
   let current = staticDir;

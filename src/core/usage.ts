@@ -6,16 +6,18 @@ import * as fs from 'fs';
 import * as path from 'path';
 import { openDir, openDirIfThere, openPath, readRecordBytes, settle, type Dir } from './anchored';
 import { fsClockSkew } from './clock';
-import { formatDuration, naturalOrder } from './format';
+import { formatDuration, naturalOrder, printable } from './format';
 import { StagingError, asStagingError, errnoCode, isStagingError } from './errors';
 import { inspect } from './inspect';
 import { asyncIo, ioFor, type Io } from './io';
+import { readEntriesInSlices } from './browse';
+import { fsPath } from './rawNames';
 import type { HistoryOptions } from './history';
 import { judgeLock } from './judge';
 import { describeHolder } from './lock';
 import { FENCE_FILE, LOCK_NAME, MANIFEST_FILE, TIMESTAMP_FILE, clampTiming, isAreaMark, isBookkeeping, isLockName, isProtocolName } from './protocol';
 import { destroy } from './remove';
-import { resolveArea, resolveStaticDir } from './tags';
+import { parseTag, resolveArea, resolveStaticDir } from './tags';
 import type { LockInfo, LockState, Timing } from './types';
 import { MAX_MANIFEST_BYTES, judgeManifest } from './manifest';
 
@@ -131,15 +133,20 @@ async function openSeen(p: string, seen: Seen, sync: boolean): Promise<Dir | und
   return undefined;
 }
 
-/** The entries of an opened directory, each lstat'ed through it. */
+/**
+ * The entries of an opened directory, each lstat'ed through it. Names that are not UTF-8 are read
+ * and acted on by their bytes (rawNames.ts): an area so named is measured and shown, never hidden.
+ */
 async function readOpened(dir: Dir, sync: boolean): Promise<DirRead> {
   const at = dir.at('.');
   const stat = sync ? fs.fstatSync(dir.fd) : await fs.promises.stat(at);
-  const list = sync ? fs.readdirSync(at, { withFileTypes: true }) : await fs.promises.readdir(at, { withFileTypes: true });
+  const { entries: named, undecodable } = await readEntriesInSlices(at, sync);
+  const list = undecodable.length > 0 ? [...named, ...undecodable] : named;
   let incomplete = false;
   const entries = await Promise.all(
     list.map(async (e) => {
-      const st = await (sync ? settle(() => fs.lstatSync(dir.at(e.name))) : fs.promises.lstat(dir.at(e.name))).catch((err: unknown) => {
+      const p = fsPath(dir.at(e.name));
+      const st = await (sync ? settle(() => fs.lstatSync(p)) : fs.promises.lstat(p)).catch((err: unknown) => {
         if (!isGone(err)) incomplete = true;
         return undefined;
       });
@@ -172,13 +179,13 @@ export async function usage(staticDir: string, options: UsageOptions = {}): Prom
   let start = root;
   let segments: string[] = [];
   if (options.subpath !== undefined && options.subpath !== '' && options.subpath !== '.' && options.subpath !== '/') {
-    const area = await resolveArea(root, options.subpath);
-    if (!area.exists) throw new StagingError('ENOENT', `There is no directory ${area.dir} in the static directory.`, { path: area.dir });
-    const st = await fs.promises.lstat(area.dir).catch((err: unknown) => {
+    const area = await resolveArea(root, options.subpath, { anyName: true });
+    if (!area.exists) throw new StagingError('ENOENT', `There is no directory ${printable(area.dir)} in the static directory.`, { path: area.dir });
+    const st = await fs.promises.lstat(fsPath(area.dir)).catch((err: unknown) => {
       throw asStagingError(err, 'inspect', area.dir);
     });
     if (st.isSymbolicLink()) {
-      throw new StagingError('EBADTAG', `${area.dir} is a symbolic link; give the directory it points to instead.`, { path: area.dir });
+      throw new StagingError('EBADTAG', `${printable(area.dir)} is a symbolic link; give the directory it points to instead.`, { path: area.dir });
     }
     start = area.dir;
     segments = area.segments;
@@ -442,6 +449,11 @@ export async function prune(staticDir: string, options: PruneOptions = {}): Prom
   const result: PruneResult = { dryRun, removed: [], skipped: [], failed: [], bytes: 0 };
   const skip = (c: PruneCandidate, because: string): void => void result.skipped.push({ ...c, skippedBecause: because });
   for (const candidate of selected) {
+    const unnamed = unlockable(candidate.tag);
+    if (unnamed !== undefined) {
+      skip(candidate, unnamed);
+      continue;
+    }
     if (candidate.state !== 'free') {
       skip(candidate, heldBecause(candidate.state, candidate.lock));
       continue;
@@ -477,7 +489,7 @@ export async function prune(staticDir: string, options: PruneOptions = {}): Prom
         const lock = err.lock;
         if (lock === undefined) skip(candidate, err.message);
         // destroy refuses an area with a lock held somewhere inside it, too.
-        else if (lock.dir !== candidate.dir) skip(candidate, `${tagOf(root, lock.dir)} inside it is held by ${describeHolder(lock)}`);
+        else if (lock.dir !== candidate.dir) skip(candidate, `${printable(tagOf(root, lock.dir))} inside it is held by ${describeHolder(lock)}`);
         else skip(candidate, heldBecause(lock.state, lock));
       } else if (isStagingError(err, 'ENOENT')) {
         continue;
@@ -488,6 +500,19 @@ export async function prune(staticDir: string, options: PruneOptions = {}): Prom
     }
   }
   return result;
+}
+
+/**
+ * Why an area cannot be removed by its name (a control character, bytes that are not UTF-8: see
+ * `parseTag`), or undefined when it can. Such an area is shown, and left for a person to remove.
+ */
+function unlockable(tag: string): string | undefined {
+  try {
+    parseTag(tag);
+    return undefined;
+  } catch (err) {
+    return `its name cannot be locked by this tool (${isStagingError(err) ? err.message : String(err)})`;
+  }
 }
 
 function heldBecause(state: LockState, lock: LockInfo | undefined): string {

@@ -18,7 +18,7 @@ import * as fs from 'fs';
 import * as path from 'path';
 import { formatProblem } from '../../src/cli/verifyCommand';
 import { readBuildArtifacts, readBuildDir } from '../../src/core/browse';
-import { list } from '../../src/core/inspect';
+import { inspect, list } from '../../src/core/inspect';
 import { stage } from '../../src/core/stage/stage';
 import { MANIFEST_FILE, TIMESTAMP_FILE } from '../../src/core/stage/types';
 import { verify, type VerifyResult } from '../../src/core/verify';
@@ -285,7 +285,8 @@ describe('attack: the readers of a build (verify, the model, the details page)',
       const evil = 'x\u001b]0;pwned\u0007\u001b[2J';
       fs.writeFileSync(path.join(area(), evil), '');
       const r = await verify(staticDir, 'eve/R1');
-      assert.deepEqual(brief(r), [`unlisted ${evil}`, 'unlisted \uFFFD.bin']);
+      // The planted name as its bytes are: not the listed one it decodes alike to.
+      assert.deepEqual(brief(r), [`unlisted ${evil}`, 'unlisted \udcff.bin']);
       assert.match(r.problems[1].detail ?? '', /not valid UTF-8/);
       const lines = r.problems.map(formatProblem);
       assert.ok(lines.every((l) => !/[\u0000-\u001f\u007f-\u009f]/.test(l)), JSON.stringify(lines));
@@ -293,6 +294,7 @@ describe('attack: the readers of a build (verify, the model, the details page)',
       assert.equal(cliRun.code, 1, cliRun.stderr);
       assert.ok(!cliRun.stdout.includes('\u001b'), JSON.stringify(cliRun.stdout));
       assert.ok(cliRun.stdout.includes(JSON.stringify(evil)), cliRun.stdout);
+      assert.ok(cliRun.stdout.includes('"\\xff.bin"'), cliRun.stdout);
     });
 
     it('a folder of the build, or the build, exchanged with a link to a pristine copy outside while verify runs: never whole, nothing outside read', async function () {
@@ -469,7 +471,7 @@ describe('attack: the readers of a build (verify, the model, the details page)',
       });
     });
 
-    it('10,000 builds in a folder, names with newlines and names that are not UTF-8: every build once, no row twice, none that no command could name', async () => {
+    it('10,000 builds in a folder, names with newlines and names that are not UTF-8: every build once, no row twice, none hidden, each one inspectable by the name listed', async () => {
       const big = path.join(staticDir, 'big');
       fs.mkdirSync(big);
       for (let i = 0; i < 10_000; i++) fs.mkdirSync(path.join(big, `R${i}`));
@@ -485,7 +487,9 @@ describe('attack: the readers of a build (verify, the model, the details page)',
       states = new LockStates(timing, quiet);
       const t0 = Date.now();
       const top = (await states.children(staticDir, '')).map((r) => r.tag);
-      assert.deepEqual(top, ['bad\uFFFD', 'big', 'eve']);
+      // Each byte that is not UTF-8 kept as U+DC00 + the byte: three names, three rows.
+      const expected = ['bad\udcfe', 'bad\udcff', 'bad\uFFFD', 'big', 'eve', 'two\nlines'];
+      assert.deepEqual([...top].sort(), expected);
       const builds = await states.children(staticDir, 'big');
       const ms = Date.now() - t0;
       assert.equal(builds.length, 10_000);
@@ -493,7 +497,11 @@ describe('attack: the readers of a build (verify, the model, the details page)',
       assert.ok(builds.every((b) => b.kind === 'build'));
       const arts = (await states.artifacts(staticDir, 'eve/R1')).map((a) => a.name);
       assert.deepEqual(arts, ['art\uFFFD', 'sub', 'large.bin', 'small.bin']);
-      assert.deepEqual((await list(staticDir)).map((e) => e.tag), ['bad\uFFFD', 'big', 'eve']);
+      assert.deepEqual((await list(staticDir)).map((e) => e.tag).sort(), expected);
+      // Looked at by the names listed, each is the directory it names (a kept byte is acted on as itself).
+      for (const tag of ['bad\udcff', 'two\nlines']) assert.equal((await inspect(staticDir, tag)).exists, true, tag);
+      assert.equal(states.record(staticDir, 'two\nlines')?.kind, 'build');
+      assert.equal(states.record(staticDir, 'bad\udcfe')?.kind, 'folder');
       report(`10,000 builds listed in ${ms} ms`);
     });
 

@@ -18,10 +18,8 @@ import { META_DIR } from '../../src/core/protocol';
 import { MANIFEST_FILE, TIMESTAMP_FILE, type StageProgress, type StageResult } from '../../src/core/stage/types';
 import type { AreaUsage, PruneResult } from '../../src/core/usage';
 import { python } from '../fixtures';
-import { CLI, cleanup, run, snapshot, tempDir, waitFor } from '../helpers';
+import { TOOL, cleanup, run, snapshot, tempDir, waitFor } from '../helpers';
 
-/** The tool under test: the package's build, or another bundle named by DSS_CLI. */
-const TOOL = process.env.DSS_CLI !== undefined && process.env.DSS_CLI !== '' ? path.resolve(process.env.DSS_CLI) : CLI;
 
 const DAY = 86_400_000;
 
@@ -349,7 +347,7 @@ describe('devserver-stage stage, du and prune', () => {
         assert.equal(dry.code, 0, dry.stderr);
         assert.match(dry.stdout, /^would remove\s+kevin\/R1\s+29\d KiB\s+not among the 1 most recently used \(#2\)$/m);
         assert.match(dry.stdout, /^skipped\s+eve\/R9\s+.*held by .*in use by the test/m);
-        assert.match(dry.stdout, /^Would remove 1 area, 29\d KiB; skipped 1 area in use or locked\. \(dry run: nothing was removed\)$/m);
+        assert.match(dry.stdout, /^Would remove 1 area, 29\d KiB; skipped 1 area \(see WHY\)\. \(dry run: nothing was removed\)$/m);
         assert.deepEqual(snapshotWithoutMeta(path.join(staticDir, 'kevin')), before);
 
         const older = await tool(staticDir, ['prune', '--older-than', '60h']);

@@ -11,7 +11,7 @@ import { changedSourceError } from './sources/errors';
 import { CopyFailure, CopyPool, SMALL_MAX, type CopyTask } from './pool';
 import { limitOf, sizeLimit, type SizeLimit } from './space';
 import type { Progress } from './progress';
-import type { IncomingEntry } from './types';
+import type { IncomingEntry, TreeSize } from './types';
 
 /** Streams and files hashed again are read in chunks of this size. */
 const CHUNK = 4 * 1024 * 1024;
@@ -65,6 +65,7 @@ export class Copier {
   /** Workers that copy and hash local files (pool.ts); started on the first one. */
   private pool?: CopyPool;
   private readonly onAbort = (): void => this.pool?.stop(this.signal.reason as Error);
+  private readonly measured = new Map<string, Promise<TreeSize | undefined>>();
 
   constructor(
     private readonly dir: string,
@@ -91,9 +92,14 @@ export class Copier {
     if (this.signal.aborted) throw this.signal.reason;
   }
 
-  /** Bytes of the regular files below the local directory `dir` (see pool.ts), undefined if unknown. */
-  measure(dir: string): Promise<number | undefined> {
-    return this.workers.measure([dir]).catch(() => undefined);
+  /** What is below the local directory `dir` (see pool.ts), undefined if unknown; measured once, asked for its bytes and its artifacts. */
+  measure(dir: string): Promise<TreeSize | undefined> {
+    let measured = this.measured.get(dir);
+    if (measured === undefined) {
+      measured = this.workers.measure([dir]).catch(() => undefined);
+      this.measured.set(dir, measured);
+    }
+    return measured;
   }
 
   /**

@@ -356,7 +356,7 @@ export class Journal {
    * token: the area's record of the last one handed out, see fence.ts). `check` runs once everything
    * is in place and before the commit point; if it throws, the commit is undone.
    */
-  async commit(manifestText: string, check: () => Promise<void>, token = 0): Promise<void> {
+  async commit(manifestText: string | Buffer, check: () => Promise<void>, token = 0): Promise<void> {
     try {
       await this.commitSteps(manifestText, check, token);
     } catch (err) {
@@ -366,7 +366,7 @@ export class Journal {
     }
   }
 
-  private async commitSteps(manifestText: string, check: () => Promise<void>, token: number): Promise<void> {
+  private async commitSteps(manifestText: string | Buffer, check: () => Promise<void>, token: number): Promise<void> {
     const steps: PlannedStep[] = [];
     const inWork = async (from: string): Promise<number> => (await this.fs.lstat(`${this.workDir}/${from}`)).ino;
     const aside = (): string => `aside.${this.serial++}`;

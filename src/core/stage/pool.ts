@@ -18,6 +18,7 @@
 import * as os from 'os';
 import * as path from 'path';
 import { Worker } from 'worker_threads';
+import type { TreeSize } from './types';
 
 /** What the source saw of a local file when it looked at it (its directory walk). */
 export interface SeenFile {
@@ -117,7 +118,7 @@ interface ErrorShape {
 type Result =
   | { id: number; size: number; sha256: string; end: Copied['end']; ino: number }
   | { id: number; failed: FailSide; error?: ErrorShape }
-  | { id: number; total: number | null }
+  | { id: number; total: TreeSize | null }
   | { id: number; created: number };
 
 type FromWorker = { results: Result[] } | { id: number; progress: number };
@@ -283,14 +284,18 @@ function workerMain(): void {
     }
   }
 
-  /** Bytes of the regular files below `dirs` (links not followed), or null if it takes too long. */
-  function measure(dirs: string[]): number | null {
+  /**
+   * Bytes of the regular files below `dirs` (links not followed), how many files and links there
+   * are (the artifacts a staging of them records) and the bytes of their names relative to the
+   * directory given; null if it takes too long.
+   */
+  function measure(dirs: string[]): TreeSize | null {
     const deadline = Date.now() + data.measureMs;
-    let total = 0;
-    const stack = [...dirs];
+    const total = { bytes: 0, artifacts: 0, nameBytes: 0 };
+    const stack = dirs.map((d) => ({ d, rel: '' }));
     while (stack.length > 0) {
       if (Date.now() > deadline || Atomics.load(stop, 0) !== 0) return null;
-      const d = stack.pop()!;
+      const { d, rel } = stack.pop()!;
       let entries: import('fs').Dirent[];
       try {
         entries = fs.readdirSync(d, { withFileTypes: true });
@@ -299,8 +304,15 @@ function workerMain(): void {
       }
       for (const ent of entries) {
         const p = `${d}/${ent.name}`;
-        if (ent.isDirectory()) stack.push(p);
-        else if (ent.isFile()) total += fs.lstatSync(p, { throwIfNoEntry: false })?.size ?? 0;
+        const name = `${rel}${ent.name}`;
+        if (ent.isDirectory()) {
+          stack.push({ d: p, rel: `${name}/` });
+          continue;
+        }
+        if (!ent.isFile() && !ent.isSymbolicLink()) continue;
+        total.artifacts++;
+        total.nameBytes += Buffer.byteLength(name);
+        if (ent.isFile()) total.bytes += fs.lstatSync(p, { throwIfNoEntry: false })?.size ?? 0;
       }
     }
     return total;
@@ -309,7 +321,7 @@ function workerMain(): void {
   port.on('message', (msg: ToWorker) => {
     stop = new Int32Array(msg.stop);
     if ('measure' in msg) {
-      let total: number | null = null;
+      let total: TreeSize | null = null;
       try {
         total = measure(msg.measure.dirs);
       } catch {
@@ -643,8 +655,8 @@ export class CopyPool {
     });
   }
 
-  /** Bytes of the regular files below the directories `dirs`, not following links; undefined if it takes too long. */
-  measure(dirs: string[]): Promise<number | undefined> {
+  /** What is below the directories `dirs`, not following links (see `TreeSize`); undefined if it takes too long. */
+  measure(dirs: string[]): Promise<TreeSize | undefined> {
     return this.submit({ measure: dirs }, true).then((r) => ('total' in r && r.total !== null ? r.total : undefined));
   }
 

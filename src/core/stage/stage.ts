@@ -19,11 +19,12 @@ import { isInside } from '../tags';
 import { asyncIo } from '../io';
 import { Budget, Copier, hashFile, type Written } from './copy';
 import { Journal, type Target } from './journal';
-import { emptyManifest, manifestText, readManifest } from '../manifest';
+import { MAX_MANIFEST_BYTES, emptyManifest, entryBytes, leastEntriesBytes, manifestBytes, manifestTooBig, readManifest } from '../manifest';
+import { MANIFEST_FILE } from '../protocol';
 import { checkName, checkPathLength, conflict, resolveInside, unsafe } from './names';
 import { Progress } from './progress';
 import { warmCopyWorkers } from './pool';
-import { openSource, sourcesSize } from './sources';
+import { openSource, sourcesArtifacts, sourcesSize } from './sources';
 import {
   DEFAULT_MAX_BYTES,
   type IncomingEntry,
@@ -124,6 +125,14 @@ class Transaction {
   private readonly checkingDirs = new Map<string, Promise<void>>();
   /** The bytes of the local sources, measured by a worker while the lock's first checks run. */
   private readonly total: Promise<number | undefined>;
+  /** How many artifacts the sources bring, and the bytes of their names, as far as known up front (the same measurement). */
+  private readonly incoming: Promise<{ artifacts: number; nameBytes: number }>;
+  /**
+   * What the manifest would take if it were written now (its limit, MAX_MANIFEST_BYTES, is checked
+   * before anything is copied and again before each new artifact is), and the names counted in it.
+   */
+  private manifestSize = 0;
+  private readonly counted = new Set<string>();
   /** Artifacts being written, by name: a later entry of the same name waits for the earlier. */
   private readonly writing = new Map<string, Promise<void>>();
   /** Symlinks this call made: checked once more, resolved, before commit. */
@@ -153,10 +162,13 @@ class Transaction {
     this.knownDirs.add(this.dir);
     this.total = sourcesSize(sources, (dir) => this.copier.measure(dir));
     this.total.catch(() => undefined); // awaited in begin; a staging refused before it must not leave it unobserved
+    this.incoming = sourcesArtifacts(sources, (dir) => this.copier.measure(dir));
+    this.incoming.catch(() => undefined);
   }
 
   async begin(): Promise<void> {
     await this.journal.begin();
+    await this.checkManifestRoom();
     this.manifest = await readManifest(this.dir);
     await this.budget.fitToDisk();
     this.progress.totalBytes = await this.total;
@@ -232,12 +244,51 @@ class Transaction {
     await settle();
   }
 
+  /**
+   * Refuses, before anything is read or copied, a staging whose manifest would pass its limit: the
+   * manifest there now (its size on disk) and, for the artifacts the sources bring, the least each
+   * adds. A manifest near the limit is not even read (a build of 1.7 million artifacts: a minute and
+   * gigabytes of memory).
+   */
+  private async checkManifestRoom(): Promise<void> {
+    const file = path.join(this.dir, MANIFEST_FILE);
+    const st = await asyncIo.lstatOrNull(file).catch(() => null);
+    this.manifestSize = st?.isFile() === true ? st.size : 0;
+    const { artifacts, nameBytes } = await this.incoming;
+    const least = this.manifestSize + leastEntriesBytes(artifacts, nameBytes, this.lease.fence);
+    if (least > MAX_MANIFEST_BYTES) throw manifestTooBig(this.lease.tag, file, least, MAX_MANIFEST_BYTES, artifacts);
+  }
+
+  /**
+   * Counts a new artifact into what the manifest would take, before it is copied: one the sources
+   * did not announce (an archive's entries) may still pass the limit, and then nothing more is copied.
+   */
+  private countInManifest(name: string, e: IncomingEntry): void {
+    if (e.type === 'directory' || name in this.manifest.artifacts || this.counted.has(name)) return;
+    this.counted.add(name);
+    const standIn: ManifestEntry = {
+      name,
+      type: e.type === 'symlink' ? 'symlink' : 'file',
+      size: e.size ?? 0,
+      sha256: '0'.repeat(64),
+      source: e.source,
+      stagedAt: new Date().toISOString(),
+      fence: this.lease.fence,
+    };
+    if (e.type === 'symlink') standIn.linkTarget = e.linkTarget ?? '';
+    this.manifestSize += entryBytes(standIn);
+    if (this.manifestSize > MAX_MANIFEST_BYTES) {
+      throw manifestTooBig(this.lease.tag, path.join(this.dir, MANIFEST_FILE), this.manifestSize, MAX_MANIFEST_BYTES, this.counted.size);
+    }
+  }
+
   /** Validates one entry and stages it. */
   private async entry(e: IncomingEntry): Promise<void> {
     let name: string;
     try {
       name = checkName(e);
       checkPathLength(this.dir, name, e);
+      this.countInManifest(name, e);
     } catch (err) {
       e.content?.destroy();
       throw err;
@@ -481,7 +532,8 @@ class Transaction {
   /** Moves everything into the area with the manifest and a fresh timestamp (see journal.ts). */
   async commit(): Promise<void> {
     this.check();
-    await this.journal.commit(await manifestText(this.manifest), () => this.checkLinks(), this.lease.fence);
+    const bytes = await manifestBytes(this.manifest, { tag: this.lease.tag, file: path.join(this.dir, MANIFEST_FILE) });
+    await this.journal.commit(bytes, () => this.checkLinks(), this.lease.fence);
   }
 
   /**

@@ -88,13 +88,26 @@ export interface SourceOpener {
    * A local directory is measured by `measureTree`, off the main thread.
    */
   size?(spec: string, measureTree: MeasureTree): Promise<number | undefined>;
+  /**
+   * How many artifacts `spec` brings and the bytes of their names, where that is known before its
+   * entries are read (for the manifest's size limit, checked before anything is copied);
+   * undefined where it is not (an archive, a download). Never throws.
+   */
+  artifacts?(spec: string, measureTree: MeasureTree): Promise<{ artifacts: number; nameBytes: number } | undefined>;
 }
 
-/**
- * The bytes of the regular files below a local directory, links not followed (nor the FIFOs and
- * devices opened); undefined if it cannot be told in good time. The stager's copying workers do it.
- */
-export type MeasureTree = (dir: string) => Promise<number | undefined>;
+/** What is below a local directory, links not followed (nor the FIFOs and devices opened). */
+export interface TreeSize {
+  /** Bytes of the regular files. */
+  bytes: number;
+  /** Regular files and symbolic links: the artifacts a staging of the directory records. */
+  artifacts: number;
+  /** The bytes of their names, relative to the directory. */
+  nameBytes: number;
+}
+
+/** `TreeSize` of a local directory; undefined if it cannot be told in good time. The stager's copying workers do it. */
+export type MeasureTree = (dir: string) => Promise<TreeSize | undefined>;
 
 // The manifest is the core's (verify, browse and du read it too); staging writes it.
 export type { Manifest, ManifestEntry } from '../manifest';

@@ -15,6 +15,7 @@ import { inspect, list } from '../inspect';
 import { isLocalFilesystem } from '../io';
 import { lockIdOf } from '../judge';
 import { BUILD_MARKS, LOCK_NAME, isBookkeeping, isProtocolName } from '../protocol';
+import { fsPath } from '../rawNames';
 import { pause } from '../slices';
 import { usage } from '../usage';
 import type { ListEntry, LockInfo, Timing } from '../types';
@@ -712,7 +713,7 @@ export class LockStates implements Disposable {
     // its holder had written the owner record has a holder to show now.
     if (e.state === 'stale' || (e.state === 'held' && e.holder === undefined)) return false;
     this.work.probes++;
-    const st = await fs.promises.lstat(e.lockPath).catch(() => null);
+    const st = await fs.promises.lstat(fsPath(e.lockPath)).catch(() => null);
     if ((st === null ? undefined : lockIdOf(st)) !== e.lockId) return false;
     // A heartbeat: the lock's expiry moves with it, and the stale timer has nothing to judge
     // again. The mtime is read as local time, which it is where inotify reports heartbeats (local

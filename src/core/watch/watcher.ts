@@ -6,6 +6,7 @@
  */
 import * as fs from 'fs';
 import type { Disposable } from './emitter';
+import { fsPath } from '../rawNames';
 import { pause } from '../slices';
 
 /** `data`: what the directory was watched with (the model's area for it). */
@@ -61,7 +62,8 @@ export class DirectoryWatcher<T> implements Watcher<T> {
     }
     let w: Watch<T>;
     try {
-      w = fs.watch(dir, { persistent: false }, onChange) as Watch<T>;
+      // A directory whose name is not UTF-8 is watched by its bytes (rawNames.ts).
+      w = fs.watch(fsPath(dir), { persistent: false }, onChange) as Watch<T>;
     } catch (err) {
       // ENOSPC here means the inotify watch limit; the rest of the tree still works, only
       // without live updates for this directory.

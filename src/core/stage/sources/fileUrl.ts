@@ -2,7 +2,7 @@
 import { fileURLToPath } from 'url';
 import type { IncomingEntry, SourceOpener } from '../types';
 import { messageOf, sourceError } from './errors';
-import { localEntries, localSize } from './local';
+import { localArtifacts, localEntries, localSize } from './local';
 
 export const fileUrlSource: SourceOpener = {
   name: 'a file: URL',
@@ -13,6 +13,13 @@ export const fileUrlSource: SourceOpener = {
       return await localSize(fileURLToPath(spec), measureTree);
     } catch {
       return undefined; // names no local path: opening it says why
+    }
+  },
+  artifacts: async (spec, measureTree) => {
+    try {
+      return await localArtifacts(fileURLToPath(spec), measureTree);
+    } catch {
+      return undefined;
     }
   },
 };

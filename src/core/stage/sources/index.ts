@@ -44,6 +44,21 @@ export async function sourcesSize(specs: readonly string[], measureTree: Measure
   return total;
 }
 
+/**
+ * The artifacts the sources bring and the bytes of their names, as far as that is known up front:
+ * a source that cannot tell (an archive, a download) counts as one artifact with a one-byte name.
+ * So it is never more than a staging of them records.
+ */
+export async function sourcesArtifacts(specs: readonly string[], measureTree: MeasureTree): Promise<{ artifacts: number; nameBytes: number }> {
+  const total = { artifacts: 0, nameBytes: 0 };
+  for (const spec of specs) {
+    const found = await openerOf(spec)?.artifacts?.(spec, measureTree);
+    total.artifacts += found?.artifacts ?? 1;
+    total.nameBytes += found?.nameBytes ?? 1;
+  }
+  return total;
+}
+
 function unsupported(spec: string): Error {
   const accepted = SOURCES.map((s) => s.name);
   const what = `${accepted.slice(0, -1).join(', ')} or ${accepted[accepted.length - 1]}`;

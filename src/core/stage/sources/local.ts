@@ -19,6 +19,7 @@ export const localSource: SourceOpener = {
   matches: (spec) => spec !== '' && !URL_LIKE.test(spec),
   open: (spec, ctx) => localEntries(spec, ctx.signal),
   size: localSize,
+  artifacts: localArtifacts,
 };
 
 
@@ -160,5 +161,17 @@ export async function localSize(spec: string, measureTree: MeasureTree): Promise
   const st = await fsp.stat(spec).catch(() => undefined);
   if (st === undefined) return undefined;
   if (!st.isDirectory()) return archiveKindOf(path.basename(spec)) !== undefined ? undefined : st.size;
+  return (await measureTree(spec))?.bytes;
+}
+
+/**
+ * The artifacts a local source brings and the bytes of their names: a file is one, named by its
+ * base name; a directory's files and links are counted by `measureTree`; undefined for an archive
+ * or a path that cannot be looked at.
+ */
+export async function localArtifacts(spec: string, measureTree: MeasureTree): Promise<{ artifacts: number; nameBytes: number } | undefined> {
+  const st = await fsp.stat(spec).catch(() => undefined);
+  if (st === undefined) return undefined;
+  if (!st.isDirectory()) return archiveKindOf(path.basename(spec)) !== undefined ? undefined : { artifacts: 1, nameBytes: Buffer.byteLength(path.basename(path.resolve(spec))) };
   return measureTree(spec);
 }
