@@ -115,7 +115,7 @@ export async function destroyHeld(held: HeldArea): Promise<void> {
         if (undone.complete) await io.unlink(workPlace.at(COMMIT_FILE)).catch(() => undefined);
       }
       if (errnoCode(err) === 'EBUSY' || errnoCode(err) === 'EXDEV') {
-        throw new StagingError('EIO', `Did not destroy ${shown}: ${path.join(shown, moves[done].from)} is a mount point. Unmount it, then destroy again.`, { path: shown, cause: err });
+        throw new StagingError('EIO', `Did not destroy ${shown}: another filesystem is mounted at ${path.join(shown, moves[done].from)}. Unmount it, then destroy again.`, { path: shown, cause: err });
       }
       throw asStagingError(err, 'destroy', shown);
     }
@@ -172,7 +172,7 @@ async function removeAreaDir(held: HeldArea, area: Dir, shown: string): Promise<
       const code = errnoCode(err);
       // Something was made in it meanwhile (a new build by its name): it is theirs now.
       if (code === 'ENOTEMPTY' || code === 'EEXIST' || code === 'ENOENT') return;
-      if (code === 'EBUSY') throw new StagingError('EIO', `Destroyed the build in ${shown}, but its directory is a mount point and stays. Unmount it to remove it.`, { path: shown });
+      if (code === 'EBUSY') throw new StagingError('EIO', `Destroyed the build in ${shown}, but another filesystem is mounted there, so its directory stays. Unmount it to remove it.`, { path: shown });
       throw asStagingError(err, 'remove the directory of', shown);
     });
   } finally {

@@ -548,8 +548,18 @@ class Transaction {
     for (const entry of Object.values(this.manifest.artifacts)) if (entry.type === 'symlink') links.add(entry.name);
     for (const name of links) {
       const link = path.join(realDir, name);
-      const target = await fs.promises.readlink(link).catch(() => undefined);
-      if (target === undefined) continue; // replaced by a file since: nothing to follow
+      let target: string | undefined;
+      try {
+        target = await fs.promises.readlink(link);
+      } catch (err) {
+        const code = errnoCode(err);
+        // Replaced by a file since, or gone: nothing to follow.
+        if (code === 'ENOENT' || code === 'EINVAL') continue;
+        // Unreadable (sshfs answers EPERM for a target with `..` or a leading `/`): then it is
+        // followed as the manifest recorded it, and any link on its way must be readable.
+        target = this.manifest.artifacts[name]?.linkTarget;
+        if (target === undefined) throw new StagingError('EUNSAFE', `Refusing this staging: the link ${name} in the area cannot be read (${code ?? String(err)}), so where it leads cannot be checked.`, { path: link });
+      }
       if ((await resolveInside(realDir, path.dirname(link), target)) === undefined) {
         const made = this.links.some((l) => path.relative(this.dir, l).split(path.sep).join('/') === name);
         throw new StagingError(
