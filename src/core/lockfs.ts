@@ -196,9 +196,10 @@ export async function isOurLock(state: LockFsState, lockPath = state.area.at(LOC
  * directory goes instead (release with destroy).
  *
  * On a local filesystem, where our lock is open, it is taken apart through its own descriptor
- * instead, by removals alone: a full disk (ext4 needs a new block to add a name to a directory)
- * can then never keep a holder from letting go. Only a work directory holding an unfinished
- * commit must move, to be kept.
+ * instead, without adding a name anywhere but the record's in the work directory (and that one is
+ * removed instead on a full disk: ext4 needs a new block to add a name to a directory), so a full
+ * disk can never keep a holder from letting go. Only a work directory holding an unfinished commit
+ * must move, to be kept.
  */
 export async function releaseOurs(state: LockFsState, aside?: { dir: Dir; name: string }): Promise<void> {
   const lost = (): NodeJS.ErrnoException => coded('ECOMPROMISED', `${state.lockPath} is no longer our lock: it was removed or replaced by another`);
@@ -216,15 +217,29 @@ export async function releaseOurs(state: LockFsState, aside?: { dir: Dir; name: 
   closeLockFd(state);
 }
 
-/** `releaseOurs` on a local filesystem: the record and the work directory removed through our lock's descriptor, then the emptied lock. */
+/**
+ * `releaseOurs` on a local filesystem, through our lock's descriptor: the record into the work
+ * directory, the work directory removed, then the emptied lock (which a contender's rename may
+ * already have replaced, as it may any empty lock).
+ */
 async function releaseLocal(state: LockFsState, lost: () => NodeJS.ErrnoException): Promise<void> {
   const own = fdDir(state.lockFd!);
   try {
-    // This lock's record, wherever the lock is now. Gone: a takeover has begun taking it apart.
-    fs.unlinkSync(`${own}/${OWNER_FILE}`);
+    // This lock's record, wherever the lock is now, into its work directory, where a judge still
+    // finds it (and its holder, dead if this process is killed now). Gone: a takeover has begun
+    // taking the lock apart.
+    fs.renameSync(`${own}/${OWNER_FILE}`, `${own}/${state.workName}/${OWNER_FILE}`);
   } catch (err) {
-    if (errnoCode(err) === 'ENOENT') throw lost();
-    throw err;
+    const code = errnoCode(err);
+    if (code === 'ENOENT') throw lost();
+    // A full disk (a new name in the work directory needs a block): removed instead.
+    if (code !== 'ENOSPC' && code !== 'EDQUOT') throw err;
+    try {
+      fs.unlinkSync(`${own}/${OWNER_FILE}`);
+    } catch (err2) {
+      if (errnoCode(err2) === 'ENOENT') throw lost();
+      throw err2;
+    }
   }
   step('unlock.recordMoved');
   const lock = await openDir(own, true, true);
