@@ -330,6 +330,10 @@ describe('attack: the readers of a build (verify, the model, the details page)',
         figures.push(`${what} exchanged ${swaps} times over ${runs} runs: ${[...outcomes].map(([k, v]) => `${v} ${k}`).join(', ')}`);
         assert.equal(whole, 0, `verify called the build whole ${whole} times, so it read outside: ${figures.join('; ')}`);
         assert.deepEqual(changes(outside, before, fingerprint(outside)), []);
+        assert.ok(Number(swaps) > 0, `the directories were never exchanged: ${figures.join('; ')}`);
+        // Read through to the changed byte: the race was met where it matters, in the real build.
+        const found = outcomes.get('changed sub/f3.bin') ?? 0;
+        assert.ok(found >= 3, `verify read the real build to its changed file only ${found} times: ${figures.join('; ')}`);
       }
       report(figures.join('\n      '));
     });
@@ -399,7 +403,8 @@ describe('attack: the readers of a build (verify, the model, the details page)',
       });
       report(`${swaps} exchanges over ${runs} listings: ${inside} saw the real folder, ${leaks.length} listed something outside`);
       assert.deepEqual(leaks.slice(0, 5), []);
-      assert.ok(inside > 0, 'the real folder was listed at least once');
+      assert.ok(Number(swaps) > 0, 'the folder was never exchanged');
+      assert.ok(inside >= 3, `the real folder was listed only ${inside} times`);
     });
 
     it('a folder of a build exchanged with a link to outside in a tight loop while builds are measured: nothing outside is counted', async function () {
@@ -423,7 +428,8 @@ describe('attack: the readers of a build (verify, the model, the details page)',
       });
       report(`${swaps} exchanges over ${runs} measures: ${inside} counted the real folder, ${outsideCounted} counted outside`);
       assert.equal(outsideCounted, 0);
-      assert.ok(inside > 0, 'the real folder was counted at least once');
+      assert.ok(Number(swaps) > 0, 'the folder was never exchanged');
+      assert.ok(inside >= 3, `the real folder was counted only ${inside} times`);
     });
 
     it('as another user: a folder it may not read hides nothing beside it, and nothing throws unhandled', async function () {
