@@ -69,6 +69,8 @@ describe('attack: two real users, a holder with umask 077 and --stale 60', funct
         const steals: string[] = [];
         const leftovers = new Set<string>();
         let attempts = 0;
+        /** Attempts that were not refused in the tool's words for a lock held by another (exit 3, ELOCKED). */
+        const unrefused: string[] = [];
         const contenderRan = path.join(marks, `contender-${contender}-ran`);
         fs.rmSync(contenderRan, { force: true });
         const until = Date.now() + HOLD_S * 1000;
@@ -82,11 +84,19 @@ describe('attack: two real users, a holder with umask 077 and --stale 60', funct
             steals.push(`attempt ${attempts}: ${contender}'s lock ${tag} ran its command (exit ${r.code}) while ${holder}'s command still ran (its mark was there${stillRunning ? '' : ', gone just after'}); stderr: ${r.stderr.trim().slice(0, 200)}`);
             fs.rmSync(contenderRan, { force: true });
           }
+          // It ran, and was refused because the lock is held: not for want of a way to run at all.
+          else if (stillRunning && !(r.code === 3 && r.stderr.includes(`${area} is held`))) unrefused.push(`attempt ${attempts}: exit ${r.code ?? r.signal}: ${r.stderr.trim().slice(0, 200)}`);
           for (const j of areaJunk(area)) leftovers.add(j);
           await sleep(500);
         }
         const code = await heldExit;
-        report(`${holder} held ${HOLD_S} s; ${contender} tried ${attempts} times: ${steals.length} steals, ${leftovers.size} leftovers; holder exit ${code}`);
+        // Once the holder is gone, the contender takes the lock and runs its command: it could all along.
+        const contenderAfter = path.join(marks, `contender-${contender}-after`);
+        const after = await cliTimed(staticDir, ['lock', tag, '--', 'touch', contenderAfter], { timeoutMs: 20_000, user: contender });
+        report(
+          `${holder} held ${HOLD_S} s; ${contender} tried ${attempts} times: ${attempts - unrefused.length - steals.length} refused as held, ${steals.length} steals, ${leftovers.size} leftovers; ` +
+            `holder exit ${code}; then ${contender} took it (exit ${after.code})`,
+        );
         assert.ok(steals.length === 0 && leftovers.size === 0, [
           `${steals.length} of ${attempts} attempts by ${contender} entered ${holder}'s live lock (umask 077, --stale 60 --refresh 25):`,
           ...steals.slice(0, 5),
@@ -94,6 +104,10 @@ describe('attack: two real users, a holder with umask 077 and --stale 60', funct
           `holder exited ${code}; holder stderr: ${heldErr.trim().slice(0, 300)}`,
         ].join('\n  '));
         assert.equal(code, 0, `${holder}'s lock -- cmd exited ${code}: ${heldErr}`);
+        assert.ok(attempts >= 5, `${contender} tried only ${attempts} times`);
+        assert.deepEqual(unrefused.slice(0, 5), [], `every attempt by ${contender} ran and was refused as held`);
+        assert.equal(after.code, 0, `${contender} could not take the free lock: ${after.stderr}`);
+        assert.ok(fs.existsSync(contenderAfter), `${contender}'s command did not run once the lock was free`);
       } finally {
         if (held.exitCode === null) held.kill('SIGKILL');
       }
