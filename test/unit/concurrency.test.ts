@@ -129,9 +129,10 @@ describe('concurrency (multi-process)', function () {
     await Promise.all(workers.map(exitOf));
   });
 
-  it('takes a stale lock over with exactly one winner among 8 racing processes (240 trials)', async function () {
+  const TAKEOVER_TRIALS = 250;
+  it(`takes a stale lock over with exactly one winner among 8 racing processes (${TAKEOVER_TRIALS} trials)`, async function () {
     const N = 8;
-    const TRIALS = 250;
+    const TRIALS = TAKEOVER_TRIALS;
     const timing = { staleMs: 2_000, refreshMs: 1_000 };
     const kinds = ['other-host heartbeat-stale', 'dead pid on this host', 'bare lock, old mtime', 'dead pid + dead contender claim', 'this version, dead pid'] as const;
     type Kind = (typeof kinds)[number];
