@@ -146,7 +146,7 @@ describe('attack: a lock lost mid-staging', function () {
           let firstExit: Promise<number | null> = Promise.resolve(null);
           let fr: Awaited<ReturnType<typeof cliTimed>> | undefined;
           for (let draw = 0; fr === undefined; draw++) {
-            assert.ok(draw < MAX_DRAWS, `trial ${i}: in ${MAX_DRAWS} draws the first stager never held its lock at the instant drawn`);
+            assert.ok(draw < MAX_DRAWS, `trial ${i}: in ${MAX_DRAWS} draws the first stager never held its lock at the instant drawn (last: exit ${String(await firstExit)}, ${firstStderr().trim().split('\n').pop()?.slice(0, 200)})`);
             if (draw > 0) redrawn++;
             tag = `${mode === 'same names' ? 'same' : 'distinct'}/t${i}.${draw}`;
             const seeded = await cli(staticDir, ['stage', tag, path.join(root, 'seed')]);
