@@ -1,14 +1,15 @@
 /**
  * Two real users on one static directory (mode 1777). One holds an area with `umask 077` and
  * `--stale 60 --refresh 25` (a legal lock whose heartbeat is older than the default 10 s between
- * refreshes, and whose owner record the other user cannot read); the other user tries to take the
+ * refreshes, and whose owner record the other user cannot read: made mode 0600, as an earlier
+ * build under that umask left it); the other user tries to take the
  * same area again and again with the defaults. It must never run its command while the holder's
  * command runs, and must leave no `devserver.lock.trash.*` or `devserver.lock.claim.*` behind.
  * Both directions: nobody holds and daemon contends, then daemon holds and nobody contends. The
  * area directory is writable by both (mode 777, as a group-shared build directory is).
  */
 import { strict as assert } from 'assert';
-import { spawn } from 'child_process';
+import { spawn, spawnSync } from 'child_process';
 import * as fs from 'fs';
 import * as path from 'path';
 import { areaJunk, cliTimed, hasTool } from '../attack';
@@ -66,6 +67,12 @@ describe('attack: two real users, a holder with umask 077 and --stale 60', funct
       const heldExit = new Promise<number | null>((r) => held.once('exit', (code) => r(code)));
       try {
         await waitFor(() => (fs.existsSync(running) ? true : undefined), 15_000, `${holder}'s command to start`);
+        // This tool writes its record readable by all whatever the umask; an earlier build under
+        // umask 077 left it readable by its holder alone, as it is made now.
+        const record = path.join(area, 'devserver.lock', 'owner.json');
+        fs.chmodSync(record, 0o600);
+        const peek = spawnSync('runuser', ['-u', contender, '--', 'cat', record], { encoding: 'utf8' });
+        assert.notEqual(peek.status, 0, `${contender} can still read ${holder}'s record`);
         const steals: string[] = [];
         const leftovers = new Set<string>();
         let attempts = 0;
