@@ -358,29 +358,35 @@ export async function pool<T>(items: readonly T[], concurrency: number, fn: (ite
   );
 }
 
+/** Python: reads inotify events from `fd` until stdin ends, as (watch, mask, name); for the watchers below. */
+const INOTIFY_EVENTS_PY = `
+import ctypes, os, re, select, signal, struct, sys
+def events(fd):
+    while True:
+        r, _, _ = select.select([fd, sys.stdin], [], [])
+        if sys.stdin in r and not sys.stdin.readline():
+            return
+        if fd not in r:
+            continue
+        buf = os.read(fd, 65536)
+        i = 0
+        while i < len(buf):
+            wd, mask, _, n = struct.unpack_from('iIII', buf, i)
+            yield wd, mask, buf[i + 16:i + 16 + n].rstrip(b'\\0').decode('utf8', 'replace')
+            i += 16 + n
+`;
+
 /** Python through the kernel's inotify: prints every create, delete and move of `name` in the directory argv[1] ('ready' first). */
-const WATCH_NAME_PY = `
-import ctypes, os, struct, sys, select
+const WATCH_NAME_PY = `${INOTIFY_EVENTS_PY}
 libc = ctypes.CDLL(None, use_errno=True)
 fd = libc.inotify_init()
 if libc.inotify_add_watch(fd, sys.argv[1].encode(), 0x40 | 0x80 | 0x100 | 0x200) < 0:
     sys.exit('inotify_add_watch failed: %d' % ctypes.get_errno())
 print('ready', flush=True)
 kinds = {0x40: 'moved from', 0x80: 'moved to', 0x100: 'created', 0x200: 'deleted'}
-while True:
-    r, _, _ = select.select([fd, sys.stdin], [], [])
-    if sys.stdin in r and not sys.stdin.readline():
-        break
-    if fd not in r:
-        continue
-    buf = os.read(fd, 65536)
-    i = 0
-    while i < len(buf):
-        _, mask, _, n = struct.unpack_from('iIII', buf, i)
-        name = buf[i + 16:i + 16 + n].rstrip(b'\\0').decode('utf8', 'replace')
-        i += 16 + n
-        if name == sys.argv[2]:
-            print(' '.join(v for k, v in kinds.items() if mask & k), flush=True)
+for _, mask, name in events(fd):
+    if name == sys.argv[2]:
+        print(' '.join(v for k, v in kinds.items() if mask & k), flush=True)
 `;
 
 /**
@@ -416,8 +422,7 @@ export async function watchName(dir: string, name: string): Promise<{ stop(): Pr
  * line of stdin is a pid to stop (SIGSTOP) at the first such event, 0 for none; each event is
  * printed as `reached WHAT`, and `stopped` follows when the pid was stopped. Ends when stdin ends.
  */
-const WATCH_REACH_PY = `
-import ctypes, os, re, select, signal, struct, sys
+const WATCH_REACH_PY = `${INOTIFY_EVENTS_PY}
 libc = ctypes.CDLL(None, use_errno=True)
 fd = libc.inotify_init()
 ON_FILE = 0x1 | 0x2 | 0x4 | 0x8 | 0x10 | 0x20 | 0x400 | 0x800
@@ -441,35 +446,24 @@ for spec in sys.argv[1:]:
 print('ready', flush=True)
 pid = int(sys.stdin.readline() or '0')
 stopped = False
-while True:
-    r, _, _ = select.select([fd, sys.stdin], [], [])
-    if sys.stdin in r and not sys.stdin.readline():
-        break
-    if fd not in r:
+for wd, mask, name in events(fd):
+    what = ' '.join(sorted(set(v for k, v in kinds.items() if mask & k)))
+    if wd in files:
+        hit = '%s %s' % (files[wd], what)
+    elif wd in dirs and any(x.match(name) for x in dirs[wd][1]):
+        hit = '%s %s' % (os.path.join(dirs[wd][0], name), what)
+    else:
         continue
-    buf = os.read(fd, 65536)
-    i = 0
-    while i < len(buf):
-        wd, mask, _, n = struct.unpack_from('iIII', buf, i)
-        name = buf[i + 16:i + 16 + n].rstrip(b'\\0').decode('utf8', 'replace')
-        i += 16 + n
-        what = ' '.join(sorted(set(v for k, v in kinds.items() if mask & k)))
-        if wd in files:
-            hit = '%s %s' % (files[wd], what)
-        elif wd in dirs and any(x.match(name) for x in dirs[wd][1]):
-            hit = '%s %s' % (os.path.join(dirs[wd][0], name), what)
-        else:
-            continue
-        if pid and not stopped:
-            try:
-                os.kill(pid, signal.SIGSTOP)
-                stopped = True
-            except ProcessLookupError:
-                pass
-        print('reached ' + hit, flush=True)
-        if stopped:
-            print('stopped', flush=True)
-            pid = 0
+    if pid and not stopped:
+        try:
+            os.kill(pid, signal.SIGSTOP)
+            stopped = True
+        except ProcessLookupError:
+            pass
+    print('reached ' + hit, flush=True)
+    if stopped:
+        print('stopped', flush=True)
+        pid = 0
 `;
 
 export interface ReachWatch {
