@@ -66,8 +66,10 @@ export interface Timed {
   ms: number;
   /** It had not ended by the deadline. */
   hung: boolean;
-  /** When hung: it ended within `termGraceMs` of SIGTERM (undefined when not hung). */
+  /** When hung or sent SIGTERM: it ended within `termGraceMs` of SIGTERM (undefined when not sent). */
   stoppedOnTerm?: boolean;
+  /** SIGTERM was sent while it ran (by `termAfterMs`, `termOn` or the deadline). */
+  termSent: boolean;
 }
 
 export interface TimedOptions extends SpawnOptions {
@@ -76,14 +78,20 @@ export interface TimedOptions extends SpawnOptions {
   termGraceMs?: number;
   /** Send SIGTERM this long after the start (to prove it stops when asked). */
   termAfterMs?: number;
+  /** Send SIGTERM, then SIGCONT (it may have been stopped meanwhile), once this resolves. */
+  termOn?: Promise<unknown>;
+  /** Called with the pid as soon as it runs. */
+  onSpawn?: (pid: number) => void;
 }
 
 /** Runs a command; at the deadline sends SIGTERM, then SIGKILL after a grace, and says which. */
 export function runTimed(command: string, args: readonly string[], options: TimedOptions): Promise<Timed> {
-  const { timeoutMs, termGraceMs = 3_000, termAfterMs, ...spawnOptions } = options;
+  const { timeoutMs, termGraceMs = 3_000, termAfterMs, termOn, onSpawn, ...spawnOptions } = options;
   return new Promise((resolve, reject) => {
     const start = Date.now();
     const child = spawn(command, args, { ...spawnOptions, stdio: ['ignore', 'pipe', 'pipe'] });
+    if (child.pid !== undefined) onSpawn?.(child.pid);
+    let closed = false;
     let stdout = '';
     let stderr = '';
     let hung = false;
@@ -92,11 +100,14 @@ export function runTimed(command: string, args: readonly string[], options: Time
     child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
     const timers: NodeJS.Timeout[] = [];
     const term = (): void => {
+      if (closed || termSentAt !== undefined) return;
       termSentAt = Date.now();
       child.kill('SIGTERM');
+      child.kill('SIGCONT');
       timers.push(setTimeout(() => child.kill('SIGKILL'), termGraceMs));
     };
     if (termAfterMs !== undefined) timers.push(setTimeout(term, termAfterMs));
+    void termOn?.then(term);
     timers.push(
       setTimeout(() => {
         hung = true;
@@ -104,11 +115,13 @@ export function runTimed(command: string, args: readonly string[], options: Time
       }, timeoutMs),
     );
     child.once('error', reject);
+    // Ended: a signal sent from now on would not be sent to it.
+    child.once('exit', () => (closed = true));
     child.once('close', (code, signal) => {
       for (const t of timers) clearTimeout(t);
       const end = Date.now();
       const stoppedOnTerm = termSentAt === undefined ? undefined : signal !== 'SIGKILL' && end - termSentAt < termGraceMs;
-      resolve({ code, signal, stdout, stderr, ms: end - start, hung, stoppedOnTerm });
+      resolve({ code, signal, stdout, stderr, ms: end - start, hung, stoppedOnTerm, termSent: termSentAt !== undefined });
     });
   });
 }
@@ -345,29 +358,35 @@ export async function pool<T>(items: readonly T[], concurrency: number, fn: (ite
   );
 }
 
+/** Python: reads inotify events from `fd` until stdin ends, as (watch, mask, name); for the watchers below. */
+const INOTIFY_EVENTS_PY = `
+import ctypes, os, re, select, signal, struct, sys
+def events(fd):
+    while True:
+        r, _, _ = select.select([fd, sys.stdin], [], [])
+        if sys.stdin in r and not sys.stdin.readline():
+            return
+        if fd not in r:
+            continue
+        buf = os.read(fd, 65536)
+        i = 0
+        while i < len(buf):
+            wd, mask, _, n = struct.unpack_from('iIII', buf, i)
+            yield wd, mask, buf[i + 16:i + 16 + n].rstrip(b'\\0').decode('utf8', 'replace')
+            i += 16 + n
+`;
+
 /** Python through the kernel's inotify: prints every create, delete and move of `name` in the directory argv[1] ('ready' first). */
-const WATCH_NAME_PY = `
-import ctypes, os, struct, sys, select
+const WATCH_NAME_PY = `${INOTIFY_EVENTS_PY}
 libc = ctypes.CDLL(None, use_errno=True)
 fd = libc.inotify_init()
 if libc.inotify_add_watch(fd, sys.argv[1].encode(), 0x40 | 0x80 | 0x100 | 0x200) < 0:
     sys.exit('inotify_add_watch failed: %d' % ctypes.get_errno())
 print('ready', flush=True)
 kinds = {0x40: 'moved from', 0x80: 'moved to', 0x100: 'created', 0x200: 'deleted'}
-while True:
-    r, _, _ = select.select([fd, sys.stdin], [], [])
-    if sys.stdin in r and not sys.stdin.readline():
-        break
-    if fd not in r:
-        continue
-    buf = os.read(fd, 65536)
-    i = 0
-    while i < len(buf):
-        _, mask, _, n = struct.unpack_from('iIII', buf, i)
-        name = buf[i + 16:i + 16 + n].rstrip(b'\\0').decode('utf8', 'replace')
-        i += 16 + n
-        if name == sys.argv[2]:
-            print(' '.join(v for k, v in kinds.items() if mask & k), flush=True)
+for _, mask, name in events(fd):
+    if name == sys.argv[2]:
+        print(' '.join(v for k, v in kinds.items() if mask & k), flush=True)
 `;
 
 /**
@@ -394,4 +413,115 @@ export async function watchName(dir: string, name: string): Promise<{ stop(): Pr
         child.stdin.end();
       }),
   };
+}
+
+/**
+ * Python through the kernel's inotify: reports every time a process reaches one of the things
+ * planted (argv: `file:PATH`, a file itself and its name in its directory; `names:DIR:REGEX`,
+ * names in DIR that match): opens, reads, writes, attribute changes, removal, renames. The first
+ * line of stdin is a pid to stop (SIGSTOP) at the first such event, 0 for none; each event is
+ * printed as `reached WHAT`, and `stopped` follows when the pid was stopped. Ends when stdin ends.
+ */
+const WATCH_REACH_PY = `${INOTIFY_EVENTS_PY}
+libc = ctypes.CDLL(None, use_errno=True)
+fd = libc.inotify_init()
+ON_FILE = 0x1 | 0x2 | 0x4 | 0x8 | 0x10 | 0x20 | 0x400 | 0x800
+IN_DIR = 0x40 | 0x80 | 0x100 | 0x200
+kinds = {0x1: 'read', 0x2: 'written', 0x4: 'attributes changed', 0x8: 'closed', 0x10: 'closed', 0x20: 'opened', 0x40: 'moved away', 0x80: 'replaced', 0x100: 'created', 0x200: 'removed', 0x400: 'removed', 0x800: 'moved'}
+files, dirs = {}, {}
+def watch(p, mask):
+    wd = libc.inotify_add_watch(fd, p.encode(), mask | 0x20000000)
+    if wd < 0:
+        sys.exit('inotify_add_watch %s failed: %d' % (p, ctypes.get_errno()))
+    return wd
+for spec in sys.argv[1:]:
+    kind, rest = spec.split(':', 1)
+    if kind == 'file':
+        files[watch(rest, ON_FILE)] = rest
+        d, n = os.path.split(rest)
+        dirs.setdefault(watch(d, IN_DIR), (d, []))[1].append(re.compile(re.escape(n) + '$'))
+    else:
+        d, rx = rest.split(':', 1)
+        dirs.setdefault(watch(d, IN_DIR), (d, []))[1].append(re.compile(rx))
+print('ready', flush=True)
+pid = int(sys.stdin.readline() or '0')
+stopped = False
+for wd, mask, name in events(fd):
+    what = ' '.join(sorted(set(v for k, v in kinds.items() if mask & k)))
+    if wd in files:
+        hit = '%s %s' % (files[wd], what)
+    elif wd in dirs and any(x.match(name) for x in dirs[wd][1]):
+        hit = '%s %s' % (os.path.join(dirs[wd][0], name), what)
+    else:
+        continue
+    if pid and not stopped:
+        try:
+            os.kill(pid, signal.SIGSTOP)
+            stopped = True
+        except ProcessLookupError:
+            pass
+    print('reached ' + hit, flush=True)
+    if stopped:
+        print('stopped', flush=True)
+        pid = 0
+`;
+
+export interface ReachWatch {
+  /** Starts watching for `pid` (stopped at the first event), or for no one (0). */
+  start(pid: number): void;
+  /** Resolves once `pid` was stopped at the first event. */
+  stopped: Promise<void>;
+  /** Ends the watch: every event seen (`PATH what`). */
+  end(): Promise<string[]>;
+}
+
+/**
+ * Watches, with the kernel's inotify, for a process reaching the things planted (see
+ * WATCH_REACH_PY): `files` each watched itself and by its name; `names` as [dir, regex].
+ */
+export async function watchReach(files: readonly string[], names: readonly [string, string][] = []): Promise<ReachWatch> {
+  const args = [...files.map((f) => `file:${f}`), ...names.map(([d, rx]) => `names:${d}:${rx}`)];
+  const child = spawn('python3', ['-c', WATCH_REACH_PY, ...args], { stdio: ['pipe', 'pipe', 'pipe'] });
+  let out = '';
+  let err = '';
+  let onStopped: () => void = () => undefined;
+  const stopped = new Promise<void>((resolve) => (onStopped = resolve));
+  child.stderr.on('data', (d: Buffer) => (err += d.toString()));
+  child.stdout.on('data', (d: Buffer) => {
+    out += d.toString();
+    if (out.includes('\nstopped\n')) onStopped();
+  });
+  await new Promise<void>((resolve, reject) => {
+    const check = (): void => {
+      if (out.startsWith('ready\n')) resolve();
+    };
+    child.stdout.on('data', check);
+    child.once('exit', () => reject(new Error(`the inotify watcher ended: ${err}`)));
+  });
+  return {
+    start: (pid) => child.stdin.write(`${pid}\n`),
+    stopped,
+    end: () =>
+      new Promise((resolve) => {
+        child.once('close', () =>
+          resolve(
+            out
+              .split('\n')
+              .filter((l) => l.startsWith('reached '))
+              .map((l) => l.slice('reached '.length)),
+          ),
+        );
+        child.stdin.end();
+      }),
+  };
+}
+
+/** The state letter of process `pid` in /proc (`T` stopped, `Z` ended but not reaped), or undefined once it is gone. */
+export function processState(pid: number): string | undefined {
+  try {
+    const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+    return stat.slice(stat.lastIndexOf(')') + 2).split(' ')[0];
+  } catch {
+    return undefined;
+  }
 }

@@ -204,6 +204,8 @@ export async function isOurLock(state: LockFsState, lockPath = state.area.at(LOC
 export async function releaseOurs(state: LockFsState, aside?: { dir: Dir; name: string }): Promise<void> {
   const lost = (): NodeJS.ErrnoException => coded('ECOMPROMISED', `${state.lockPath} is no longer our lock: it was removed or replaced by another`);
   const work = state.area.at(workOf(state));
+  // Where a release that checked first and then acted by name would be cut off: nothing may depend on that check.
+  step('release.begin');
   if (state.lockFd !== undefined && aside === undefined) {
     // The counter first, while the lock is whole: where it cannot go back, the lock stays, and whoever takes it over puts it back.
     if (state.settled !== true) await restoreCarriers(state.io, state.area, workOf(state));

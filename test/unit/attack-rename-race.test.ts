@@ -12,14 +12,23 @@ import { spawn, spawnSync, type ChildProcess } from 'child_process';
 import * as fs from 'fs';
 import * as path from 'path';
 import { destroy, forceRelease, prune, stage } from '../../src/core';
+import { StagingError } from '../../src/core/errors';
 import { changes, cliTimed, exchanger, fingerprint } from '../attack';
 import { cleanup, report, tempDir } from '../helpers';
 
 /** Seconds each operation runs against the swapper; iteration counts are printed. */
 const BUDGET_MS = Number(process.env.DSS_ATTACK_RACE_MS ?? 12_000);
+/**
+ * Operations that must get through per race, or it proves little: most are refused (the path
+ * was a link at the instant it was looked at). A race that has fewer at the end of its budget
+ * runs on, up to three budgets, until it has them.
+ */
+const MIN_DONE = 10;
+/** The same for the CLI's runs, which take longer each: at least this many of each command, in at most 160 runs. */
+const CLI_MIN_DONE = 5;
 
 describe('attack: a directory exchanged with a link to outside while commands run', function () {
-  this.timeout(BUDGET_MS * 3 + 60_000);
+  this.timeout(BUDGET_MS * 4 + 60_000);
   let root = '';
   let swapperCmd: string[] = [];
   let staticDir = '';
@@ -128,17 +137,23 @@ describe('attack: a directory exchanged with a link to outside while commands ru
     it(`${op.name}: nothing outside changes`, async function () {
       const breaks: string[] = [];
       let iterations = 0;
-      let errors = 0;
+      let done = 0;
+      /** Refusals by code; anything but a coded StagingError is a failure of the test. */
+      const refused = new Map<string, number>();
+      const crashes: string[] = [];
       let before = fingerprint(outside);
       startSwapper();
-      const deadline = Date.now() + BUDGET_MS;
+      const started = Date.now();
+      let swaps = 0;
       try {
-        while (Date.now() < deadline) {
+        while (Date.now() < started + BUDGET_MS || (done < MIN_DONE && Date.now() < started + 3 * BUDGET_MS)) {
           op.setup();
           try {
             await op.run(iterations);
-          } catch {
-            errors++;
+            done++;
+          } catch (err) {
+            if (err instanceof StagingError) refused.set(err.code, (refused.get(err.code) ?? 0) + 1);
+            else crashes.push(String(err));
           }
           iterations++;
           // A listing seen through the swapped link must not turn into the removal of the real
@@ -155,22 +170,31 @@ describe('attack: a directory exchanged with a link to outside while commands ru
           }
         }
       } finally {
-        const swaps = await stopSwapper();
-        report(`${op.name}: ${iterations} iterations (${errors} refused or failed), ${swaps} exchanges, ${breaks.length} changed something outside`);
+        swaps = await stopSwapper();
+        const codes = [...refused].map(([code, n]) => `${n} ${code}`).join(', ') || 'none';
+        report(`${op.name}: ${iterations} iterations, ${done} done, refused: ${codes}; ${swaps} exchanges, ${breaks.length} changed something outside`);
       }
       // Clean the areas staged by 'stage new' so later operations see a small tree.
       for (const name of fs.readdirSync(board)) if (name.startsWith('N')) fs.rmSync(path.join(board, name), { recursive: true, force: true });
       assert.ok(breaks.length === 0, `${op.name}: ${breaks.length} of ${iterations} iterations changed files outside the static directory:\n  ${breaks.slice(0, 8).join('\n  ')}`);
+      assert.deepEqual(crashes.slice(0, 5), [], `${op.name}: failures that are not a coded refusal`);
+      assert.ok(swaps > 0, 'the swapper must have exchanged the directories');
+      assert.ok(done >= MIN_DONE, `${op.name}: only ${done} of ${iterations} operations got through (at least ${MIN_DONE} must, or the race proves little)`);
     });
   }
 
-  it('the CLI: destroy and force-release by path, 40 runs each: nothing outside changes', async function () {
+  it(`the CLI: destroy and force-release by path, 40 runs each (more until ${CLI_MIN_DONE} of each got through): nothing outside changes`, async function () {
     const breaks: string[] = [];
     let before = fingerprint(outside);
     let runs = 0;
+    /** Exit codes per command; a refusal is exit 1 or 3 with the tool's own words. */
+    const exits = new Map<string, Map<string, number>>();
+    const odd: string[] = [];
+    let swaps = 0;
     startSwapper();
     try {
-      for (let i = 0; i < 40; i++) {
+      const through = (name: string): number => exits.get(name)?.get('0') ?? 0;
+      for (let i = 0; i < 40 || (i < 160 && (through('destroy') < CLI_MIN_DONE || through('force-release') < CLI_MIN_DONE)); i++) {
         for (const [args, lock] of [
           [['destroy', '--force', 'board/R1'], 'none'],
           [['force-release', 'board/R1'], 'legacy'],
@@ -178,6 +202,11 @@ describe('attack: a directory exchanged with a link to outside while commands ru
           setupR1(lock);
           const r = await cliTimed(staticDir, args, { timeoutMs: 20_000 });
           runs++;
+          const name = args[0];
+          const byCode = exits.get(name) ?? new Map<string, number>();
+          exits.set(name, byCode);
+          byCode.set(String(r.code ?? r.signal), (byCode.get(String(r.code ?? r.signal)) ?? 0) + 1);
+          if (r.code !== 0 && !((r.code === 1 || r.code === 2 || r.code === 3) && r.stderr.startsWith('devserver-stage: '))) odd.push(`${args.join(' ')}: exit ${r.code ?? r.signal}: ${r.stderr.trim().slice(0, 200)}`);
           const diff = changes(outside, before, fingerprint(outside));
           if (diff.length > 0) {
             breaks.push(`${args.join(' ')} (exit ${r.code}): ${diff.slice(0, 4).join('; ')}`);
@@ -187,9 +216,17 @@ describe('attack: a directory exchanged with a link to outside while commands ru
         }
       }
     } finally {
-      const swaps = await stopSwapper();
-      report(`CLI: ${runs} runs, ${swaps} exchanges, ${breaks.length} changed something outside`);
+      swaps = await stopSwapper();
+      const tally = [...exits].map(([name, byCode]) => `${name} ${[...byCode].map(([code, n]) => `${n}× exit ${code}`).join(', ')}`).join('; ');
+      report(`CLI: ${runs} runs (${tally}), ${swaps} exchanges, ${breaks.length} changed something outside`);
     }
     assert.ok(breaks.length === 0, `${breaks.length} of ${runs} CLI runs changed files outside the static directory:\n  ${breaks.slice(0, 8).join('\n  ')}`);
+    assert.ok(runs >= 80, 'every run ran');
+    assert.deepEqual(odd.slice(0, 5), [], 'every run either did its work or was refused in its own words');
+    assert.ok(swaps > 0, 'the swapper must have exchanged the directories');
+    for (const name of ['destroy', 'force-release']) {
+      const got = exits.get(name)?.get('0') ?? 0;
+      assert.ok(got >= CLI_MIN_DONE, `${name}: only ${got} of ${runs / 2} runs got through (at least ${CLI_MIN_DONE} must, or the race proves little)`);
+    }
   });
 });

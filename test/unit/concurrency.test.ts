@@ -129,9 +129,10 @@ describe('concurrency (multi-process)', function () {
     await Promise.all(workers.map(exitOf));
   });
 
-  it('takes a stale lock over with exactly one winner among 8 racing processes (240 trials)', async function () {
+  const TAKEOVER_TRIALS = 250;
+  it(`takes a stale lock over with exactly one winner among 8 racing processes (${TAKEOVER_TRIALS} trials)`, async function () {
     const N = 8;
-    const TRIALS = 250;
+    const TRIALS = TAKEOVER_TRIALS;
     const timing = { staleMs: 2_000, refreshMs: 1_000 };
     const kinds = ['other-host heartbeat-stale', 'dead pid on this host', 'bare lock, old mtime', 'dead pid + dead contender claim', 'this version, dead pid'] as const;
     type Kind = (typeof kinds)[number];
@@ -336,6 +337,9 @@ describe('concurrency (multi-process)', function () {
     const t0 = performance.now();
     process.kill(acquired.pid as number, 'SIGKILL');
     await exitOf(holder);
+    // Its last heartbeat, as the filesystem keeps it (what every judge reads), now that no other can come.
+    const dead = fs.statSync(lockPath);
+    const lastBeatMs = dead.mtimeMs;
 
     // A pid on another host cannot be checked: right after the kill the lock still looks held.
     const info = await inspect(staticDir, tag, timing);
@@ -351,8 +355,17 @@ describe('concurrency (multi-process)', function () {
     const lease = await acquire(staticDir, tag, { createOnce: false, waitMs: bound, ...timing });
     const elapsed = performance.now() - t0;
     try {
-      report(`SIGKILL on "otherhost" → acquired after ${Math.round(elapsed)} ms (stale ${timing.staleMs} + refresh ${timing.refreshMs} + slack ${slackMs} = ${bound} ms bound)`);
+      // Never before the threshold, counted from the last heartbeat: the new holder's lock is made
+      // after the takeover, and its record says when by the clock the judge used (this host's, the
+      // filesystem's here); the kernel stamped the new lock's birth a clock tick behind at most.
+      const takenAtMs = Date.parse(lease.holder.acquiredAt);
+      const born = fs.statSync(lease.lockPath).birthtimeMs;
+      report(
+        `SIGKILL on "otherhost" → acquired after ${Math.round(elapsed)} ms (stale ${timing.staleMs} + refresh ${timing.refreshMs} + slack ${slackMs} = ${bound} ms bound); ` +
+          `${Math.round(takenAtMs - lastBeatMs)} ms after the last heartbeat's mtime (the kernel: new lock born ${Math.round(born - dead.ctimeMs)} ms after the last change to the old one)`,
+      );
       assert.ok(elapsed <= bound, `took ${elapsed} ms, bound ${bound} ms`);
+      assert.ok(takenAtMs - lastBeatMs > timing.staleMs, `taken ${takenAtMs - lastBeatMs} ms after the last heartbeat, before the ${timing.staleMs} ms threshold`);
       assert.equal(readToken(lease.lockPath), lease.holder.token);
     } finally {
       await lease.release();

@@ -62,6 +62,32 @@ describe('fencing', function () {
     for (let i = 1; i < tokens.length; i++) assert.ok(tokens[i] > tokens[i - 1], `tokens must grow: ${tokens.join(', ')}`);
   });
 
+  it('a holder killed between taking the counter and publishing its token: whoever removes its lock puts the counter back, at its proposed token', async () => {
+    for (let i = 0; i < 3; i++) await (await acquire(staticDir, 'b/R1', { createOnce: false })).release();
+    const counter = path.join(staticDir, 'b', 'R1', FENCE_FILE);
+    assert.deepEqual(fs.readdirSync(counter), ['3']);
+    // Stopped by itself right after it took the counter into its work directory, then killed there.
+    const killed = track(
+      spawn(process.execPath, [path.join(WORKERS, 'holder.js'), JSON.stringify({ staticDir, tag: 'b/R1', createOnce: false })], {
+        stdio: ['ignore', 'pipe', 'pipe', 'ipc'],
+        env: { ...process.env, DEVSERVER_STAGING_PAUSE_AT: 'settle.consumed' },
+      }),
+    );
+    await waitFor(() => (fs.existsSync(counter) && fs.readdirSync(counter).length === 0 ? true : undefined), 10_000, 'the holder to take the counter');
+    killed.kill('SIGKILL');
+    await exitOf(killed);
+    const work = fs.readdirSync(path.join(staticDir, 'b', 'R1', LOCK_NAME)).find((n) => n.startsWith('work.'))!;
+    assert.deepEqual(fs.readdirSync(path.join(staticDir, 'b', 'R1', LOCK_NAME, work)), ['fence.3'], 'the counter is in its work directory');
+    // Removed by a force-release (no holder comes after it): the counter is back, raised to the
+    // token the dead holder proposed (never handed out again, though it never published it).
+    await forceRelease(staticDir, 'b/R1');
+    assert.deepEqual(fs.readdirSync(counter), ['4'], 'the counter holds a number again');
+    assert.deepEqual(fs.readdirSync(path.join(staticDir, 'b', 'R1')).filter((n) => n.startsWith(LOCK_NAME)), [], 'nothing of the lock is left');
+    const next = await acquire(staticDir, 'b/R1', { createOnce: false });
+    assert.equal(next.fence, 5);
+    await next.release();
+  });
+
   it('keeps the counter as the name of the one entry of a directory, takes over the link or file of earlier builds, and never follows or waits on what is planted', async () => {
     const area = path.join(staticDir, 'b', 'R4');
     fs.mkdirSync(area, { recursive: true });

@@ -114,7 +114,12 @@ describe('clock skew between hosts (libfaketime)', function () {
    * Kills `holder`, a holder on another host where root allows it (the test is skipped otherwise),
    * and waits for `judge` to call its lock stale: that judgement, and how long after the kill.
    */
-  async function killAndAwaitStale<T extends { state: LockState }>(test: Mocha.Context, holder: ChildProcess, judge: () => Promise<T>): Promise<{ stale: T; elapsed: number }> {
+  async function killAndAwaitStale<T extends { state: LockState }>(
+    test: Mocha.Context,
+    holder: ChildProcess,
+    judge: () => Promise<T>,
+    lockPath?: string,
+  ): Promise<{ stale: T; elapsed: number; afterBeatMs?: number }> {
     if (!canUnshare) {
       console.log('      skipped the kill: a holder on another host (`unshare --uts`) needs root');
       test.skip();
@@ -122,6 +127,8 @@ describe('clock skew between hosts (libfaketime)', function () {
     const t0 = performance.now();
     holder.kill('SIGKILL');
     await exitOf(holder);
+    // Its last heartbeat as the filesystem keeps it, in the filesystem's (here: the real) time.
+    const lastBeatMs = lockPath === undefined ? undefined : fs.statSync(lockPath).mtimeMs;
     const stale = await waitFor(
       async () => {
         const j = await judge();
@@ -131,7 +138,8 @@ describe('clock skew between hosts (libfaketime)', function () {
       'the lock to turn stale',
       100,
     );
-    return { stale, elapsed: performance.now() - t0 };
+    // Judged stale no later than now, by the real clock.
+    return { stale, elapsed: performance.now() - t0, ...(lastBeatMs !== undefined ? { afterBeatMs: Date.now() - lastBeatMs } : {}) };
   }
 
   for (const offsetS of [-60, 60]) {
@@ -158,9 +166,11 @@ describe('clock skew between hosts (libfaketime)', function () {
       report(`holder clock ${Math.round(holderClock)} ms off; heartbeat age by the real clock ${Math.round(ageMs)} ms; ${seen.length} judgements, all held`);
       assert.ok(Math.abs(ageMs) <= timing.refreshMs + 500, `the heartbeat is ${Math.round(ageMs)} ms old by the real clock`);
 
-      const { stale, elapsed } = await killAndAwaitStale(this, holder, () => inspect(staticDir, tag, timing));
-      report(`SIGKILL → stale after ${Math.round(elapsed)} ms (bound ${staleBoundMs} ms): ${stale.staleReason}`);
+      const { stale, elapsed, afterBeatMs } = await killAndAwaitStale(this, holder, () => inspect(staticDir, tag, timing), lockPath);
+      report(`SIGKILL → stale after ${Math.round(elapsed)} ms (bound ${staleBoundMs} ms), ${Math.round(afterBeatMs!)} ms after the last heartbeat's mtime at most: ${stale.staleReason}`);
       assert.ok(elapsed <= staleBoundMs, `stale only after ${Math.round(elapsed)} ms`);
+      // A real-clock judge never calls it stale before the threshold has passed since the last heartbeat.
+      assert.ok(afterBeatMs! > timing.staleMs, `stale at most ${Math.round(afterBeatMs!)} ms after the last heartbeat, before the ${timing.staleMs} ms threshold`);
       const lease = await acquire(staticDir, tag, { ...timing, createOnce: false });
       assert.equal(readToken(lockPath), lease.holder.token);
       await lease.release();
@@ -487,13 +497,16 @@ describe('a network filesystem shared by two clients (sshfs)', function () {
     // Kill right after a heartbeat, read on the server, so the lock's age counts from a known moment.
     const first = fs.statSync(lockOnServer).mtimeMs;
     await waitFor(() => (fs.statSync(lockOnServer).mtimeMs !== first ? true : undefined), 5_000, 'a heartbeat');
-    const lastHeartbeat = fs.statSync(lockOnServer).mtimeMs;
     // Let B's client cache the held lock, as a judge there would have.
     assert.equal((await inspect(mountB, tag, timing)).state, 'held');
 
     const t0 = performance.now();
     holder.kill('SIGKILL');
     await exitOf(holder);
+    // Its last heartbeat, as the server keeps it (what every judge reads through its client), read
+    // once the holder is gone. (One still on its way to the server would only make the threshold
+    // count from later.)
+    const lastHeartbeat = fs.statSync(lockOnServer).mtimeMs;
     // The lock turns stale `staleMs` after the last heartbeat; sshfs stamps whole seconds and
     // heartbeats are rounded up to the next one, adding up to 1 s. Then: the client's caches (the
     // core waits 1.1 s for FUSE's 1 s attribute cache before it believes a lock stale), and a
@@ -501,11 +514,13 @@ describe('a network filesystem shared by two clients (sshfs)', function () {
     const boundMs = timing.staleMs + 1_000 + 1_100 + 1_500 + 1_000; // the last 1 s: timers late on a busy machine
     const lease = await acquire(mountB, tag, { ...timing, createOnce: false, waitMs: 30_000 });
     const elapsed = performance.now() - t0;
-    const takenAt = Date.now();
-    report(`SIGKILL → taken through mount B after ${Math.round(elapsed)} ms (bound ${boundMs} ms); ${Math.round(takenAt - lastHeartbeat)} ms after the last heartbeat's mtime`);
+    // When it was taken, by the clock the judge on B used: the new holder's record, made after the
+    // takeover (the filesystem's time; the two clients and the server share one clock here).
+    const takenAt = Date.parse(lease.holder.acquiredAt);
+    report(`SIGKILL → taken through mount B after ${Math.round(elapsed)} ms (bound ${boundMs} ms); ${Math.round(takenAt - lastHeartbeat)} ms after the last heartbeat's mtime on the server`);
     assert.ok(elapsed <= boundMs, `took ${Math.round(elapsed)} ms`);
-    // Never before the threshold: the last heartbeat's mtime (rounded up) is the earliest it may count from.
-    assert.ok(takenAt - lastHeartbeat >= timing.staleMs, `taken ${Math.round(takenAt - lastHeartbeat)} ms after the last heartbeat`);
+    // Never before the threshold, counted from the last heartbeat as the server keeps it (rounded up to a whole second by sshfs).
+    assert.ok(takenAt - lastHeartbeat > timing.staleMs, `taken ${Math.round(takenAt - lastHeartbeat)} ms after the last heartbeat, before the ${timing.staleMs} ms threshold`);
     assert.equal(readToken(lockOnServer), lease.holder.token);
     assert.equal((await inspect(mountA, tag, timing)).holder?.token, lease.holder.token);
     await lease.release();

@@ -15,16 +15,45 @@ import { stage } from '../../src/core/stage/stage';
 import { cleanup, exitOf, isRoot, report, tempDir, WORKERS } from '../helpers';
 
 const TRIALS = 40;
+/**
+ * Stagings that must get through, and exchanges that must land while a staging runs (refused as
+ * a changed source, ESOURCE), per race: a race short of either runs on, up to three times TRIALS.
+ */
+const MIN_STAGED = 3;
+const MIN_CHANGED = 1;
+/** racer A B COUNTFILE: exchanges A and B until SIGTERM, then writes how many exchanges it made to COUNTFILE. */
 const RACER_C = `#define _GNU_SOURCE
 #include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
 #include <sys/syscall.h>
 #include <unistd.h>
+static volatile sig_atomic_t stop = 0;
+static void on_term(int s) { (void)s; stop = 1; }
 int main(int argc, char **argv) {
-  if (argc != 3) return 2;
-  for (;;) syscall(SYS_renameat2, AT_FDCWD, argv[1], AT_FDCWD, argv[2], 2 /* RENAME_EXCHANGE */);
+  unsigned long n = 0;
+  FILE *f;
+  if (argc != 4) return 2;
+  signal(SIGTERM, on_term);
+  while (!stop)
+    if (syscall(SYS_renameat2, AT_FDCWD, argv[1], AT_FDCWD, argv[2], 2 /* RENAME_EXCHANGE */) == 0) n++;
+  f = fopen(argv[3], "w");
+  if (f == NULL) return 1;
+  fprintf(f, "%lu\\n", n);
+  return fclose(f) == 0 ? 0 : 1;
 }
 `;
-const RACER_PY = 'import ctypes, sys\nf = ctypes.CDLL(None, use_errno=True).renameat2\na, b = sys.argv[1].encode(), sys.argv[2].encode()\nwhile True: f(-100, a, -100, b, 2)\n';
+const RACER_PY = [
+  'import ctypes, signal, sys',
+  'f = ctypes.CDLL(None, use_errno=True).renameat2',
+  'a, b = sys.argv[1].encode(), sys.argv[2].encode()',
+  'stop, n = [], 0',
+  'signal.signal(signal.SIGTERM, lambda *_: stop.append(1))',
+  'while not stop:',
+  '    if f(-100, a, -100, b, 2) == 0: n += 1',
+  'open(sys.argv[3], "w").write("%d\\n" % n)',
+  '',
+].join('\n');
 
 /** Where the tools are missing, why the suite cannot run; else undefined. */
 function missing(): string | undefined {
@@ -52,6 +81,10 @@ function filesBelow(dir: string): Map<string, Buffer> {
 }
 
 interface Outcome {
+  /** Stagings run. */
+  runs: number;
+  /** Exchanges the racer made meanwhile. */
+  swaps: number;
   ok: number;
   codes: Record<string, number>;
   leaks: number;
@@ -134,9 +167,14 @@ describe('stage: sources changed by their owner while root stages them', functio
   }
 
   /** Starts `nobody` exchanging `a` and `b` in a tight loop; returns once both states were seen. */
+  let counted = '';
+
   async function startRacer(a: string, b: string): Promise<void> {
     const before = fs.lstatSync(a).ino;
-    racer = spawn('runuser', ['-u', 'nobody', '--', ...racerCmd, a, b], { detached: true, stdio: 'ignore' });
+    counted = path.join(box, `racer-count-${trial}`);
+    fs.writeFileSync(counted, '');
+    fs.chownSync(counted, uid, gid);
+    racer = spawn('runuser', ['-u', 'nobody', '--', ...racerCmd, a, b, counted], { detached: true, stdio: 'ignore' });
     const deadline = Date.now() + 10_000;
     const seen = new Set<boolean>();
     while (seen.size < 2) {
@@ -146,16 +184,30 @@ describe('stage: sources changed by their owner while root stages them', functio
     }
   }
 
-  async function stopRacer(): Promise<void> {
+  /** Stops the racer: how many exchanges it made. */
+  async function stopRacer(): Promise<number> {
     const r = racer;
     racer = undefined;
-    if (r?.pid === undefined) return;
-    try {
-      process.kill(-r.pid, 'SIGKILL');
-    } catch {
-      /* gone already */
+    if (r?.pid === undefined) return 0;
+    // The racer itself (runuser's child, in the same group): it writes its count and ends, and runuser with it.
+    const children = fs.readFileSync(`/proc/${r.pid}/task/${r.pid}/children`, 'utf8').trim().split(/\s+/).filter((p) => p !== '');
+    for (const pid of children.length > 0 ? children : [String(r.pid)]) {
+      try {
+        process.kill(Number(pid), 'SIGTERM');
+      } catch {
+        /* gone already */
+      }
     }
+    const kill = setTimeout(() => {
+      try {
+        process.kill(-r.pid!, 'SIGKILL');
+      } catch {
+        /* gone already */
+      }
+    }, 5_000);
     await exitOf(r);
+    clearTimeout(kill);
+    return Number(fs.readFileSync(counted, 'utf8').trim()) || 0;
   }
 
   function tally(o: Outcome, result: { ok: true } | { ok: false; code: string; message: string }, expected: Buffer, tag: string): void {
@@ -178,12 +230,15 @@ describe('stage: sources changed by their owner while root stages them', functio
     fs.rmSync(path.join(staticDir, 'race'), { recursive: true, force: true });
   }
 
-  /** TRIALS in-process stagings of the source while `a` and `b` are exchanged. */
+  /** Whether a race has what it must to mean something (see MIN_STAGED). */
+  const enough = (o: Outcome): boolean => o.ok >= MIN_STAGED && (o.codes.ESOURCE ?? 0) >= MIN_CHANGED;
+
+  /** TRIALS in-process stagings of the source while `a` and `b` are exchanged (more, up to three times as many, until `enough`). */
   async function race(a: string, b: string, expected: Buffer): Promise<Outcome> {
-    const o: Outcome = { ok: 0, codes: {}, leaks: 0, wrong: 0, hung: 0, examples: [] };
+    const o: Outcome = { runs: 0, swaps: 0, ok: 0, codes: {}, leaks: 0, wrong: 0, hung: 0, examples: [] };
     await startRacer(a, b);
     try {
-      for (let i = 0; i < TRIALS; i++) {
+      for (let i = 0; i < TRIALS || (!enough(o) && i < 3 * TRIALS); i++, o.runs++) {
         const tag = `race/t${trial++}`;
         try {
           await stage(staticDir, tag, [src]);
@@ -194,18 +249,22 @@ describe('stage: sources changed by their owner while root stages them', functio
         }
       }
     } finally {
-      await stopRacer();
+      o.swaps = await stopRacer();
     }
     return o;
   }
 
   function verdict(what: string, o: Outcome, allowed: readonly string[]): void {
-    report(`${what}: ${o.ok} staged, ${JSON.stringify(o.codes)} refused, ${o.leaks} leaked the secret, ${o.hung} hung, ${o.wrong} wrong`);
+    report(`${what}: ${o.runs} runs, ${o.swaps} exchanges: ${o.ok} staged, ${JSON.stringify(o.codes)} refused, ${o.leaks} leaked the secret, ${o.hung} hung, ${o.wrong} wrong`);
     for (const ex of o.examples) report(`  e.g. ${ex}`);
-    assert.equal(o.leaks, 0, `${what}: the secret was staged in ${o.leaks} of ${TRIALS} runs`);
+    assert.equal(o.leaks, 0, `${what}: the secret was staged in ${o.leaks} of ${o.runs} runs`);
     assert.equal(o.hung, 0, `${what}: ${o.hung} runs hung`);
     assert.equal(o.wrong, 0, `${what}: ${o.wrong} runs staged content other than the source's, or failed without naming it`);
     for (const code of Object.keys(o.codes)) assert.ok(allowed.includes(code), `${what}: unexpected ${code}`);
+    assert.ok(o.runs >= TRIALS, `${what}: only ${o.runs} of ${TRIALS} runs ran`);
+    assert.ok(o.swaps > 0, `${what}: the racer made no exchange`);
+    assert.ok(o.ok >= MIN_STAGED, `${what}: only ${o.ok} of ${o.runs} runs staged (at least ${MIN_STAGED} must, or the race proves little)`);
+    assert.ok((o.codes.ESOURCE ?? 0) >= MIN_CHANGED, `${what}: no exchange landed while a staging ran (no ESOURCE in ${o.runs} runs)`);
   }
 
   // The link the walk may see itself is refused by the area's link rules (EUNSAFE); a link or
@@ -253,17 +312,17 @@ describe('stage: sources changed by their owner while root stages them', functio
     assert.ok(placed !== 'hung' && !placed.ok && placed.code === 'EUNSAFE', `a FIFO in the source: ${JSON.stringify(placed)}`);
     fs.renameSync(path.join(src, 'fifo'), path.join(user, 'fifo'));
     // Swapped in for a file, between the walk and the copy.
-    const o: Outcome = { ok: 0, codes: {}, leaks: 0, wrong: 0, hung: 0, examples: [] };
+    const o: Outcome = { runs: 0, swaps: 0, ok: 0, codes: {}, leaks: 0, wrong: 0, hung: 0, examples: [] };
     await startRacer(path.join(src, 'data.txt'), path.join(user, 'fifo'));
     try {
-      for (let i = 0; i < TRIALS && o.hung === 0; i++) {
+      for (let i = 0; (i < TRIALS || (!enough(o) && i < 3 * TRIALS)) && o.hung === 0; i++, o.runs++) {
         const tag = `race/t${trial++}`;
         const r = await stageInChild(tag, 20_000);
         if (r === 'hung') o.hung++;
         else tally(o, r, data, tag);
       }
     } finally {
-      await stopRacer();
+      o.swaps = await stopRacer();
     }
     verdict('data.txt <-> FIFO', o, ['ESOURCE', 'EUNSAFE']);
   });

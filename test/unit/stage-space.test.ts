@@ -56,15 +56,16 @@ describe('staging keeps a safety margin of free space', () => {
     let mounted = false;
 
     before(async function () {
-      if (!isRoot) this.skip(); // mounting a tmpfs needs root
+      if (!isRoot) {
+        report('skipped: mounting a tmpfs needs root');
+        this.skip();
+      }
       root = tempDir('dss-space-');
       mnt = path.join(root, 'mnt');
       fs.mkdirSync(mnt);
       const m = await run('mount', ['-t', 'tmpfs', '-o', 'size=64m', 'tmpfs', mnt]);
-      if (m.code !== 0) {
-        cleanup(root);
-        this.skip(); // no mount in this container
-      }
+      if (m.code !== 0) cleanup(root);
+      assert.equal(m.code, 0, `mount -t tmpfs failed as root: ${m.stderr}`);
       mounted = true;
       staticDir = path.join(mnt, 'static');
       fs.mkdirSync(staticDir);
