@@ -77,16 +77,30 @@ function line(child: ChildProcess): Promise<string> {
   });
 }
 
-/** Stops a helper with SIGTERM (SIGKILL 2 s later) and hands back what it printed last (the swapper's count). */
-async function stop(child: ChildProcess): Promise<string> {
+/** A helper process, its output and its end watched from the start: one that ends early is still seen to end. */
+interface Helper {
+  child: ChildProcess;
+  ended: Promise<string>;
+  output(): string;
+}
+
+function startHelper(cmd: string[], args: string[]): Helper {
+  const child = spawn(cmd[0], [...cmd.slice(1), ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
   let out = '';
-  child.stdout!.on('data', (d: Buffer) => (out += d.toString()));
-  const closed = new Promise<void>((r) => child.once('close', () => r()));
-  child.kill('SIGTERM');
-  const kill = setTimeout(() => child.kill('SIGKILL'), 2_000);
-  await closed;
+  let err = '';
+  child.stdout.on('data', (d: Buffer) => (out += d.toString()));
+  child.stderr.on('data', (d: Buffer) => (err += d.toString()));
+  const ended = new Promise<string>((resolve) => child.once('close', (code, signal) => resolve(`exit ${code ?? signal}${err === '' ? '' : `: ${err.trim()}`}`)));
+  return { child, ended, output: () => out.trim() };
+}
+
+/** Stops a helper with SIGTERM (SIGKILL 2 s later) and hands back what it printed (the swapper's count). */
+async function stop(h: Helper): Promise<string> {
+  h.child.kill('SIGTERM');
+  const kill = setTimeout(() => h.child.kill('SIGKILL'), 2_000);
+  await h.ended;
   clearTimeout(kill);
-  return out.trim();
+  return h.output();
 }
 
 /** The longest time the event loop went without running a timer while `fn` ran. */
@@ -155,16 +169,21 @@ describe('attack: the readers of a build (verify, the model, the details page)',
    * loop, and leaves both as they were; how many exchanges and runs there were.
    */
   async function duringExchanges(a: string, b: string, ms: number, step: () => Promise<void>): Promise<{ swaps: string; runs: number }> {
-    const cmd = swapper as string[];
-    const s = spawn(cmd[0], [...cmd.slice(1), a, b], { stdio: ['ignore', 'pipe', 'inherit'] });
+    const s = startHelper(swapper as string[], [a, b]);
+    let early: string | undefined;
+    void s.ended.then((how) => (early ??= how));
     let runs = 0;
     try {
-      for (const until = Date.now() + ms; Date.now() < until; runs++) await step();
+      for (const until = Date.now() + ms; Date.now() < until && early === undefined; runs++) await step();
     } catch (err) {
       await stop(s);
       throw err;
     }
-    return { swaps: await stop(s), runs };
+    // A swapper that ended before it was told to made no attack to speak of.
+    assert.equal(early, undefined, `the swapper ended on its own: ${early}`);
+    const swaps = await stop(s);
+    assert.ok(Number(swaps) > 0, `the names were exchanged (the swapper says ${JSON.stringify(swaps)})`);
+    return { swaps, runs };
   }
 
   describe('verify', () => {
@@ -176,8 +195,8 @@ describe('attack: the readers of a build (verify, the model, the details page)',
         const size = fs.statSync(path.join(area(), name)).size;
         let grown = 0;
         for (let attempt = 0; attempt < 4 && grown < 2; attempt++) {
-          const g = spawn(grow[0], [...grow.slice(1), path.join(area(), name), String(TIB)], { stdio: ['ignore', 'pipe', 'inherit'] });
-          assert.equal(await line(g), 'ready');
+          const g = startHelper(grow, [path.join(area(), name), String(TIB)]);
+          assert.equal(await line(g.child), 'ready');
           const t0 = Date.now();
           const { value: r, stallMs } = await longestStall(() => verify(staticDir, 'eve/R1')).finally(() => stop(g));
           const ms = Date.now() - t0;
