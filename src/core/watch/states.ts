@@ -112,6 +112,8 @@ export class LockStates implements Disposable {
   private readonly scanned = new Map<string, ScannedDirs>();
   /** Folders the scan did not list because their directory was listed as another tag: that tag. */
   private readonly duplicates = new Map<string, string>();
+  /** Folders the scan found and is looking at (their identity) before listing them. */
+  private readonly scanning = new Set<Promise<void>>();
   private roots: readonly string[] = [];
   private settleTimer: NodeJS.Timeout | undefined;
   private listingTimer: NodeJS.Timeout | undefined;
@@ -169,7 +171,7 @@ export class LockStates implements Disposable {
 
   /** Resolves once every listing begun so far (the scan of every folder included) has ended. */
   async settled(): Promise<void> {
-    while (this.queues.size > 0) await Promise.all([...this.queues.values()]);
+    while (this.queues.size > 0 || this.scanning.size > 0) await Promise.all([...this.queues.values(), ...this.scanning]);
   }
 
   /** The areas directly inside a root or folder, listed once and then kept current. */
@@ -538,7 +540,9 @@ export class LockStates implements Disposable {
     // Folders are listed too, so that every build is known before anyone expands anything.
     for (const e of fresh) {
       if (e.kind === 'folder' && this.records.get(keyOf(staticDir, e.tag))?.children === undefined) {
-        void this.scanFolder(staticDir, e.tag, e.dir, generation).catch(() => undefined);
+        const job = this.scanFolder(staticDir, e.tag, e.dir, generation).catch(() => undefined);
+        this.scanning.add(job);
+        void job.then(() => this.scanning.delete(job));
       }
     }
   }
