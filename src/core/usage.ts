@@ -11,6 +11,7 @@ import { StagingError, asStagingError, errnoCode, isStagingError } from './error
 import { inspect } from './inspect';
 import { asyncIo, ioFor, type Io } from './io';
 import { readEntriesInSlices } from './browse';
+import { eachInSlices } from './slices';
 import { fsPath } from './rawNames';
 import type { HistoryOptions } from './history';
 import { judgeLock } from './judge';
@@ -55,6 +56,8 @@ export interface UsageOptions extends Partial<Timing> {
 
 
 const DEFAULT_CONCURRENCY = 16;
+/** Entries of one directory lstat'ed at once. */
+const STAT_LANES = 64;
 
 type Limit = <T>(fn: () => Promise<T>) => Promise<T>;
 
@@ -148,16 +151,17 @@ async function readOpened(dir: Dir, sync: boolean): Promise<DirRead> {
   const { entries: named, undecodable } = await readEntriesInSlices(at, sync);
   const list = undecodable.length > 0 ? [...named, ...undecodable] : named;
   let incomplete = false;
-  const entries = await Promise.all(
-    list.map(async (e) => {
-      const p = fsPath(dir.at(e.name));
-      const st = await (sync ? settle(() => fs.lstatSync(p)) : fs.promises.lstat(p)).catch((err: unknown) => {
-        if (!isGone(err)) incomplete = true;
-        return undefined;
-      });
-      return { e, st };
-    }),
-  );
+  // A few at a time, in slices: a directory of 100,000 files, its lstats all asked for at once,
+  // would hold the event loop while their answers come back.
+  const entries: { e: fs.Dirent; st: fs.Stats | undefined }[] = [];
+  await eachInSlices(list, STAT_LANES, async (e) => {
+    const p = fsPath(dir.at(e.name));
+    const st = await (sync ? settle(() => fs.lstatSync(p)) : fs.promises.lstat(p)).catch((err: unknown) => {
+      if (!isGone(err)) incomplete = true;
+      return undefined;
+    });
+    entries.push({ e, st });
+  });
   return { stat, entries, incomplete };
 }
 

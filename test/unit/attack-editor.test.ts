@@ -19,7 +19,7 @@ import { ScannedDirs } from '../../src/core/watch/scope';
 import { inThreadWatcher } from '../../src/core/watch/watcher';
 import { literal } from '../../src/markdown';
 import { clipboardText, dialogLine, logText, notificationText, pickText, rowText } from '../../src/shown';
-import { CLI, ROOT, cleanup, expectMessage, fingerprint, killAll, readToken, rejectsWith, report, run, startWorker, tempDir, track, waitFor } from '../helpers';
+import { CLI, ROOT, callsPerTurn, cleanup, expectMessage, fingerprint, killAll, readToken, rejectsWith, report, run, startWorker, tempDir, track, waitFor } from '../helpers';
 import { installedWorkbench, linksIn, notificationParser, portedNotificationParser, type LinkedNode } from '../vscodeText';
 
 const COMMAND = 'command:workbench.action.terminal.sendSequence?%5B%7B%22text%22%3A%22id%5Cn%22%7D%5D';
@@ -391,6 +391,21 @@ describe('attack: what co-users write, through the editor', function () {
         states.dispose();
         process.off('warning', onWarning);
       }
+    });
+
+    it('a build of 100,000 files is made into rows a slice at a time, the event loop turning between slices', async () => {
+      const files = 100_000;
+      const tag = 'eve/R1';
+      const dir = path.join(staticDir, tag);
+      fs.mkdirSync(dir, { recursive: true });
+      fs.writeFileSync(path.join(dir, 'staged.timestamp'), '');
+      for (let i = 0; i < files; i++) fs.writeFileSync(path.join(dir, `f${i}`), '');
+      // Each name is asked once whether it is bookkeeping, as the model calls the module.
+      const states = new LockStates({ staleMs: 3_000, refreshMs: 1_000 }, { warn: () => undefined }, { watcher: inThreadWatcher });
+      const { result: rows, most, total } = await callsPerTurn(require('../../src/core/protocol') as object, 'isBookkeeping', () => true, () => states.artifactDir(staticDir, tag, '')).finally(() => states.dispose());
+      assert.equal(rows.length, files, 'every file a row, the mark of staging not');
+      assert.ok(total >= files, `each name was looked at (${total} of ${files})`);
+      assert.ok(most < files * 0.8, `at most ${most} of ${files} names made into rows in one turn of the event loop`);
     });
 
     it('a hover reads the history at a glance: 40 planted segments of 4 MiB cost it at most 1 MiB, read without a synchronous call', async () => {

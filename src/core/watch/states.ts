@@ -863,11 +863,20 @@ async function readArtifacts(staticDir: string, tag: string, rel: string, lock: 
   const entries = await readBuildDir(staticDir, tag, rel).catch(() => []);
   const legacyFile = rel === '' ? lock?.legacy?.uniqueFile : undefined;
   const dir = path.join(staticDir, tag, rel);
-  // The core names bookkeeping; the file this lock is a link to is known exactly, too.
-  const shown = entries
-    .filter((e) => !(rel === '' && (isBookkeeping(e.name) || e.name === legacyFile)))
-    .map((e): Artifact => ({ name: e.name, path: path.join(dir, e.name), rel: rel === '' ? e.name : `${rel}/${e.name}`, size: e.size, directory: e.directory }));
-  // Folders first, as a file explorer shows them; sorted in slices (a build may hold 100,000).
+  // The core names bookkeeping; the file this lock is a link to is known exactly, too. In slices:
+  // a build may hold 100,000 files.
+  const shown: Artifact[] = [];
+  for (let i = 0; i < entries.length; i++) {
+    const e = entries[i];
+    if (!(rel === '' && (isBookkeeping(e.name) || e.name === legacyFile))) {
+      shown.push({ name: e.name, path: `${dir}/${e.name}`, rel: rel === '' ? e.name : `${rel}/${e.name}`, size: e.size, directory: e.directory });
+    }
+    if (i % PER_CHECK === PER_CHECK - 1) {
+      const p = pause();
+      if (p !== undefined) await p;
+    }
+  }
+  // Folders first, as a file explorer shows them.
   const sorted = await sortNatural(shown, (a) => a.name);
   return [...sorted.filter((a) => a.directory), ...sorted.filter((a) => !a.directory)];
 }
