@@ -7,7 +7,7 @@
 import * as os from 'os';
 import * as path from 'path';
 import * as vscode from 'vscode';
-import { DEFAULT_TIMING, clampTiming, type Timing } from './core';
+import { clampTiming, type Timing } from './core';
 import { BUILD_ORDERS, type BuildOrder } from './model/view';
 
 export const SECTION = 'devserverStaging';
@@ -58,6 +58,14 @@ function workspaceFolder(): string | undefined {
   return vscode.workspace.workspaceFolders?.[0]?.uri.fsPath;
 }
 
+/** Polling less often than this is no polling a user would wait for; and a timer must stay below 2^31 ms. */
+const MAX_POLL_MS = 3_600_000;
+
+/** A setting in seconds as milliseconds; undefined when it is no finite number. */
+function seconds(v: unknown): number | undefined {
+  return typeof v === 'number' && Number.isFinite(v) ? v * 1000 : undefined;
+}
+
 function readSettings(): Settings {
   const c = vscode.workspace.getConfiguration(SECTION);
   const folder = workspaceFolder();
@@ -67,16 +75,17 @@ function readSettings(): Settings {
     const p = expandPath(raw, folder);
     if (p !== undefined && !dirs.includes(p)) dirs.push(p);
   }
+  // Settings are whatever a settings file holds: text or a huge number is clamped there.
   const timing = clampTiming({
-    staleMs: c.get<number>('staleSeconds', DEFAULT_TIMING.staleMs / 1000) * 1000,
-    refreshMs: c.get<number>('refreshSeconds', DEFAULT_TIMING.refreshMs / 1000) * 1000,
+    staleMs: seconds(c.get<unknown>('staleSeconds')),
+    refreshMs: seconds(c.get<unknown>('refreshSeconds')),
   });
-  const poll = c.get<number>('pollSeconds', 0);
+  const poll = seconds(c.get<unknown>('pollSeconds')) ?? 0;
   const order = c.get<string>('sortBuilds', 'version');
   return {
     staticDirs: dirs,
     timing,
-    pollMs: Number.isFinite(poll) && poll > 0 ? Math.max(1_000, poll * 1000) : 0,
+    pollMs: poll > 0 ? Math.min(MAX_POLL_MS, Math.max(1_000, poll)) : 0,
     order: (BUILD_ORDERS as readonly string[]).includes(order) ? (order as BuildOrder) : 'version',
     showUsage: c.get<boolean>('showSizeAndLastUse', false) === true,
     confirmDestructive: c.get<boolean>('confirmDestructiveActions', true) !== false,

@@ -31,7 +31,7 @@ import { Configuration } from './config';
 import { createLog } from './log';
 import { logCoreWarnings } from './coreWarnings';
 import { createPrompts, type Prompts } from './prompts';
-import { LockStates, threadWatcher } from './core';
+import { LockStates, allowProbes, threadWatcher } from './core';
 import { Mine } from './model/mine';
 import { revealer } from './reveal';
 import { StatusBar } from './statusBar';
@@ -59,6 +59,9 @@ export function activate(context: vscode.ExtensionContext): DevserverStagingApi 
   // The one source of settings: every part is given it, and reads it when it acts.
   const config = new Configuration();
   const { timing, pollMs, staticDirs } = config.current;
+  // Restricted Mode writes nothing, not even the probes that only help judge a lock (core/probes.ts).
+  allowProbes(vscode.workspace.isTrusted);
+  const trustGranted = vscode.workspace.onDidGrantWorkspaceTrust(() => allowProbes(true));
   // The watches (one per build) live in a thread of their own, out of the host's heap.
   const states = new LockStates(timing, log, { watcher: threadWatcher });
   states.setPolling(pollMs);
@@ -70,7 +73,7 @@ export function activate(context: vscode.ExtensionContext): DevserverStagingApi 
   });
   const prompts = createPrompts(config);
   const windowLocks = new WindowLocks(config, log);
-  const mine = new Mine(windowLocks.clientId, (d, t) => windowLocks.has(d, t), () => windowLocks.all);
+  const mine = new Mine((d, t) => windowLocks.lease(d, t), () => windowLocks.all);
   const tree = new StagingTreeProvider(config, states, mine);
   const view = vscode.window.createTreeView(VIEW_ID, { treeDataProvider: tree, showCollapseAll: true, canSelectMany: true });
   // Polling (network filesystems) only while someone looks.
@@ -85,6 +88,7 @@ export function activate(context: vscode.ExtensionContext): DevserverStagingApi 
     coreWarnings,
     config,
     statesFollowConfig,
+    trustGranted,
     states,
     tree,
     view,

@@ -8,10 +8,12 @@
 /**
  * The characters that open markup inside a line: emphasis, code, links and images (`!` and `(` mean
  * nothing without `[` or `]`), HTML and entities, table cells, headings' closing `#`, strikethrough,
- * VS Code's `$(icon)` and math, and the `:` of an autolink. Text from the disk never starts a line
- * here, so what only means something there (`-`, `+`, `=`, `1.`) is left as it is.
+ * VS Code's `$(icon)` and math, and the `:` of an autolink. And `.` and `@`, which linkify needs
+ * to make `www.example.com` or `a@example.com` into a link: an escape splits the text it reads.
+ * Text from the disk never starts a line here, so what only means something there (`-`, `+`, `=`,
+ * `1.`) is left as it is.
  */
-const PUNCTUATION = /[\\`*_[\]|<>&$~:#]/g;
+const PUNCTUATION = /[\\`*_[\]|<>&$~:#.@]/g;
 
 /**
  * As literal text on one line: Markdown's punctuation escaped with backslashes (CommonMark shows

@@ -8,6 +8,7 @@ import type { Configuration } from './config';
 import { acquire, keyOf, type Lease, type OnQueue } from './core';
 import { errorMessage } from './errors';
 import type { Log } from './log';
+import { notificationText } from './shown';
 
 /** "Until it is free": a day, which no wait in an editor outlasts. */
 const WAIT_FOREVER_MS = 24 * 3600_000;
@@ -29,6 +30,11 @@ export class WindowLocks implements vscode.Disposable {
 
   has(staticDir: string, tag: string): boolean {
     return this.leases.has(keyOf(staticDir, tag));
+  }
+
+  /** This window's lease on an area, if it holds one. */
+  lease(staticDir: string, tag: string): Lease | undefined {
+    return this.leases.get(keyOf(staticDir, tag))?.lease;
   }
 
   get all(): Lease[] {
@@ -70,7 +76,7 @@ export class WindowLocks implements vscode.Disposable {
       lease.release().catch(() => undefined);
       this._onDidChange.fire();
       this.log.warn(`Lost the lock on ${tag}: ${reason.message}`);
-      void vscode.window.showWarningMessage(vscode.l10n.t('This window lost its lock on {0}: {1}', tag, reason.message));
+      void vscode.window.showWarningMessage(notificationText(vscode.l10n.t('This window lost its lock on {0}: {1}', tag, reason.message)));
     });
     this.log.info(`Locked ${tag} in ${staticDir} for this window (took ${Date.now() - started} ms).`);
     this._onDidChange.fire();

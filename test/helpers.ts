@@ -218,3 +218,40 @@ export function catchesSignal(pid: number, signal: NodeJS.Signals): boolean {
   const n = os.constants.signals[signal];
   return caught !== null && ((BigInt(`0x${caught[1]}`) >> BigInt(n - 1)) & 1n) === 1n;
 }
+
+/**
+ * Runs `run` with function `name` of `target` (a module itself, not an import's namespace, which
+ * only reads through to it) counting the calls `counted` picks, and says how many of them at most
+ * came in one turn of the event loop: work done all in one piece makes them all come in one.
+ */
+export async function callsPerTurn<T>(
+  target: object,
+  name: string,
+  counted: (...args: unknown[]) => boolean,
+  run: () => Promise<T>,
+): Promise<{ result: T; most: number; total: number }> {
+  const fns = target as Record<string, (...args: unknown[]) => unknown>;
+  const real = fns[name];
+  let inTurn = 0;
+  let most = 0;
+  let total = 0;
+  let ticking = true;
+  const tick = (): void => {
+    inTurn = 0;
+    if (ticking) setImmediate(tick);
+  };
+  fns[name] = (...args: unknown[]) => {
+    if (counted(...args)) {
+      total++;
+      most = Math.max(most, ++inTurn);
+    }
+    return real(...args);
+  };
+  try {
+    setImmediate(tick);
+    return { result: await run(), most, total };
+  } finally {
+    ticking = false;
+    fns[name] = real;
+  }
+}

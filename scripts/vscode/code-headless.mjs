@@ -7,6 +7,7 @@
 // Time limits (milliseconds, from the environment):
 //   VSCODE_HEADLESS_START_TIMEOUT  the workbench must start the extension host (default 120000)
 //   VSCODE_HEADLESS_RUN_TIMEOUT    the whole run (default 900000)
+// VSCODE_HEADLESS_RESTRICTED=1 opens the folder in Restricted Mode (workspace trust on, never granted).
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
@@ -41,7 +42,8 @@ async function main() {
   const folder = opts.folder ?? home;
   const port = await freePort();
   const serverLog = [];
-  const server = await startCodeServer({ bin, home, port, smokeTestDriver: true, log: (l) => serverLog.push(l) });
+  const restricted = process.env.VSCODE_HEADLESS_RESTRICTED === '1';
+  const server = await startCodeServer({ bin, home, port, smokeTestDriver: true, restricted, log: (l) => serverLog.push(l) });
   const { chromium } = await import('playwright-core');
   const browser = await chromium.launch({ executablePath: bin.chromium, args: chromiumArgs, headless: true });
   let timer;

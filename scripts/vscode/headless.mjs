@@ -188,9 +188,10 @@ export function freePort() {
 
 /**
  * Starts code-server on 127.0.0.1 with its own data, extensions and config folders under `home`.
- * `smokeTestDriver` lets the page accept a test payload and report back. Resolves once it listens.
+ * `smokeTestDriver` lets the page accept a test payload and report back. `restricted`: workspace
+ * trust on, never asked for, so that a folder opens in Restricted Mode. Resolves once it listens.
  */
-export async function startCodeServer({ bin, home, port, env = {}, extensionDir, smokeTestDriver = false, log = () => {} }) {
+export async function startCodeServer({ bin, home, port, env = {}, extensionDir, smokeTestDriver = false, restricted = false, log = () => {} }) {
   for (const d of ['data', 'extensions', 'config', 'xdg-data', 'xdg-config', 'xdg-cache']) fs.mkdirSync(path.join(home, d), { recursive: true });
   const config = path.join(home, 'config', 'config.yaml');
   fs.writeFileSync(config, `bind-addr: 127.0.0.1:${port}\nauth: none\ncert: false\n`);
@@ -199,7 +200,8 @@ export async function startCodeServer({ bin, home, port, env = {}, extensionDir,
   fs.mkdirSync(userDir, { recursive: true });
   const settingsFile = path.join(userDir, 'settings.json');
   if (!fs.existsSync(settingsFile)) {
-    fs.writeFileSync(settingsFile, JSON.stringify({ 'workbench.startupEditor': 'none', 'telemetry.telemetryLevel': 'off', 'security.workspace.trust.enabled': false, 'extensions.autoCheckUpdates': false, 'extensions.autoUpdate': false, 'workbench.tips.enabled': false, 'chat.disableAIFeatures': true, 'workbench.secondarySideBar.defaultVisibility': 'hidden', 'git.openRepositoryInParentFolders': 'never', 'workbench.colorTheme': 'Default Dark Modern' }, null, 2));
+    const trust = restricted ? { 'security.workspace.trust.enabled': true, 'security.workspace.trust.startupPrompt': 'never', 'security.workspace.trust.banner': 'never' } : { 'security.workspace.trust.enabled': false };
+    fs.writeFileSync(settingsFile, JSON.stringify({ 'workbench.startupEditor': 'none', 'telemetry.telemetryLevel': 'off', ...trust, 'extensions.autoCheckUpdates': false, 'extensions.autoUpdate': false, 'workbench.tips.enabled': false, 'chat.disableAIFeatures': true, 'workbench.secondarySideBar.defaultVisibility': 'hidden', 'git.openRepositoryInParentFolders': 'never', 'workbench.colorTheme': 'Default Dark Modern' }, null, 2));
   }
   if (extensionDir) {
     // An installed copy of the extension (for `npm start`): a link to the working tree.
@@ -214,7 +216,7 @@ export async function startCodeServer({ bin, home, port, env = {}, extensionDir,
     '--auth', 'none',
     '--disable-telemetry',
     '--disable-update-check',
-    '--disable-workspace-trust',
+    ...(restricted ? [] : ['--disable-workspace-trust']),
     '--disable-getting-started-override',
     '--user-data-dir', path.join(home, 'data'),
     '--extensions-dir', path.join(home, 'extensions'),

@@ -212,7 +212,8 @@ export const COMMANDS: readonly CommandSpec[] = [
       'With --json each line is a JSON object: time, event (snapshot, change or gone), tag, state, holder (user@host), pid, clientId, purpose, token (the fencing token), staleReason. ' +
       'A reader slower than the changes never makes it hold more than the latest line of each build: those it could not write are coalesced, ' +
       'and once the reader catches up a line says how many (event coalesced, with count) before the latest states. It ends, exit 0, when its reader goes (| head -1). ' +
-      'It follows the directory as the Devserver Staging extension does: inotify on local filesystems, and polling every 0.75 to 1.5 s on network filesystems (NFS, sshfs, SMB), which see no events for what other machines do.',
+      'It follows the directory as the Devserver Staging extension does: inotify on local filesystems, and polling every 0.75 to 1.5 s on network filesystems (NFS, sshfs, SMB), which see no events for what other machines do. ' +
+      'Each real directory is listed once (a folder that is a link to one listed already is not followed), and a static directory that is /, your home directory or a directory above it is refused.',
     arguments: [{ name: '[subpath]', description: 'a folder or build inside the static directory, such as a board', default: '' }],
     options: [{ flags: '--poll <seconds>', description: 'poll every this many seconds whatever the filesystem (default: only on network filesystems)', parse: seconds }],
     load: () => require('./watchCommand') as typeof import('./watchCommand'),

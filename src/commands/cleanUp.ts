@@ -2,6 +2,7 @@ import * as vscode from 'vscode';
 import { parseDuration } from '../cli/units';
 import { formatBytes, formatDuration, prune, type PruneResult } from '../core';
 import { withoutCliHints } from '../errors';
+import { dialogDetail } from '../prompts';
 import type { Node } from '../tree/provider';
 import { registerCommand, type Uses } from './command';
 import { entryOfNode, holderOf, locate, staticDirOfNode } from './targets';
@@ -98,10 +99,12 @@ export function cleanUpCommand(ctx: Uses<'windowLocks'>): vscode.Disposable {
     }
     const options = { ...config.current.timing, ...(keep !== undefined ? { keep } : {}), ...(olderThan !== undefined ? { olderThan } : {}), ...(tag !== '' ? { subpath: tag } : {}), clientId: windowLocks.clientId };
     const measure = (): Thenable<PruneResult> =>
-      vscode.window.withProgress({ location: vscode.ProgressLocation.Notification, title: vscode.l10n.t('Looking at the builds in {0}…', where) }, () => prune(staticDir, { ...options, dryRun: true }));
+      prompts.progress({ title: vscode.l10n.t('Looking at the builds in {0}…', where) }, () => prune(staticDir, { ...options, dryRun: true }));
 
     let preview = await measure();
     let confirmed = false;
+    /** The builds the last question named, as it named them: only those may go, each only as it was. */
+    let shown: Candidate[] = [];
     for (let round = 0; round < 3 && !confirmed; round++) {
       if (preview.removed.length === 0) {
         const kept = preview.skipped.length > 0 ? ` ${vscode.l10n.t('Beyond those limits but locked, so kept: {0}.', preview.skipped.map((s) => `${s.tag} (${keptBecause(s)})`).join('; '))}` : '';
@@ -110,12 +113,12 @@ export function cleanUpCommand(ctx: Uses<'windowLocks'>): vscode.Disposable {
       }
       const now = Date.now();
       const n = preview.removed.length;
-      const detail = [
+      const detail = dialogDetail([
         ...listed(preview.removed, (c) => `${c.tag} — ${formatBytes(c.bytes)} — ${reasonOf(c, keep, now)}`),
         ...(preview.skipped.length > 0 ? ['', vscode.l10n.t('Kept, because they are locked:'), ...listed(preview.skipped, (s) => `${s.tag} — ${keptBecause(s)}`)] : []),
         '',
         vscode.l10n.t('Locked builds are never removed. Everything staged in the others is deleted; this cannot be undone.'),
-      ].join('\n');
+      ]);
       log.info(`Clean up ${where} in ${staticDir} would remove: ${preview.removed.map((c) => `${c.tag} (${formatBytes(c.bytes)})`).join(', ')}; keep, locked: ${preview.skipped.map((s) => s.tag).join(', ') || 'none'}.`);
       const changed = round > 0 ? `${vscode.l10n.t('The builds to remove changed while you were asked.')} ` : '';
       const ok = await prompts.confirm(
@@ -126,10 +129,11 @@ export function cleanUpCommand(ctx: Uses<'windowLocks'>): vscode.Disposable {
         false,
       );
       if (!ok) return undefined;
-      // Chosen again just before removing: only what was shown may go.
+      // Chosen again just before removing: a choice that grew since is asked about afresh.
+      shown = preview.removed;
       const again = await prune(staticDir, { ...options, dryRun: true });
-      const shown = new Set(preview.removed.map((c) => c.tag));
-      confirmed = again.removed.every((c) => shown.has(c.tag));
+      const names = new Set(shown.map((c) => c.tag));
+      confirmed = again.removed.every((c) => names.has(c.tag));
       preview = again;
     }
     if (!confirmed) {
@@ -138,14 +142,19 @@ export function cleanUpCommand(ctx: Uses<'windowLocks'>): vscode.Disposable {
     }
 
     const started = Date.now();
-    const result = await vscode.window.withProgress({ location: vscode.ProgressLocation.Notification, title: vscode.l10n.t('Cleaning up {0}', where) }, () => prune(staticDir, options));
+    // The core removes only what was shown, each only while it is still free and unused since.
+    const expect = shown.map((c) => ({ tag: c.tag, lastUsedMs: c.lastUsedMs }));
+    const result = await prompts.progress({ title: vscode.l10n.t('Cleaning up {0}', where) }, () => prune(staticDir, { ...options, expect }));
     log.info(
       `Cleaned up ${where} in ${staticDir} in ${Date.now() - started} ms: removed ${result.removed.map((c) => c.tag).join(', ') || 'nothing'} (${formatBytes(result.bytes)}); ` +
         `kept ${result.skipped.map((s) => `${s.tag} (${keptBecause(s)})`).join(', ') || 'nothing'}; failed ${result.failed.map((f) => `${f.tag} (${f.error.message})`).join(', ') || 'nothing'}.`,
     );
+    const locked = result.skipped.filter((s) => s.unshown !== true);
+    const changed = result.skipped.filter((s) => s.unshown === true);
     const parts = [
       result.removed.length === 1 ? vscode.l10n.t('Removed 1 build from {0} ({1}).', where, formatBytes(result.bytes)) : vscode.l10n.t('Removed {0} builds from {1} ({2}).', result.removed.length, where, formatBytes(result.bytes)),
-      ...(result.skipped.length > 0 ? [vscode.l10n.t('Kept, because locked: {0}.', result.skipped.map((s) => `${s.tag} (${keptBecause(s)})`).join('; '))] : []),
+      ...(locked.length > 0 ? [vscode.l10n.t('Kept, because locked: {0}.', locked.map((s) => `${s.tag} (${keptBecause(s)})`).join('; '))] : []),
+      ...(changed.length > 0 ? [vscode.l10n.t('Kept, because they changed after you were asked: {0}.', changed.map((s) => `${s.tag} (${keptBecause(s)})`).join('; '))] : []),
       ...(result.failed.length > 0 ? [vscode.l10n.t('Failed: {0}.', result.failed.map((f) => `${f.tag} (${withoutCliHints(f.error.message)})`).join('; '))] : []),
     ];
     const showLog = vscode.l10n.t('Show Log');

@@ -67,7 +67,7 @@ export function registerCommand<A extends unknown[]>(id: string, ctx: Registrar,
   return vscode.commands.registerCommand(id, async (...args: A) => {
     try {
       if (!vscode.workspace.isTrusted && needsTrust(id)) {
-        throw new Error(vscode.l10n.t('This workspace is not trusted, so Devserver Staging only shows lock states here. Trust the workspace to stage, lock, force-release or destroy.'));
+        throw new Error(vscode.l10n.t('This workspace is not trusted, so Devserver Staging only shows lock states here and changes nothing on disk. Trust the workspace to stage, lock, verify, force-release or destroy, or to change the static directories.'));
       }
       return await handler(...args);
     } catch (err) {

@@ -2,7 +2,7 @@ import * as vscode from 'vscode';
 import type { Node } from '../tree/provider';
 import { registerCommand, type Uses } from './command';
 import type { FolderArgs } from './destroyFolderBuilds';
-import { alwaysAsking, confirmDestroy, destroyJudged, judge, reportDestroyed } from './destroying';
+import { alwaysAsking, askAndDestroy, askedAgain, confirmDestroy, reportDestroyed } from './destroying';
 import { entryOf, type BuildArgs } from './forceRelease';
 import { buildsAmong, selectedEntries, targets } from './targets';
 
@@ -27,7 +27,7 @@ export function destroyCommand(ctx: Uses<'states' | 'windowLocks' | 'selection'>
       ? selectedEntries(states, undefined, ctx.selection())
       : args !== undefined
         ? [await entryOf(states, args, config.current.timing)]
-        : await targets(states, { node, nodes, title: vscode.l10n.t('Destroy which builds?') });
+        : await targets(ctx, { node, nodes, title: vscode.l10n.t('Destroy which builds?') });
     if (chosen.length === 0) return;
     const builds = buildsAmong(chosen);
     const folders = chosen.filter((e) => e.kind === 'folder');
@@ -40,23 +40,24 @@ export function destroyCommand(ctx: Uses<'states' | 'windowLocks' | 'selection'>
       if (folders.length > 0) void prompts.notify('info', vscode.l10n.t('Folders are not destroyed with Destroy…: use Destroy Builds… on a folder to remove the builds in it.'));
       return undefined;
     }
-    const judged = await judge(builds, ctx);
-    const n = judged.length;
     const more = folders.length > 0 ? [vscode.l10n.t('Not destroyed: {0} (folders; use Destroy Builds… on a folder).', folders.map((f) => f.tag).join(', '))] : [];
-    const ok = await confirmDestroy(
-      judged,
-      n === 1 ? vscode.l10n.t('Destroy {0}?', judged[0].tag) : vscode.l10n.t('Destroy {0} builds?', n),
-      more,
-      {
-        plain: n === 1 ? vscode.l10n.t('Destroy') : vscode.l10n.t('Destroy {0} Builds', n),
-        breaking: (locks) =>
-          n === 1 ? vscode.l10n.t('Destroy, Breaking the Lock') : locks === 1 ? vscode.l10n.t('Destroy {0}, Breaking 1 Lock', n) : vscode.l10n.t('Destroy {0}, Breaking {1} Locks', n, locks),
-      },
-      // The Delete key acts on the selection, which need not be the row the keyboard is on: always ask.
-      fromKey ? alwaysAsking(prompts) : prompts,
-    );
-    if (!ok) return undefined;
-    reportDestroyed(await destroyJudged(judged, ctx), prompts, log);
+    const outcomes = await askAndDestroy(builds, (judged, again) => {
+      const n = judged.length;
+      return confirmDestroy(
+        judged,
+        again ? askedAgain(judged) : n === 1 ? vscode.l10n.t('Destroy {0}?', judged[0].tag) : vscode.l10n.t('Destroy {0} builds?', n),
+        again ? [] : more,
+        {
+          plain: n === 1 ? vscode.l10n.t('Destroy') : vscode.l10n.t('Destroy {0} Builds', n),
+          breaking: (locks) =>
+            n === 1 ? vscode.l10n.t('Destroy, Breaking the Lock') : locks === 1 ? vscode.l10n.t('Destroy {0}, Breaking 1 Lock', n) : vscode.l10n.t('Destroy {0}, Breaking {1} Locks', n, locks),
+        },
+        // The Delete key acts on the selection, which need not be the row the keyboard is on, and
+        // a lock nobody was shown is never broken unasked: always ask.
+        fromKey || again ? alwaysAsking(prompts) : prompts,
+      );
+    }, ctx);
+    if (outcomes !== undefined) reportDestroyed(outcomes, prompts, log);
     return undefined;
   });
 }

@@ -2,7 +2,7 @@ import * as path from 'path';
 import * as vscode from 'vscode';
 import type { Node } from '../tree/provider';
 import { registerCommand, type Uses } from './command';
-import { alwaysAsking, confirmDestroy, destroyJudged, judge, reportDestroyed } from './destroying';
+import { alwaysAsking, askAndDestroy, askedAgain, confirmDestroy, reportDestroyed } from './destroying';
 import { buildsAmong, entryOfNode, staticDirOfNode } from './targets';
 
 /** A folder named by a script, a test or another command instead of a row. */
@@ -29,24 +29,28 @@ export function destroyFolderBuildsCommand(ctx: Uses<'buildsUnder' | 'windowLock
       void prompts.notify('info', vscode.l10n.t('There are no builds in {0}.', where));
       return;
     }
-    const judged = await judge(builds, ctx);
-    const n = judged.length;
-    const ok = await confirmDestroy(
-      judged,
-      n === 1 ? vscode.l10n.t('Destroy the 1 build in {0}?', where) : vscode.l10n.t('Destroy the {0} builds in {1}?', n, where),
-      [vscode.l10n.t('The folder {0} itself stays.', path.join(folder.staticDir, folder.tag))],
-      {
-        plain: n === 1 ? vscode.l10n.t('Destroy 1 Build') : vscode.l10n.t('Destroy {0} Builds', n),
-        breaking: (locks) =>
-          locks === 1
-            ? n === 1
-              ? vscode.l10n.t('Destroy 1 Build, Breaking 1 Lock')
-              : vscode.l10n.t('Destroy {0} Builds, Breaking 1 Lock', n)
-            : vscode.l10n.t('Destroy {0} Builds, Breaking {1} Locks', n, locks),
-      },
-      args?.alwaysAsk === true ? alwaysAsking(prompts) : prompts,
-    );
-    if (!ok) return;
-    reportDestroyed(await destroyJudged(judged, ctx), prompts, log);
+    const outcomes = await askAndDestroy(builds, (judged, again) => {
+      const n = judged.length;
+      return confirmDestroy(
+        judged,
+        again
+          ? askedAgain(judged)
+          : n === 1
+            ? vscode.l10n.t('Destroy the 1 build in {0}?', where)
+            : vscode.l10n.t('Destroy the {0} builds in {1}?', n, where),
+        [vscode.l10n.t('The folder {0} itself stays.', path.join(folder.staticDir, folder.tag))],
+        {
+          plain: n === 1 ? vscode.l10n.t('Destroy 1 Build') : vscode.l10n.t('Destroy {0} Builds', n),
+          breaking: (locks) =>
+            locks === 1
+              ? n === 1
+                ? vscode.l10n.t('Destroy 1 Build, Breaking 1 Lock')
+                : vscode.l10n.t('Destroy {0} Builds, Breaking 1 Lock', n)
+              : vscode.l10n.t('Destroy {0} Builds, Breaking {1} Locks', n, locks),
+        },
+        args?.alwaysAsk === true || again ? alwaysAsking(prompts) : prompts,
+      );
+    }, ctx);
+    if (outcomes !== undefined) reportDestroyed(outcomes, prompts, log);
   });
 }

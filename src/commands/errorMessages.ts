@@ -8,6 +8,7 @@ import * as path from 'path';
 import * as vscode from 'vscode';
 import { MANIFEST_FILE, isStagingError, type ErrorCode, type StagingError } from '../core';
 import { errorMessage } from '../errors';
+import { clipboardText } from '../shown';
 import { holderOf, locate, sinceOf } from './targets';
 
 /** A button on the message, and what it does. */
@@ -45,7 +46,7 @@ function fsError(errno: string | undefined, p: string | undefined, fallback: str
       return { message: vscode.l10n.t('The filesystem of {0} is full (or this user’s quota is used up). Nothing more can be staged there until some space is freed.', shown), actions: p !== undefined && where(p) !== undefined ? [cleanUpAction(p)] : [] };
     case 'EACCES':
     case 'EPERM':
-      return { message: vscode.l10n.t('This user ({0}) may not change {1}: check its permissions, or ask its owner.', os.userInfo().username, shown), actions: p !== undefined ? [{ title: vscode.l10n.t('Copy Path'), run: () => vscode.env.clipboard.writeText(p) }] : [] };
+      return { message: vscode.l10n.t('This user ({0}) may not change {1}: check its permissions, or ask its owner.', os.userInfo().username, shown), actions: p !== undefined ? [{ title: vscode.l10n.t('Copy Path'), run: () => vscode.env.clipboard.writeText(clipboardText(p)) }] : [] };
     case 'EROFS':
       return { message: vscode.l10n.t('{0} is on a read-only filesystem.', shown), actions: [] };
     default:

@@ -1,7 +1,8 @@
 import * as vscode from 'vscode';
-import { formatDuration, forceRelease, inspect } from '../core';
+import { formatDuration, forceRelease, inspect, shownLock } from '../core';
 import { errorMessage } from '../errors';
 import type { Node } from '../tree/provider';
+import { dialogDetail } from '../prompts';
 import { registerCommand, type Uses } from './command';
 import { describeLock } from './forceRelease';
 import { buildsAmong, entryOfNode, lockWords, shortHolderOf, staticDirOfNode } from './targets';
@@ -41,7 +42,7 @@ export function forceReleaseAllStaleCommand(ctx: Uses<'buildsUnder' | 'windowLoc
     const chosen = picked.map((p) => p.entry);
     const ok = await prompts.confirm(
       chosen.length === 1 ? vscode.l10n.t('Force-release the stale lock on {0}?', chosen[0].tag) : vscode.l10n.t('Force-release {0} stale locks?', chosen.length),
-      `${chosen.map(describeLock).join('\n')}\n\n${vscode.l10n.t('A holder that comes back finds its lock gone; what it staged meanwhile is not kept.')}`,
+      dialogDetail([...chosen.map(describeLock), '', vscode.l10n.t('A holder that comes back finds its lock gone; what it staged meanwhile is not kept.')]),
       chosen.length === 1 ? vscode.l10n.t('Force Release') : vscode.l10n.t('Force Release {0}', chosen.length),
     );
     if (!ok) return;
@@ -54,7 +55,9 @@ export function forceReleaseAllStaleCommand(ctx: Uses<'buildsUnder' | 'windowLoc
           left.push(vscode.l10n.t('{0} (now {1})', e.tag, lockWords(now, windowLocks.has(e.staticDir, e.tag))));
           continue;
         }
-        await forceRelease(e.staticDir, e.tag, { ...t, clientId: windowLocks.clientId });
+        // That very instance: a holder that took it over since is never the one broken.
+        const { state: _state, ...instance } = shownLock(e);
+        await forceRelease(e.staticDir, e.tag, { ...t, clientId: windowLocks.clientId, expect: instance });
         log.info(`Force-released the stale lock on ${e.tag} in ${e.staticDir}, last held by ${shortHolderOf(e)}.`);
         released.push(e.tag);
       } catch (err) {

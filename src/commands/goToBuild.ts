@@ -3,13 +3,13 @@ import { registerCommand, type Uses } from './command';
 
 /** Finds a build among every build of every static directory, and shows it in the view. */
 export function goToBuildCommand(ctx: Uses<'states' | 'mine' | 'reveal'>): vscode.Disposable {
-  const { states, mine, reveal } = ctx;
+  const { prompts, states, mine, reveal } = ctx;
   return registerCommand('devserverStaging.goToBuild', ctx, async (args?: { staticDir: string; tag: string }) => {
     let target = args;
     if (target === undefined) {
       const all = states.sortedBuilds();
       if (all.length === 0) {
-        void vscode.window.showInformationMessage(vscode.l10n.t('No builds are known yet: add a static directory with staged builds first.'));
+        void prompts.notify('info', vscode.l10n.t('No builds are known yet: add a static directory with staged builds first.'));
         return;
       }
       const many = new Set(all.map((r) => r.staticDir)).size > 1;
@@ -18,7 +18,7 @@ export function goToBuildCommand(ctx: Uses<'states' | 'mine' | 'reveal'>): vscod
         const who = mine.has(r, e) ? vscode.l10n.t('held by you') : e?.holder !== undefined && e.state !== 'free' ? `${e.state} · ${e.holder.user}@${e.holder.hostname}` : e !== undefined && e.state !== 'free' ? e.state : '';
         return { label: r.tag, description: [who, r.damaged !== undefined ? vscode.l10n.t('damaged') : ''].filter((w) => w !== '').join(' · '), ...(many ? { detail: r.staticDir } : {}), ref: { staticDir: r.staticDir, tag: r.tag } };
       });
-      const chosen = await vscode.window.showQuickPick(items, { title: vscode.l10n.t('Go to Build'), placeHolder: vscode.l10n.t('Type part of a tag ({0} builds)', all.length), matchOnDescription: true });
+      const chosen = await prompts.pickOne(items, { title: vscode.l10n.t('Go to Build'), placeHolder: vscode.l10n.t('Type part of a tag ({0} builds)', all.length), matchOnDescription: true });
       if (chosen === undefined) return;
       target = chosen.ref;
     }

@@ -5,9 +5,9 @@ import { targets } from './targets';
 
 /** Holds a build's lock for as long as this window is open, or until released. */
 export function lockForWindowCommand(ctx: Uses<'states' | 'windowLocks'>): vscode.Disposable {
-  const { states, windowLocks } = ctx;
+  const { windowLocks } = ctx;
   return registerCommand('devserverStaging.lockForWindow', ctx, async (node?: Node, nodes?: Node[]) => {
-    const chosen = await targets(states, { node, nodes, title: vscode.l10n.t('Lock which builds for this window?'), only: ['free', 'stale'] });
+    const chosen = await targets(ctx, { node, nodes, title: vscode.l10n.t('Lock which builds for this window?'), only: ['free', 'stale'] });
     for (const e of chosen) if (!windowLocks.has(e.staticDir, e.tag)) await windowLocks.lock(e.staticDir, e.tag);
   });
 }

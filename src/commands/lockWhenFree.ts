@@ -9,22 +9,22 @@ import { targets } from './targets';
  * told; cancelling, or closing the window, gives the place up.
  */
 export function lockWhenFreeCommand(ctx: Uses<'states' | 'windowLocks'>): vscode.Disposable {
-  const { log, prompts, states, windowLocks } = ctx;
+  const { log, prompts, windowLocks } = ctx;
   return registerCommand('devserverStaging.lockWhenFree', ctx, async (node?: Node, _nodes?: Node[], args?: { signal?: AbortSignal }) => {
-    const [e] = await targets(states, { node, title: vscode.l10n.t('Lock which build when it is free?'), only: ['held', 'stale', 'legacy'], single: true });
+    const [e] = await targets(ctx, { node, title: vscode.l10n.t('Lock which build when it is free?'), only: ['held', 'stale', 'legacy'], single: true });
     if (e === undefined || e.kind !== 'build') return undefined;
     const started = Date.now();
-    const lease = await vscode.window.withProgress(
-      { location: vscode.ProgressLocation.Notification, title: vscode.l10n.t('Waiting for {0}', e.tag), cancellable: true },
-      (progress, token) => {
+    const lease = await prompts.progress(
+      { title: vscode.l10n.t('Waiting for {0}', e.tag), cancellable: true },
+      (report, token) => {
         const abort = new AbortController();
         token.onCancellationRequested(() => abort.abort());
         args?.signal?.addEventListener('abort', () => abort.abort(), { once: true });
-        progress.report({ message: vscode.l10n.t('joining the queue…') });
+        report({ message: vscode.l10n.t('joining the queue…') });
         return windowLocks.lock(e.staticDir, e.tag, {
           signal: abort.signal,
           onQueue: (position, waiting) =>
-            progress.report({ message: position <= 1 ? vscode.l10n.t('next in line ({0} waiting)', waiting) : vscode.l10n.t('{0} of {1} in line', position, waiting) }),
+            report({ message: position <= 1 ? vscode.l10n.t('next in line ({0} waiting)', waiting) : vscode.l10n.t('{0} of {1} in line', position, waiting) }),
         });
       },
     );

@@ -2,6 +2,7 @@ import * as path from 'path';
 import * as vscode from 'vscode';
 import { formatBytes } from '../core';
 import { dirOf, type Node } from '../tree/provider';
+import { clipboardText } from '../shown';
 import { registerCommand, type Uses } from './command';
 import { sniff } from './sniff';
 import { locate, staticDirOfNode } from './targets';
@@ -47,7 +48,7 @@ export function openArtifactCommand(ctx: Uses): vscode.Disposable {
     const actions: { title: string; run: () => Thenable<unknown> }[] = [];
     if (vscode.extensions.getExtension(HEX_EXTENSION) !== undefined) actions.push({ title: vscode.l10n.t('Open with Hex Editor'), run: () => vscode.commands.executeCommand('vscode.openWith', uri, HEX_EDITOR, { preview: true }) });
     if (vscode.env.uiKind === vscode.UIKind.Desktop) actions.push({ title: vscode.l10n.t('Reveal in File Explorer'), run: () => vscode.commands.executeCommand('revealFileInOS', uri) });
-    actions.push({ title: vscode.l10n.t('Copy Path'), run: () => vscode.env.clipboard.writeText(s.path) });
+    actions.push({ title: vscode.l10n.t('Copy Path'), run: () => vscode.env.clipboard.writeText(clipboardText(s.path)) });
     const message =
       s.why === 'large'
         ? vscode.l10n.t('{0} is {1}, too large to open as text.', name, formatBytes(s.size))

@@ -5,9 +5,8 @@ import { oneDir } from './targets';
 
 /** Shows the build in the operating system's file manager. */
 export function revealInExplorerCommand(ctx: Uses<'states'>): vscode.Disposable {
-  const { states } = ctx;
   return registerCommand('devserverStaging.revealInExplorer', ctx, async (node?: Node) => {
-    const dir = await oneDir(states, node, vscode.l10n.t('Reveal which build?'));
+    const dir = await oneDir(ctx, node, vscode.l10n.t('Reveal which build?'));
     if (dir !== undefined) await vscode.commands.executeCommand('revealFileInOS', vscode.Uri.file(dir));
   });
 }

@@ -6,9 +6,8 @@ import { targets } from './targets';
 
 /** Opens a build's details (manifest, holder, stagings) as a Markdown preview. */
 export function showBuildDetailsCommand(ctx: Uses<'states'>): vscode.Disposable {
-  const { states } = ctx;
   return registerCommand('devserverStaging.showBuildDetails', ctx, async (node?: Node) => {
-    const [e] = await targets(states, { node, title: vscode.l10n.t('Show the details of which build?'), single: true });
+    const [e] = await targets(ctx, { node, title: vscode.l10n.t('Show the details of which build?'), single: true });
     if (e === undefined) return undefined;
     const uri = detailsUri(e.staticDir, e.tag);
     await vscode.commands.executeCommand('markdown.showPreview', uri);

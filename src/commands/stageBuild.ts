@@ -40,7 +40,7 @@ export function stageBuildCommand(ctx: Uses<'windowLocks' | 'mine' | 'reveal'>):
     if (staticDir === undefined) {
       const dirs = config.current.staticDirs;
       if (dirs.length === 0) throw new Error(vscode.l10n.t('No static directory is configured. Add one first (Devserver Staging: Add Static Directory…).'));
-      staticDir = dirs.length === 1 ? dirs[0] : await vscode.window.showQuickPick([...dirs], { title, placeHolder: vscode.l10n.t('Into which static directory?') });
+      staticDir = dirs.length === 1 ? dirs[0] : (await prompts.pickOne(dirs.map((d) => ({ label: d, dir: d })), { title, placeHolder: vscode.l10n.t('Into which static directory?') }))?.dir;
       if (staticDir === undefined) return undefined;
     }
     const base = staticDir;
@@ -53,7 +53,7 @@ export function stageBuildCommand(ctx: Uses<'windowLocks' | 'mine' | 'reveal'>):
         validateInput: (v) => (v.trim() === '' ? undefined : tagProblem(base, v)),
       }))?.trim();
     if (tag === undefined || tag === '') return undefined;
-    const sources = args.sources ?? (await pickSources(title));
+    const sources = args.sources ?? (await pickSources(prompts, title));
     if (sources === undefined || sources.length === 0) return undefined;
     return runStaging({ staticDir: base, tag, add: false, sources, ...(args.overwrite !== undefined ? { overwrite: args.overwrite } : {}), ...(args.signal ? { signal: args.signal } : {}) }, ctx);
   });

@@ -5,6 +5,7 @@
 import * as vscode from 'vscode';
 import { formatBytes, formatCount, isStagingError, stage, type StageProgress, type StageResult } from '../core';
 import { errorMessage } from '../errors';
+import { dialogDetail, type Prompts } from '../prompts';
 import type { Uses } from './command';
 
 /** Arguments a script or test can pass instead of answering the pickers. */
@@ -18,17 +19,17 @@ export interface StagingArgs {
 }
 
 /** Asks where the artifacts come from: a folder, files, an archive or a URL. */
-export async function pickSources(title: string): Promise<string[] | undefined> {
+export async function pickSources(prompts: Prompts, title: string): Promise<string[] | undefined> {
   const kinds = [
-    { label: `$(folder) ${vscode.l10n.t('Folder…')}`, source: 'folder' as const, detail: vscode.l10n.t('Copy a directory of artifacts') },
-    { label: `$(files) ${vscode.l10n.t('Files…')}`, source: 'files' as const, detail: vscode.l10n.t('Copy one or more files') },
-    { label: `$(file-zip) ${vscode.l10n.t('Archive…')}`, source: 'archive' as const, detail: vscode.l10n.t('Unpack a .tar, .tar.gz, .tar.xz or .zip') },
-    { label: `$(globe) ${vscode.l10n.t('URL…')}`, source: 'url' as const, detail: vscode.l10n.t('Download over http(s); archives are unpacked') },
+    { label: vscode.l10n.t('Folder…'), iconPath: new vscode.ThemeIcon('folder'), source: 'folder' as const, detail: vscode.l10n.t('Copy a directory of artifacts') },
+    { label: vscode.l10n.t('Files…'), iconPath: new vscode.ThemeIcon('files'), source: 'files' as const, detail: vscode.l10n.t('Copy one or more files') },
+    { label: vscode.l10n.t('Archive…'), iconPath: new vscode.ThemeIcon('file-zip'), source: 'archive' as const, detail: vscode.l10n.t('Unpack a .tar, .tar.gz, .tar.xz or .zip') },
+    { label: vscode.l10n.t('URL…'), iconPath: new vscode.ThemeIcon('globe'), source: 'url' as const, detail: vscode.l10n.t('Download over http(s); archives are unpacked') },
   ];
-  const kind = (await vscode.window.showQuickPick(kinds, { title, placeHolder: vscode.l10n.t('Where do the artifacts come from?') }))?.source;
+  const kind = (await prompts.pickOne(kinds, { title, placeHolder: vscode.l10n.t('Where do the artifacts come from?') }))?.source;
   if (kind === undefined) return undefined;
   if (kind === 'url') {
-    const url = await vscode.window.showInputBox({
+    const url = await prompts.input({
       title,
       prompt: vscode.l10n.t('An http(s) URL of a file or an archive'),
       placeHolder: 'https://example.com/builds/R120/image.tar.xz',
@@ -70,8 +71,8 @@ export async function runStaging(
   // A single download: the server's Content-Length is the total, when it sent one.
   const oneDownload = sources.length === 1 && isUrl(sources[0]);
   const title = add ? vscode.l10n.t('Adding artifacts to {0}', tag) : vscode.l10n.t('Staging {0}', tag);
-  const attempt = (overwrite: boolean): Thenable<StageResult> =>
-    vscode.window.withProgress({ location: vscode.ProgressLocation.Notification, title, cancellable: true }, (progress, token) => {
+  const attempt = (overwrite: boolean): Promise<StageResult> =>
+    deps.prompts.progress({ title, cancellable: true }, (report, token) => {
       const abort = new AbortController();
       token.onCancellationRequested(() => abort.abort());
       what.signal?.addEventListener('abort', () => abort.abort(), { once: true });
@@ -94,7 +95,7 @@ export async function runStaging(
               done = p.downloadBytes ?? 0;
             }
             const pct = total !== undefined && total > 0 ? Math.min(100, (100 * done) / total) : undefined;
-            progress.report({ message: progressMessage(p, total, done), ...(pct !== undefined && pct > reported ? { increment: pct - reported } : {}) });
+            report({ message: progressMessage(p, total, done), ...(pct !== undefined && pct > reported ? { increment: pct - reported } : {}) });
             mark(pct !== undefined ? pct / 100 : undefined);
             if (pct !== undefined && pct > reported) reported = pct;
           },
@@ -107,7 +108,7 @@ export async function runStaging(
   } catch (err) {
     if (!(isStagingError(err) && err.code === 'ECONFLICT') || what.overwrite !== undefined) throw err;
     const asked = Date.now();
-    const ok = await deps.prompts.confirm(errorMessage(err), vscode.l10n.t('Nothing was changed. Overwrite replaces the artifacts that differ.'), vscode.l10n.t('Overwrite'), false);
+    const ok = await deps.prompts.confirm(errorMessage(err), dialogDetail([vscode.l10n.t('Nothing was changed. Overwrite replaces the artifacts that differ.')]), vscode.l10n.t('Overwrite'), false);
     asking += Date.now() - asked;
     if (!ok) return undefined;
     result = await attempt(true);

@@ -6,7 +6,14 @@
 import * as path from 'path';
 import * as vscode from 'vscode';
 import { formatDuration, isInside, type ListEntry, type LockInfo, type LockState, type LockStates } from '../core';
+import type { Prompts } from '../prompts';
 import { dirOf, type Node } from '../tree/provider';
+
+/** What choosing a build needs: the model, and the pickers. */
+export interface Chooser {
+  readonly states: LockStates;
+  readonly prompts: Prompts;
+}
 
 /** Every known build below a folder (tag '' for the whole static directory). */
 export type BuildsUnder = (staticDir: string, tag: string) => ListEntry[];
@@ -49,7 +56,7 @@ export interface TargetsOptions {
 }
 
 /** The builds the clicked and selected rows stand for; from the palette, the ones picked. */
-export async function targets(states: LockStates, { node, nodes, title, only, single = false }: TargetsOptions): Promise<ListEntry[]> {
+export async function targets({ states, prompts }: Chooser, { node, nodes, title, only, single = false }: TargetsOptions): Promise<ListEntry[]> {
   const picked = selectedEntries(states, node, nodes);
   if (picked.length > 0) return picked;
   const candidates = states
@@ -57,22 +64,22 @@ export async function targets(states: LockStates, { node, nodes, title, only, si
     .map((r) => r.lock)
     .filter((e): e is ListEntry => e !== undefined && (only === undefined || only.includes(e.state)));
   if (candidates.length === 0) {
-    void vscode.window.showInformationMessage(vscode.l10n.t('No build to choose from: add a static directory with staged builds first.'));
+    void prompts.notify('info', vscode.l10n.t('No build to choose from: add a static directory with staged builds first.'));
     return [];
   }
   const items = candidates.map((e) => ({ label: e.tag, description: e.state === 'free' ? '' : `${e.state}${e.holder ? ` · ${e.holder.user}@${e.holder.hostname}` : ''}`, detail: e.staticDir, entry: e }));
   if (!single) {
-    const chosen = await vscode.window.showQuickPick(items, { title, canPickMany: true, matchOnDescription: true });
+    const chosen = await prompts.pickMany(items, { title, matchOnDescription: true });
     return chosen?.map((c) => c.entry) ?? [];
   }
-  const chosen = await vscode.window.showQuickPick(items, { title, matchOnDescription: true });
+  const chosen = await prompts.pickOne(items, { title, matchOnDescription: true });
   return chosen === undefined ? [] : [chosen.entry];
 }
 
 /** One directory: the clicked item's, or one picked from the palette. */
-export async function oneDir(states: LockStates, node: Node | undefined, title: string): Promise<string | undefined> {
+export async function oneDir(chooser: Chooser, node: Node | undefined, title: string): Promise<string | undefined> {
   if (node !== undefined) return dirOf(node);
-  const [e] = await targets(states, { title, single: true });
+  const [e] = await targets(chooser, { title, single: true });
   return e?.dir;
 }
 

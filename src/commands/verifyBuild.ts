@@ -1,6 +1,7 @@
 import * as vscode from 'vscode';
 import { IN_EDITOR_MAX_PARSE, formatBytes, formatCount, verify, type VerifyProblem, type VerifyResult } from '../core';
 import type { Log } from '../log';
+import type { Prompts } from '../prompts';
 import type { Node } from '../tree/provider';
 import { registerCommand, type Uses } from './command';
 import { targets } from './targets';
@@ -18,12 +19,12 @@ const LOGGED_PROBLEMS = 1_000;
  * reads, so it takes no lock and never keeps a stager waiting.
  */
 export function verifyBuildCommand(ctx: Uses<'states'>): vscode.Disposable {
-  const { config, log, states } = ctx;
+  const { config, log, prompts, states } = ctx;
   return registerCommand('devserverStaging.verifyBuild', ctx, async (node?: Node, nodes?: Node[]) => {
-    const chosen = await targets(states, { node, nodes, title: vscode.l10n.t('Verify which builds?') });
+    const chosen = await targets(ctx, { node, nodes, title: vscode.l10n.t('Verify which builds?') });
     if (chosen.length === 0) return undefined;
     const results: VerifyResult[] = [];
-    const cancelled = await vscode.window.withProgress({ location: vscode.ProgressLocation.Notification, title: vscode.l10n.t('Verifying'), cancellable: true }, async (progress, token) => {
+    const cancelled = await prompts.progress({ title: vscode.l10n.t('Verifying'), cancellable: true }, async (report, token) => {
       const abort = new AbortController();
       token.onCancellationRequested(() => abort.abort());
       for (const [i, e] of chosen.entries()) {
@@ -38,7 +39,7 @@ export function verifyBuildCommand(ctx: Uses<'states'>): vscode.Disposable {
             // The bar covers all builds; each build its share by its bytes.
             const part = p.totalBytes > 0 ? p.bytes / p.totalBytes : p.totalFiles > 0 ? p.files / p.totalFiles : 1;
             const pct = ((i + part) / chosen.length) * 100;
-            progress.report({ message: `${e.tag}: ${formatBytes(p.bytes)} / ${formatBytes(p.totalBytes)}`, increment: pct - shown });
+            report({ message: `${e.tag}: ${formatBytes(p.bytes)} / ${formatBytes(p.totalBytes)}`, increment: pct - shown });
             shown = pct;
           },
         });
@@ -50,12 +51,12 @@ export function verifyBuildCommand(ctx: Uses<'states'>): vscode.Disposable {
       }
       return false;
     });
-    report(results, cancelled, log);
+    tell(results, cancelled, ctx);
     return results;
   });
 }
 
-function report(results: readonly VerifyResult[], cancelled: boolean, log: Log): void {
+function tell(results: readonly VerifyResult[], cancelled: boolean, { log, prompts }: { log: Log; prompts: Prompts }): void {
   const damaged = results.filter((r) => !r.ok);
   const busy = results.filter((r) => r.state !== 'free').map((r) => r.tag);
   const note = busy.length > 0 ? ` ${vscode.l10n.t('{0} was locked while verified: it may be being staged, and the result may change.', busy.join(', '))}` : '';
@@ -64,7 +65,7 @@ function report(results: readonly VerifyResult[], cancelled: boolean, log: Log):
     const files = results.reduce((n, r) => n + r.checkedFiles, 0);
     const bytes = results.reduce((n, r) => n + r.checkedBytes, 0);
     const what = results.length === 1 ? results[0].tag : vscode.l10n.t('{0} builds', results.length);
-    void vscode.window.showInformationMessage(vscode.l10n.t('{0} is whole: {1} files, {2} match the manifest.', what, formatCount(files), formatBytes(bytes)) + note + stopped);
+    void prompts.notify('info', vscode.l10n.t('{0} is whole: {1} files, {2} match the manifest.', what, formatCount(files), formatBytes(bytes)) + note + stopped);
     return;
   }
   const showLog = vscode.l10n.t('Show Log');
@@ -73,7 +74,7 @@ function report(results: readonly VerifyResult[], cancelled: boolean, log: Log):
     damaged.length === 1
       ? vscode.l10n.t('{0} is damaged: {1}', first.tag, summary(first.problems))
       : vscode.l10n.t('{0} of {1} builds are damaged: {2}', damaged.length, results.length, damaged.map((r) => r.tag).join(', '));
-  void vscode.window.showWarningMessage(message + note + stopped, showLog).then((c) => {
+  void prompts.notify('warning', message + note + stopped, showLog).then((c) => {
     if (c === showLog) log.show(true);
   });
 }

@@ -12,7 +12,7 @@ import { StagingError, asStagingError, errnoCode, isStagingError } from './error
 import { MAX_MANIFEST_BYTES, parseArtifacts, readManifestBytes, type JudgeOptions, type ManifestEntry } from './manifest';
 import { MANIFEST_FILE } from './protocol';
 import { decodeName, fsPath, hasRawBytes } from './rawNames';
-import { pause } from './slices';
+import { eachInSlices, pause } from './slices';
 import { resolveArea, type Area } from './tags';
 
 function noBuild(area: Area): StagingError {
@@ -100,11 +100,15 @@ export interface BuildEntry {
   file: boolean;
 }
 
+/** Entries lstat'ed at once while a build's directory is read. */
+const STAT_LANES = 64;
+
 /**
  * The entries of `<staticDir>/<tag>/<rel>` (rel '' for the top of the build, '/'-separated): the
  * build opened as `openBuild` does, each folder of `rel` without following a link (ELOOP or ENOTDIR
  * when one is a link or a file now), and each entry lstat'ed through the opened folder. Entries that
- * vanish meanwhile are left out.
+ * vanish meanwhile are left out. Read and lstat'ed in slices, a few at a time: a build can hold
+ * 100,000 files at its top, and the reader is often an editor's event loop.
  */
 export async function readBuildDir(staticDir: string, tag: string, rel = ''): Promise<BuildEntry[]> {
   const area = await resolveArea(staticDir, tag);
@@ -116,16 +120,14 @@ export async function readBuildDir(staticDir: string, tag: string, rel = ''): Pr
       dir.close();
       dir = next;
     }
-    const { entries } = await readEntries(dir.at('.'), sync);
+    const { entries } = await readEntriesInSlices(dir.at('.'), sync);
     const opened = dir;
-    const sized = await Promise.all(
-      entries.map(async (e): Promise<BuildEntry | undefined> => {
-        const st = await fs.promises.lstat(opened.at(e.name)).catch(() => undefined);
-        if (st === undefined) return undefined;
-        return { name: e.name, size: st.size, directory: st.isDirectory(), file: st.isFile() };
-      }),
-    );
-    return sized.filter((e): e is BuildEntry => e !== undefined);
+    const sized: BuildEntry[] = [];
+    await eachInSlices(entries, STAT_LANES, async (e) => {
+      const st = await fs.promises.lstat(opened.at(e.name)).catch(() => undefined);
+      if (st !== undefined) sized.push({ name: e.name, size: st.size, directory: st.isDirectory(), file: st.isFile() });
+    });
+    return sized;
   } finally {
     dir.close();
   }

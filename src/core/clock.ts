@@ -12,6 +12,7 @@ import { randomHex } from './crypto';
 import { isLocalFilesystem } from './io';
 import { openMeta } from './meta';
 import { isHolderAlive, isOnThisMachine, isPidAlive, parseHolder, processStartOf, thisMachine } from './holder';
+import { probesAllowed } from './probes';
 import { CLOCK_PROBE } from './protocol';
 
 const C = fs.constants;
@@ -28,9 +29,12 @@ const cache = new Map<string, { skewMs: number; measuredAt: number; pending?: Pr
 
 /**
  * Milliseconds to add to local time to get the filesystem's time, a multiple of 1000.
- * Falls back to 0 (trust the local clock) where the static directory cannot be written.
+ * Falls back to 0 (trust the local clock) where the static directory cannot be written, or
+ * while this process may not write probes (probes.ts): then a measurement made before is used.
  */
 export function fsClockSkew(realStaticDir: string): Promise<number> {
+  // Not measured, and nothing kept: measured once probes are allowed.
+  if (!probesAllowed()) return Promise.resolve(cache.get(realStaticDir)?.skewMs ?? 0);
   const now = Date.now();
   const hit = cache.get(realStaticDir);
   if (hit !== undefined) {

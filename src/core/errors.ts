@@ -30,12 +30,15 @@ export class StagingError extends Error {
   readonly path?: string;
   /** For ELOCKED: who holds the lock. */
   readonly lock?: LockInfo;
+  /** For ELOCKED: the lock is not the one the caller named (an `expect` option), so nothing was done. */
+  readonly changed?: true;
 
-  constructor(code: ErrorCode, message: string, extra: { path?: string; lock?: LockInfo; cause?: unknown } = {}) {
+  constructor(code: ErrorCode, message: string, extra: { path?: string; lock?: LockInfo; cause?: unknown; changed?: true } = {}) {
     super(message, extra.cause === undefined ? undefined : { cause: extra.cause });
     this.code = code;
     if (extra.path !== undefined) this.path = extra.path;
     if (extra.lock !== undefined) this.lock = extra.lock;
+    if (extra.changed === true) this.changed = true;
   }
 }
 

@@ -110,6 +110,12 @@ const MAX_TEXT = 500;
 const MAX_SEGMENT_READ = 4 * HISTORY_SEGMENT_BYTES;
 /** A query for the newest few events reads this much of each segment's end first. */
 const TAIL_READ = 64 * 1024;
+/**
+ * A glance (`lastHeld`, which a tooltip asks on every hover) reads the end of at most this many
+ * segments of the tag, the newest by mtime: a tag's history holds one or two segments per host, and
+ * however many hosts or bytes a co-user plants there, a glance reads no more than 1 MiB.
+ */
+const GLANCE_SEGMENTS = 16;
 /** Generations tried in one append before giving up (each step is someone else's progress). */
 const MAX_STEPS = 8;
 
@@ -610,6 +616,8 @@ interface Want {
   kinds?: ReadonlySet<HistoryKind>;
   warn: Warn;
   sync: boolean;
+  /** Only the newest segment of a host, only its tail, of the newest `GLANCE_SEGMENTS` hosts. */
+  glance: boolean;
 }
 
 /**
@@ -622,9 +630,13 @@ export async function history(staticDir: string, query: HistoryQuery = {}): Prom
   return collect(staticDir, query);
 }
 
-/** Who held `tag` last, and for how long: the newest event that ended a holding, or undefined. */
+/**
+ * Who held `tag` last, and for how long: the newest event that ended a holding, or undefined. A
+ * glance, made for a tooltip: the last 64 KiB of the newest segment of each of at most 16 hosts,
+ * read asynchronously (never holding the caller's event loop while the disk answers).
+ */
 export async function lastHeld(staticDir: string, tag: string, options: HistoryOptions = {}): Promise<LastHeld | undefined> {
-  const [e] = await collect(staticDir, { ...options, tag, limit: 1 }, ENDS);
+  const [e] = await collect(staticDir, { ...options, tag, limit: 1 }, ENDS, true);
   if (e === undefined) return undefined;
   const holder = (e.kind === 'taken-over' || e.kind === 'force-released') && e.previous !== undefined ? e.previous : e.holder;
   return {
@@ -636,7 +648,7 @@ export async function lastHeld(staticDir: string, tag: string, options: HistoryO
   };
 }
 
-async function collect(staticDir: string, query: HistoryQuery, kinds?: ReadonlySet<HistoryKind>): Promise<HistoryEvent[]> {
+async function collect(staticDir: string, query: HistoryQuery, kinds?: ReadonlySet<HistoryKind>, glance = false): Promise<HistoryEvent[]> {
   const sd = await resolveStaticDir(staticDir);
   const tag = query.tag === undefined ? undefined : parseTag(query.tag).join('/');
   const limit = query.limit === undefined ? Infinity : Math.max(0, Math.floor(query.limit));
@@ -648,7 +660,8 @@ async function collect(staticDir: string, query: HistoryQuery, kinds?: ReadonlyS
     limit,
     ...(kinds !== undefined ? { kinds } : {}),
     warn: query.warn ?? defaultWarn,
-    sync: sd.io.sync,
+    sync: sd.io.sync && !glance,
+    glance,
   };
   const top = await openDir(sd.staticDir, true, want.sync);
   const opened: Dir[] = [top];
@@ -775,10 +788,11 @@ async function readTagDir(dir: Dir, want: Want, kept: Kept): Promise<void> {
     if (gens === undefined) byHost.set(seg.host, [seg.generation]);
     else gens.push(seg.generation);
   }
-  for (const [host, gens] of byHost) {
+  const hosts = want.glance ? await newestHosts(dir, byHost) : byHost;
+  for (const [host, gens] of hosts) {
     const source = kept.source();
     let got = 0;
-    for (const gen of gens.sort((a, b) => b - a)) {
+    for (const gen of gens.sort((a, b) => b - a).slice(0, want.glance ? 1 : undefined)) {
       const { events, oldestMs } = await readSegment(dir, historySegmentName(host, gen), want, want.limit - got);
       for (const [line, e] of events.entries()) kept.add({ e, t: Date.parse(e.time), source, generation: gen, line });
       got += events.length;
@@ -787,13 +801,33 @@ async function readTagDir(dir: Dir, want: Want, kept: Kept): Promise<void> {
   }
 }
 
+/** Hosts whose segments a glance compares by their mtimes: the first ones listed, where a co-user planted thousands. */
+const GLANCE_CANDIDATES = 1_024;
+
+/** The hosts whose newest segment was written last, at most `GLANCE_SEGMENTS` of them (by mtime; a link or FIFO is read as such later). */
+async function newestHosts(dir: Dir, byHost: Map<string, number[]>): Promise<[string, number[]][]> {
+  if (byHost.size <= GLANCE_SEGMENTS) return [...byHost];
+  const candidates = [...byHost].slice(0, GLANCE_CANDIDATES);
+  const dated = await Promise.all(
+    candidates.map(async ([host, gens]) => {
+      const newest = gens.reduce((a, b) => Math.max(a, b));
+      const st = await fs.promises.lstat(dir.at(historySegmentName(host, newest))).catch(() => undefined);
+      return { entry: [host, gens] as [string, number[]], mtimeMs: st?.mtimeMs ?? -Infinity };
+    }),
+  );
+  return dated
+    .sort((a, b) => b.mtimeMs - a.mtimeMs)
+    .slice(0, GLANCE_SEGMENTS)
+    .map((d) => d.entry);
+}
+
 /**
  * The last `needed` events of one segment that `want` asks for (all of them for Infinity), in file
  * order, and the time of the oldest line looked at. A small `needed` reads only the segment's end.
  */
 async function readSegment(dir: Dir, name: string, want: Want, needed: number): Promise<{ events: HistoryEvent[]; oldestMs: number }> {
   const shown = `${dir.shown}/${name}`;
-  for (const maxBytes of needed <= 100 ? [TAIL_READ, MAX_SEGMENT_READ] : [MAX_SEGMENT_READ]) {
+  for (const maxBytes of want.glance ? [TAIL_READ] : needed <= 100 ? [TAIL_READ, MAX_SEGMENT_READ] : [MAX_SEGMENT_READ]) {
     let tail;
     try {
       tail = await readRecordTail(dir.at(name), shown, maxBytes, want.sync);
@@ -815,7 +849,7 @@ async function readSegment(dir: Dir, name: string, want: Want, needed: number): 
       if (t < want.sinceMs || (want.kinds !== undefined && !want.kinds.has(e.kind))) continue;
       events.push(e);
     }
-    const whole = tail.from === 0 || maxBytes === MAX_SEGMENT_READ;
+    const whole = tail.from === 0 || maxBytes === MAX_SEGMENT_READ || want.glance;
     if (events.length >= needed || whole) return { events: needed === Infinity || events.length <= needed ? events : events.slice(events.length - needed), oldestMs };
   }
   return { events: [], oldestMs: Infinity };

@@ -10,7 +10,8 @@ import { printable } from './format';
 import { isOnThisMachine, parseHolder } from './holder';
 import { cachesAttributes, lstatOf, statOf } from './io';
 import { isLockAlive } from './lifetime';
-import { LOCK_NAME, LOCK_PROBE_PREFIX, MAX_OWNER_BYTES, OWNER_FILE, WORK_PREFIX } from './protocol';
+import { probesAllowed } from './probes';
+import { LOCK_NAME, LOCK_PROBE_PREFIX, MAX_OWNER_BYTES, OWNER_FILE, WORK_PREFIX, thresholdOf } from './protocol';
 import { decodeName, fsPath } from './rawNames';
 import type { Area } from './tags';
 import type { Holder, LegacyHolder, LockInfo, Timing } from './types';
@@ -114,7 +115,7 @@ export async function judgeLock(
     if (Number.isFinite(acquired)) info.ageMs = Math.max(0, nowFsMs - acquired);
   }
   // Honour the holder's own threshold when it is longer: it refreshes on its schedule, not ours.
-  const threshold = Math.max(timing.staleMs, holder?.staleMs ?? 0);
+  const threshold = thresholdOf(timing, holder?.staleMs);
   if (holder !== undefined && isOnThisMachine(holder)) {
     const { holderAlive: alive, command, commandAlive } = isLockAlive(holder, lockPath);
     info.holderAlive = alive;
@@ -204,10 +205,11 @@ export const ATTR_CACHE_MS = 1_100;
  * holder lives. Making and removing an entry in the area drops what the client cached of the
  * area; once the kernel's own attribute cache (filled by the first look, at `since`) has run out,
  * reading the area fetches every entry with its attributes, and lstat gets those.
- * Undefined where there is nothing to refresh or the area cannot be written: the first look stands.
+ * Undefined where there is nothing to refresh, the area cannot be written, or this process may not
+ * write probes (probes.ts): the first look stands.
  */
 async function lstatAnew(area: Pick<Area, 'staticDir' | 'dir'>, lockPath: string, since: number): Promise<fs.Stats | null | undefined> {
-  if (!(await cachesAttributes(area.dir))) return undefined;
+  if (!probesAllowed() || !(await cachesAttributes(area.dir))) return undefined;
   // The probe is made in the area as the kernel places it now, and only if that is still inside
   // the static directory: a judge writes nowhere else, whatever was swapped meanwhile.
   let dir: Dir;

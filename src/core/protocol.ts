@@ -139,12 +139,33 @@ export function parseHistorySegmentName(name: string): { host: string; generatio
 
 export const DEFAULT_TIMING: Timing = Object.freeze({ staleMs: 10_000, refreshMs: 2_500 });
 
-/** proper-lockfile refuses a stale threshold under 2 s and a refresh outside [1 s, stale/2]. */
+/**
+ * The longest stale threshold honoured, whoever asks for more (a setting, an option, a holder's
+ * record): a week. So every timer set from one stays far below 2^31 ms, past which Node fires a
+ * timer at once, again and again.
+ */
+export const MAX_STALE_MS = 7 * 86_400_000;
+
+/** Node's longest timer: a delay beyond it fires at once. */
+export const MAX_TIMER_MS = 2 ** 31 - 1;
+
+const finite = (v: unknown): number | undefined => (typeof v === 'number' && Number.isFinite(v) ? v : undefined);
+
+/**
+ * proper-lockfile refuses a stale threshold under 2 s and a refresh outside [1 s, stale/2]; above a
+ * week is taken as a week. A value that is no finite number (a setting typed as text) counts as
+ * not given: a stale threshold that is NaN would make every stale lock look held.
+ */
 export function clampTiming(t: Partial<Timing> = {}): Timing {
-  const staleMs = Math.max(2_000, Math.round(t.staleMs ?? DEFAULT_TIMING.staleMs));
-  const wantedRefresh = t.refreshMs ?? Math.min(DEFAULT_TIMING.refreshMs, staleMs / 4);
+  const staleMs = Math.min(MAX_STALE_MS, Math.max(2_000, Math.round(finite(t.staleMs) ?? DEFAULT_TIMING.staleMs)));
+  const wantedRefresh = finite(t.refreshMs) ?? Math.min(DEFAULT_TIMING.refreshMs, staleMs / 4);
   const refreshMs = Math.max(1_000, Math.min(Math.round(wantedRefresh), Math.floor(staleMs / 2)));
   return { staleMs, refreshMs };
+}
+
+/** The stale threshold a lock is judged by: the judge's, or the holder's own where it is longer, up to `MAX_STALE_MS`. */
+export function thresholdOf(timing: Timing, holderStaleMs: number | undefined): number {
+  return Math.max(timing.staleMs, Math.min(MAX_STALE_MS, finite(holderStaleMs) ?? 0));
 }
 
 /** The lock and what its protocol puts beside it: claims, trash, probes, locks being built (`devserver.lock*`). */

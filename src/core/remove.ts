@@ -9,7 +9,7 @@ import { fenceOf, removeInstance } from './takeover';
 import { ioFor } from './io';
 import { step } from './steps';
 import { resolveArea, type Area } from './tags';
-import type { LockInfo, Timing } from './types';
+import type { LockInfo, LockState, Timing } from './types';
 import { openDir, openPath, type Dir } from './anchored';
 import { type AuditEntry, recordFailure, recordIntent } from './audit';
 import { fsClockSkew } from './clock';
@@ -46,11 +46,46 @@ function isExpected(info: LockInfo, expect: NonNullable<ForceReleaseOptions['exp
   return expect.lockId !== undefined && info.lockId === expect.lockId;
 }
 
+/**
+ * A lock as someone was shown it before they agreed to act on it (a dialog): none (`free`), or one
+ * instance in a state, named by its record's token (`LockInfo.holder.token`) or, for a lock without
+ * a record, by `LockInfo.lockId`.
+ */
+export type ShownLock = { state: 'free' } | { state: Exclude<LockState, 'free'>; token?: string; lockId?: string };
+
+/** What was shown of a judged lock, to be carried to the action (see `DestroyOptions.expect`). */
+export function shownLock(info: LockInfo): ShownLock {
+  if (info.state === 'free') return { state: 'free' };
+  const token = info.holder?.token;
+  return { state: info.state, ...(token !== undefined && token !== '' ? { token } : info.lockId !== undefined ? { lockId: info.lockId } : {}) };
+}
+
+/**
+ * Why the lock found now is not the one shown (undefined when it is): another instance, a lock
+ * where none was, or a stale lock whose holder came back. A lock that went stale since, or went
+ * away, is no change: acting on it does no more than was agreed to.
+ */
+function unlikeShown(now: LockInfo, shown: ShownLock): boolean {
+  if (now.state === 'free') return false;
+  if (shown.state === 'free') return true;
+  if (!isExpected(now, shown)) return true;
+  return now.state === 'held' && shown.state === 'stale';
+}
+
 function changedError(area: Area, info: LockInfo): StagingError {
   return new StagingError(
     'ELOCKED',
     `The lock on ${area.dir} changed before it could be removed: the one meant is gone, and ${describeHolder(info)} holds it now. Nothing was removed; force-release again if that holder is gone too.`,
-    { path: info.lockPath, lock: info },
+    { path: info.lockPath, lock: info, changed: true },
+  );
+}
+
+/** The lock on an area is not the one its caller was shown: nothing was done. */
+function notAsShownError(area: Area, info: LockInfo): StagingError {
+  return new StagingError(
+    'ELOCKED',
+    `The lock on ${area.dir} is not the one that was shown: ${describeHolder(info)} holds it now (${info.state}). Nothing was removed.`,
+    { path: info.lockPath, lock: info, changed: true },
   );
 }
 
@@ -142,6 +177,13 @@ export interface DestroyOptions extends Partial<Timing>, HistoryOptions {
    * directory through a swapped link, and must not become the removal of, say, a whole board.
    */
   onlyStaged?: boolean;
+  /**
+   * The area's lock as the caller showed it before the user agreed (see `shownLock`): if another
+   * lock is there now (another instance, a lock where there was none, a stale lock whose holder is
+   * back), nothing is done (ELOCKED, with `changed`). Only that lock is broken with `force`, never
+   * one below the area, which was not shown.
+   */
+  expect?: ShownLock;
 }
 
 /**
@@ -156,15 +198,21 @@ export async function destroy(staticDir: string, tag: string, options: DestroyOp
   if (lst.isSymbolicLink()) {
     throw new StagingError('EBADTAG', `${area.dir} is a symbolic link; destroy the area it points to instead.`, { path: area.dir });
   }
-  if (options.force === true) {
+  const { expect, ...rest } = options;
+  if (options.force === true || expect !== undefined) {
     const { info } = await judgeLock(area, timing, Date.now() + (await fsClockSkew(area.realStaticDir)));
-    if (info.state === 'held' || info.state === 'legacy') await forceRelease(staticDir, tag, options);
+    if (expect !== undefined && unlikeShown(info, expect)) throw notAsShownError(area, info);
+    if (options.force === true && (info.state === 'held' || info.state === 'legacy')) {
+      // The instance that was shown, and no other that took its place meanwhile.
+      const instance = expect !== undefined && expect.state !== 'free' ? { expect: { ...(expect.token !== undefined ? { token: expect.token } : {}), ...(expect.lockId !== undefined ? { lockId: expect.lockId } : {}) } } : {};
+      await forceRelease(staticDir, tag, { ...rest, ...instance });
+    }
   }
   // With force, clear locks below it too: taking the area's lock is refused while one is held.
-  for (let n = 0; options.force === true && n < 1_000; n++) {
+  for (let n = 0; options.force === true && expect === undefined && n < 1_000; n++) {
     const nested = await findHeldInside(area.dir, timing);
     if (nested === undefined) break;
-    await forceRelease(staticDir, path.relative(area.staticDir, nested.dir), options).catch(() => undefined);
+    await forceRelease(staticDir, path.relative(area.staticDir, nested.dir), rest).catch(() => undefined);
   }
   const lease = await acquire(staticDir, tag, {
     ...timing,

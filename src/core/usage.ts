@@ -11,6 +11,7 @@ import { StagingError, asStagingError, errnoCode, isStagingError } from './error
 import { inspect } from './inspect';
 import { asyncIo, ioFor, type Io } from './io';
 import { readEntriesInSlices } from './browse';
+import { eachInSlices } from './slices';
 import { fsPath } from './rawNames';
 import type { HistoryOptions } from './history';
 import { judgeLock } from './judge';
@@ -46,10 +47,17 @@ export interface UsageOptions extends Partial<Timing> {
   subpath?: string;
   /** Directories read at once where calls are asynchronous (see `MeasureOps`). Default 16. */
   concurrency?: number;
+  /**
+   * No synchronous call, even on a local filesystem: for a caller whose event loop must never wait
+   * for the disk (an editor measuring builds for a column). Slower, never stalling.
+   */
+  async?: boolean;
 }
 
 
 const DEFAULT_CONCURRENCY = 16;
+/** Entries of one directory lstat'ed at once. */
+const STAT_LANES = 64;
 
 type Limit = <T>(fn: () => Promise<T>) => Promise<T>;
 
@@ -143,16 +151,17 @@ async function readOpened(dir: Dir, sync: boolean): Promise<DirRead> {
   const { entries: named, undecodable } = await readEntriesInSlices(at, sync);
   const list = undecodable.length > 0 ? [...named, ...undecodable] : named;
   let incomplete = false;
-  const entries = await Promise.all(
-    list.map(async (e) => {
-      const p = fsPath(dir.at(e.name));
-      const st = await (sync ? settle(() => fs.lstatSync(p)) : fs.promises.lstat(p)).catch((err: unknown) => {
-        if (!isGone(err)) incomplete = true;
-        return undefined;
-      });
-      return { e, st };
-    }),
-  );
+  // A few at a time, in slices: a directory of 100,000 files, its lstats all asked for at once,
+  // would hold the event loop while their answers come back.
+  const entries: { e: fs.Dirent; st: fs.Stats | undefined }[] = [];
+  await eachInSlices(list, STAT_LANES, async (e) => {
+    const p = fsPath(dir.at(e.name));
+    const st = await (sync ? settle(() => fs.lstatSync(p)) : fs.promises.lstat(p)).catch((err: unknown) => {
+      if (!isGone(err)) incomplete = true;
+      return undefined;
+    });
+    entries.push({ e, st });
+  });
   return { stat, entries, incomplete };
 }
 
@@ -175,7 +184,9 @@ const nextTurn = (): Promise<void> => new Promise((resolve) => setImmediate(reso
 export async function usage(staticDir: string, options: UsageOptions = {}): Promise<AreaUsage[]> {
   const timing = clampTiming(options);
   const limit = limiter(Math.max(1, Math.floor(options.concurrency ?? DEFAULT_CONCURRENCY)));
-  const { staticDir: root, realStaticDir, io } = await resolveStaticDir(staticDir);
+  const resolved = await resolveStaticDir(staticDir);
+  const { staticDir: root, realStaticDir } = resolved;
+  const io = options.async === true ? asyncIo : resolved.io;
   let start = root;
   let segments: string[] = [];
   if (options.subpath !== undefined && options.subpath !== '' && options.subpath !== '.' && options.subpath !== '/') {
@@ -212,7 +223,7 @@ export async function usage(staticDir: string, options: UsageOptions = {}): Prom
           // The static directory itself is never an area (a tag has at least one segment).
           if (p !== root && read.entries.some(({ e }) => isAreaMark(e.name))) {
             // An area may be a mount of its own: how to call it depends on its filesystem.
-            const ops = read.stat.dev === rootStat.dev ? rootOps : measureOps(await ioFor(p, read.stat.dev), limit);
+            const ops = read.stat.dev === rootStat.dev ? rootOps : measureOps(options.async === true ? asyncIo : await ioFor(p, read.stat.dev), limit);
             area = await measureArea(root, p, dir, read, ops, timing, nowFs);
             return;
           }
@@ -359,6 +370,12 @@ export interface PruneOptions extends Partial<Timing>, HistoryOptions {
    * pruned. Use `destroy` with `force` for one area whose holder is known to be gone.
    */
   force?: never;
+  /**
+   * Remove only these areas, as a preview (a dry run) showed them to the user: each only while it
+   * is still free and last used when it was then. An area chosen now that is not among them, or
+   * that changed, is left in place (in `skipped`, saying why).
+   */
+  expect?: readonly Pick<PruneCandidate, 'tag' | 'lastUsedMs'>[];
 }
 
 export interface PruneCandidate extends AreaUsage {
@@ -371,6 +388,8 @@ export interface PruneCandidate extends AreaUsage {
 export interface PruneSkipped extends PruneCandidate {
   /** Why it was left in place: who holds it, or that it was used while pruning. */
   skippedBecause: string;
+  /** Left because `expect` did not name it as it is now (it was not shown, or was used since), not for a lock. */
+  unshown?: true;
 }
 
 export interface PruneFailed extends PruneCandidate {
@@ -448,6 +467,7 @@ export async function prune(staticDir: string, options: PruneOptions = {}): Prom
 
   const result: PruneResult = { dryRun, removed: [], skipped: [], failed: [], bytes: 0 };
   const skip = (c: PruneCandidate, because: string): void => void result.skipped.push({ ...c, skippedBecause: because });
+  const shown = options.expect === undefined ? undefined : new Map(options.expect.map((e) => [e.tag, e.lastUsedMs]));
   for (const candidate of selected) {
     const unnamed = unlockable(candidate.tag);
     if (unnamed !== undefined) {
@@ -456,6 +476,11 @@ export async function prune(staticDir: string, options: PruneOptions = {}): Prom
     }
     if (candidate.state !== 'free') {
       skip(candidate, heldBecause(candidate.state, candidate.lock));
+      continue;
+    }
+    if (shown !== undefined && (!shown.has(candidate.tag) || shown.get(candidate.tag) !== candidate.lastUsedMs)) {
+      const because = shown.has(candidate.tag) ? 'it was used since it was shown to be removed' : 'it was not among the builds shown to be removed';
+      result.skipped.push({ ...candidate, skippedBecause: because, unshown: true });
       continue;
     }
     if (dryRun) {
@@ -479,6 +504,8 @@ export async function prune(staticDir: string, options: PruneOptions = {}): Prom
       await destroy(root, candidate.tag, {
         ...timing,
         onlyStaged: true,
+        // Free when chosen: a lock found there now (a stale one too) is someone's, and kept.
+        expect: { state: 'free' },
         ...(options.clientId !== undefined ? { clientId: options.clientId } : {}),
         ...(options.warn !== undefined ? { warn: options.warn } : {}),
       });

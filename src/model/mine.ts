@@ -1,12 +1,19 @@
 /**
- * What belongs to this window: locks it holds (taken for the window, or by a staging it runs,
- * both under its client id) and the stagings it is running, with their progress.
+ * What belongs to this window: locks it holds (taken for the window) and the stagings it is
+ * running, with their progress. Known only from this window's own leases (their lock instances'
+ * tokens, kept with descriptors the core checks) and stagings, never from what a lock's record
+ * says: a co-user can write any client id, any name, into a record of their own.
  */
 import { Emitter, keyOf, type AreaRef, type Disposable, type LockInfo } from '../core';
 
 export interface Staging {
   /** 0..1 where the total is known (a folder, a download with Content-Length). */
   fraction?: number;
+}
+
+/** This window's lease on an area, as `Mine` needs it: the token of the lock instance it holds. */
+export interface OwnLease {
+  readonly holder: { readonly token: string };
 }
 
 export class Mine implements Disposable {
@@ -16,9 +23,8 @@ export class Mine implements Disposable {
   readonly onDidChange = this._onDidChange.event;
 
   constructor(
-    /** How this window names itself in the locks it takes. */
-    readonly clientId: string,
-    private readonly holds: (staticDir: string, tag: string) => boolean,
+    /** This window's lease on an area, if it holds one. */
+    private readonly leaseOf: (staticDir: string, tag: string) => OwnLease | undefined,
     /** The areas whose locks this window holds. */
     private readonly held: () => Iterable<AreaRef> = () => [],
   ) {}
@@ -31,10 +37,16 @@ export class Mine implements Disposable {
     return [...[...this.stagings.values()].map((v) => v.ref), ...this.held()];
   }
 
-  /** Whether the area's lock is this window's, or this window is staging into it. */
+  /**
+   * Whether this window is staging into the area, or holds a lease on it whose lock is the one
+   * judged (`lock`; a lock not seen yet, judged free, counts as the lease's). A lock of another
+   * instance in its place (the lease was lost, and someone took the area) is not this window's.
+   */
   has(ref: AreaRef, lock?: LockInfo): boolean {
-    if (this.stagings.has(keyOf(ref.staticDir, ref.tag)) || this.holds(ref.staticDir, ref.tag)) return true;
-    return lock !== undefined && lock.state !== 'free' && lock.holder?.clientId === this.clientId;
+    if (this.stagings.has(keyOf(ref.staticDir, ref.tag))) return true;
+    const lease = this.leaseOf(ref.staticDir, ref.tag);
+    if (lease === undefined) return false;
+    return lock === undefined || lock.state === 'free' || lock.holder?.token === lease.holder.token;
   }
 
   staging(ref: AreaRef): Staging | undefined {

@@ -1,6 +1,7 @@
 /** A file or folder inside a build: browsable, never a build of its own. */
 import * as vscode from 'vscode';
 import { formatBytes, type Artifact } from '../core';
+import { rowText } from '../shown';
 import type { BuildNode } from './buildNode';
 
 export class ArtifactNode {
@@ -26,8 +27,8 @@ export class ArtifactNode {
     const uri = vscode.Uri.file(a.path);
     const item = new vscode.TreeItem(uri, a.directory ? vscode.TreeItemCollapsibleState.Collapsed : vscode.TreeItemCollapsibleState.None);
     item.id = this.id;
-    item.label = a.name;
-    item.tooltip = a.path;
+    item.label = rowText(a.name);
+    item.tooltip = rowText(a.path);
     if (a.directory) {
       item.iconPath = vscode.ThemeIcon.Folder;
       item.contextValue = 'artifactFolder';

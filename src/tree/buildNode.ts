@@ -2,6 +2,7 @@
 import * as vscode from 'vscode';
 import { formatBytes, formatCount, formatDuration as formatAge, type AreaRecord, type LastHeld, type LockInfo, type LockState } from '../core';
 import { literal } from '../markdown';
+import { rowText } from '../shown';
 import { AreaRow } from './areaRow';
 import type { FolderNode } from './folderNode';
 import type { StaticDirNode } from './staticDirNode';
@@ -64,10 +65,9 @@ export class BuildNode extends AreaRow<StaticDirNode | FolderNode> {
   toTreeItem(r: AreaRecord, own: Ownership, showUsage: boolean): vscode.TreeItem {
     const state = r.lock?.state ?? 'free';
     const look = own.staging !== undefined ? STAGING : own.mine ? MINE : r.damaged !== undefined ? DAMAGED : LOOKS[state];
-    const name = this.name;
-    const item = new vscode.TreeItem(name, vscode.TreeItemCollapsibleState.Collapsed);
+    const item = new vscode.TreeItem(rowText(this.name), vscode.TreeItemCollapsibleState.Collapsed);
     item.id = this.id;
-    item.description = BuildNode.description(r, own, showUsage);
+    item.description = rowText(BuildNode.description(r, own, showUsage));
     item.iconPath = new vscode.ThemeIcon(look.icon, look.color !== undefined ? new vscode.ThemeColor(look.color) : undefined);
     // This window knows its own locks before the lock's file event comes: mine is held.
     const context = own.mine ? 'build.held.mine' : `build.${state}`;

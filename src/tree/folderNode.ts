@@ -3,6 +3,7 @@ import * as vscode from 'vscode';
 import { AreaRow } from './areaRow';
 import type { StaticDirNode } from './staticDirNode';
 import { formatCount, type Counts } from '../core';
+import { rowText } from '../shown';
 
 export class FolderNode extends AreaRow<StaticDirNode | FolderNode> {
   readonly kind = 'folder';
@@ -17,16 +18,24 @@ export class FolderNode extends AreaRow<StaticDirNode | FolderNode> {
     return parts.join(' · ');
   }
 
-  /** `counting`: the folder is being listed for the first time, so its counts are not known yet. */
-  toTreeItem(c: Counts, matching?: number, counting = false): vscode.TreeItem {
-    const name = this.name;
+  /**
+   * `counting`: the folder is being listed for the first time, so its counts are not known yet.
+   * `sameAs`: it is a directory listed already as that folder (a link to it), listed when expanded.
+   */
+  toTreeItem(c: Counts, matching?: number, counting = false, sameAs?: string): vscode.TreeItem {
+    const name = rowText(this.name);
     const item = new vscode.TreeItem(name, vscode.TreeItemCollapsibleState.Collapsed);
     item.id = this.id;
-    item.description = counting ? vscode.l10n.t('counting builds…') : FolderNode.description(c, matching);
+    item.description =
+      counting && sameAs !== undefined
+        ? vscode.l10n.t('the same directory as {0}', sameAs === '' ? vscode.l10n.t('the static directory') : rowText(sameAs))
+        : counting
+          ? vscode.l10n.t('counting builds…')
+          : FolderNode.description(c, matching);
     item.iconPath = vscode.ThemeIcon.Folder;
     item.resourceUri = vscode.Uri.file(this.dir);
     item.contextValue = 'folder';
-    item.tooltip = vscode.l10n.t('Folder {0}: {1}', this.tag, item.description);
+    item.tooltip = vscode.l10n.t('Folder {0}: {1}', rowText(this.tag), item.description);
     // Read as it is shown, not as the tooltip (which VS Code would read otherwise).
     item.accessibilityInformation = { label: `${name} ${item.description}` };
     return item;

@@ -6,7 +6,7 @@
  */
 import * as fs from 'fs';
 import * as vscode from 'vscode';
-import { ContentsCache, keyOf, lastHeld, parentTag, type AreaRecord, type LockStates, type StateChange } from '../core';
+import { ContentsCache, keyOf, lastHeld, parentTag, type AreaRecord, type Artifact, type LockStates, type StateChange } from '../core';
 import type { Configuration, Settings } from '../config';
 import { errorMessage } from '../errors';
 import type { Mine } from '../model/mine';
@@ -95,7 +95,7 @@ export class StagingTreeProvider implements vscode.TreeDataProvider<Node>, vscod
       const isMine = (r: AreaRecord): boolean => this.mine.has(r, r.lock);
       const counts = this.states.counts(node.staticDir, node.tag, isMine, this.mine.refs());
       const counting = !this.states.isListed(node.staticDir, node.tag);
-      return node.toTreeItem(counts, isActive(this.filter) ? this.matching(node.staticDir, node.tag).length : undefined, counting);
+      return node.toTreeItem(counts, isActive(this.filter) ? this.matching(node.staticDir, node.tag).length : undefined, counting, this.states.sameAs(node.staticDir, node.tag));
     }
     return node.toTreeItem();
   }
@@ -124,11 +124,11 @@ export class StagingTreeProvider implements vscode.TreeDataProvider<Node>, vscod
     if (node instanceof ArtifactNode) {
       if (!node.artifact.directory) return [];
       const inside = await this.states.artifactDir(node.build.staticDir, node.build.tag, node.artifact.rel);
-      return inside.map((a) => new ArtifactNode(node, node.build, a));
+      return this.paged(node, inside, (a) => new ArtifactNode(node, node.build, a));
     }
     if (node instanceof BuildNode) {
       const artifacts = await this.states.artifacts(node.staticDir, node.tag);
-      return artifacts.map((a) => new ArtifactNode(node, node, a));
+      return this.paged(node, artifacts, (a) => new ArtifactNode(node, node, a));
     }
     if (node instanceof StaticDirNode && node.problem !== undefined) return [];
     const staticDir = node.staticDir;
@@ -178,11 +178,19 @@ export class StagingTreeProvider implements vscode.TreeDataProvider<Node>, vscod
     }
   }
 
-  /** Shows the next page of a folder's builds. */
+  /** A build's or artifact folder's files a page at a time, as a folder's builds are shown. */
+  private paged(parent: BuildNode | ArtifactNode, artifacts: readonly Artifact[], row: (a: Artifact) => ArtifactNode): Node[] {
+    const limit = this.limits.get(parent.id) ?? PAGE;
+    const rows: Node[] = artifacts.slice(0, limit).map(row);
+    if (artifacts.length > limit) rows.push(new MoreNode(parent, artifacts.length - limit, PAGE));
+    return rows;
+  }
+
+  /** Shows the next page of a folder's builds, or of a build's files. */
   showMore(more: MoreNode): void {
     const parent = more.parent;
-    const key = keyOf(parent.staticDir, parent instanceof StaticDirNode ? '' : parent.tag);
-    this.limits.set(key, (this.limits.get(key) ?? PAGE) + more.page);
+    // A row's id is the key its page is kept under (a folder's: keyOf(staticDir, tag)).
+    this.limits.set(parent.id, (this.limits.get(parent.id) ?? PAGE) + more.page);
     this._onDidChangeTreeData.fire(parent);
   }
 

@@ -1,6 +1,7 @@
 /** A configured static directory: a root of the tree. */
 import * as os from 'os';
 import * as vscode from 'vscode';
+import { rowText } from '../shown';
 
 export class StaticDirNode {
   readonly kind = 'staticDir';
@@ -26,8 +27,8 @@ export class StaticDirNode {
     item.resourceUri = vscode.Uri.file(this.dir);
     if (this.problem !== undefined) {
       item.iconPath = new vscode.ThemeIcon('warning', new vscode.ThemeColor('problemsWarningIcon.foreground'));
-      item.description = this.problem;
-      item.tooltip = vscode.l10n.t('{0}: {1}. Create it, or choose another static directory in the settings.', this.dir, this.problem);
+      item.description = rowText(this.problem);
+      item.tooltip = vscode.l10n.t('{0}: {1}. Create it, or choose another static directory in the settings.', rowText(this.dir), rowText(this.problem));
       item.contextValue = 'staticDir.problem';
     } else {
       item.iconPath = new vscode.ThemeIcon('root-folder');

@@ -182,7 +182,7 @@ describe('dialogs', function () {
     for (const v of ['R1', 'R2', 'R3', 'R4']) assert.match(audit, new RegExp(`"action":"destroy","tag":"grp/${v}"`));
   });
 
-  it('Destroy refuses a build that someone locked while the question was open, and says so', async () => {
+  it('Destroy refuses a build that someone locked while the question was open, asks about it afresh, and says so', async () => {
     makeBuild(staticDir, 'late/R1');
     makeBuild(staticDir, 'late/R2');
     const nodes = [await nodeOf('late/R1'), await nodeOf('late/R2')];
@@ -194,8 +194,12 @@ describe('dialogs', function () {
       },
     ];
     await vscode.commands.executeCommand('devserverStaging.destroy', nodes[0], nodes);
-    assert.equal(asked.length, 1);
+    assert.equal(asked.length, 2);
     assert.equal(asked[0].button, 'Destroy 2 Builds');
+    // Asked afresh, naming the lock there now, even with confirmations off; declined.
+    assert.match(asked[1].message, new RegExp(`^Its lock changed while you were asked\\. Destroy late/R2\\? It is held by \\S+@\\S+ \\(pid ${holder!.pid}\\)\\.$`));
+    assert.equal(asked[1].button, 'Destroy, Breaking the Lock');
+    assert.equal(asked[1].skippable, false);
     assert.equal(exists('late/R1'), false);
     assert.ok(exists('late/R2') && locked('late/R2'), 'the build locked meanwhile is left alone');
     assert.equal(told.length, 1);

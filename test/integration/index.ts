@@ -1,6 +1,7 @@
 /**
  * Loaded by VS Code's extension host when it runs the integration tests: runs every suite in
- * this folder with mocha and settles with the result.
+ * this folder with mocha and settles with the result. (restricted/index.ts runs its folder's the
+ * same way, in a workspace that is not trusted.)
  */
 import * as fs from 'fs';
 import * as path from 'path';
@@ -13,7 +14,12 @@ import Mocha = require('mocha');
  */
 const MARK = '::test:: ';
 
-export async function run(): Promise<void> {
+export function run(): Promise<void> {
+  return runSuites(__dirname, 'integration');
+}
+
+/** Runs the suites (`*.test.js`) of `dir`; the closing line is labelled `label`. */
+export async function runSuites(dir: string, label: string): Promise<void> {
   Mocha.reporters.Base.consoleLog = (...args: unknown[]) => console.log(MARK + util.format(...args).split('\n').join(`\n${MARK}`));
   const mocha = new Mocha({
     ui: 'bdd',
@@ -21,11 +27,11 @@ export async function run(): Promise<void> {
     timeout: 30_000,
     slow: 2_000,
     reporter: path.join(__dirname, '..', 'reporter.js'),
-    reporterOptions: { label: 'integration' },
+    reporterOptions: { label },
   });
   const grep = process.env['DEVSERVER_STAGING_TEST_GREP'];
   if (grep) mocha.grep(grep);
-  for (const f of fs.readdirSync(__dirname).sort()) if (f.endsWith('.test.js')) mocha.addFile(path.join(__dirname, f));
+  for (const f of fs.readdirSync(dir).sort()) if (f.endsWith('.test.js')) mocha.addFile(path.join(dir, f));
   const failures = await new Promise<number>((resolve) => mocha.run(resolve));
-  if (failures > 0) throw new Error(`${failures} integration test(s) failed.`);
+  if (failures > 0) throw new Error(`${failures} ${label} test(s) failed.`);
 }

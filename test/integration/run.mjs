@@ -9,7 +9,9 @@
 //                      $VSCODE_EXECUTABLE_PATH); the usual route on a laptop.
 // The route can also be set with DEVSERVER_STAGING_VSCODE=headless|desktop.
 // The headless route then checks the tree in the browser (test/ui/); --no-ui skips that, and
-// --update-screenshots copies its screenshots into media/.
+// --update-screenshots copies its screenshots into media/. It also runs test/integration/restricted/
+// in a workspace that is not trusted (Restricted Mode), whose settings try to point the extension
+// elsewhere; DEVSERVER_STAGING_TEST_GREP runs it only when it matches "Restricted Mode".
 import { runTests } from '@vscode/test-electron';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
@@ -47,6 +49,37 @@ try {
   });
 } finally {
   fs.rmSync(workspace, { recursive: true, force: true });
+}
+// Restricted Mode needs workspace trust, which only the headless route can turn on for a run.
+const grep = process.env.DEVSERVER_STAGING_TEST_GREP;
+if (route === 'headless' && (grep === undefined || grep === '' || new RegExp(grep).test('Restricted Mode'))) {
+  const untrusted = fs.mkdtempSync(path.join(os.tmpdir(), 'devserver-staging-restricted-'));
+  try {
+    // A repository's settings that point the extension at directories it chose, turn its
+    // confirmations off and set timings that are no number or too large.
+    fs.mkdirSync(path.join(untrusted, '.vscode'));
+    fs.writeFileSync(
+      path.join(untrusted, '.vscode', 'settings.json'),
+      JSON.stringify({
+        'devserverStaging.staticDirs': ['/', '~', '..', '${workspaceFolder}/static'],
+        'devserverStaging.confirmDestructiveActions': false,
+        'devserverStaging.staleSeconds': 'soon',
+        'devserverStaging.refreshSeconds': 1e12,
+        'devserverStaging.pollSeconds': 1e12,
+      }),
+    );
+    const restricted = await runTests({
+      extensionDevelopmentPath: root,
+      extensionTestsPath: path.join(root, 'out', 'test', 'integration', 'restricted', 'index.js'),
+      vscodeExecutablePath: path.join(root, 'scripts', 'vscode', 'code-headless.mjs'),
+      launchArgs: [untrusted, '--disable-extensions'],
+      // Probes measured even on a local filesystem: where one may be written, it would be.
+      extensionTestsEnv: { DEVSERVER_STAGING_IT_WORKSPACE: untrusted, VSCODE_HEADLESS_RESTRICTED: '1', DEVSERVER_STAGING_CLOCK_PROBE: '1' },
+    }).catch((err) => (err && typeof err.code === 'number' ? err.code : 1));
+    code ||= restricted;
+  } finally {
+    fs.rmSync(untrusted, { recursive: true, force: true });
+  }
 }
 // The same extension seen through the browser, as a user sees it: only the headless route has
 // a browser to look with.

@@ -117,9 +117,10 @@ describe('the view of builds', function () {
     const uri = await vscode.commands.executeCommand<vscode.Uri>('devserverStaging.showBuildDetails', await nodeOf('lab/octopus/R1-0.0.1'));
     const text = (await vscode.workspace.openTextDocument(uri)).getText();
     const sha = createHash('sha256').update('staged for the view test\n').digest('hex');
-    assert.match(text, /^# lab\/octopus\/R1-0\.0\.1/);
+    // (The page escapes Markdown: a dot comes as "\\.", which linkify cannot read as part of a host name.)
+    assert.match(text, /^# lab\/octopus\/R1-0\\\.0\\\.1/);
     assert.ok(text.includes(sha), 'the sha256 of notes.txt');
-    assert.match(text, /\| notes\.txt \| 25 B \|/);
+    assert.match(text, /\| notes\\\.txt \| 25 B \|/);
     assert.match(text, /## Stagings/);
     assert.match(text, /\| Artifacts \| 2 \(/);
   });

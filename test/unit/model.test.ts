@@ -8,7 +8,7 @@
 import { strict as assert } from 'assert';
 import * as fs from 'fs';
 import * as path from 'path';
-import { acquire, LockStates, naturalOrder, stage, threadWatcher, type AreaRecord, type Counts, type StateChange } from '../../src/core';
+import { acquire, forceRelease, LockStates, naturalOrder, stage, threadWatcher, type AreaRecord, type Counts, type StateChange } from '../../src/core';
 import { ThreadWatcher } from '../../src/core/watch/threadWatcher';
 import { NewsBatch } from '../../src/core/watch/watchProtocol';
 import { inThreadWatcher, type WatchEvent, type WatcherFactory } from '../../src/core/watch/watcher';
@@ -139,12 +139,12 @@ for (const [where, watcher] of WATCHERS) {
       assert.equal(states.buildsUnder(staticDir, 'eve').length, 2);
     });
 
-    it('knows this window\'s locks by its client id and its stagings with their progress', async () => {
+    it('knows this window\'s locks by its leases and its stagings with their progress', async () => {
       build(staticDir, 'eve/R1');
       build(staticDir, 'eve/R2');
       states = await scanned(staticDir, watcher);
-      const mine = new Mine('vscode:test-window', () => false);
-      const lease = await acquire(staticDir, 'eve/R1', { ...timing, createOnce: false, clientId: mine.clientId });
+      const lease = await acquire(staticDir, 'eve/R1', { ...timing, createOnce: false, clientId: 'vscode:test-window' });
+      const mine = new Mine((d, t) => (d === staticDir && t === 'eve/R1' ? lease : undefined));
       try {
         await waitFor(() => (states!.entry(staticDir, 'eve/R1')?.state === 'held' ? true : undefined), 3_000, 'R1 held');
         const isMine = (r: AreaRecord): boolean => mine.has(r, r.lock);
@@ -263,12 +263,48 @@ for (const [where, watcher] of WATCHERS) {
       assert.equal(states.lockedBuilds().length, 1);
     });
 
+    it('never takes a lock for this window\'s by what its record says: a copied client id, or another instance where its lease was', async () => {
+      build(staticDir, 'eve/R1');
+      build(staticDir, 'eve/R2');
+      states = await scanned(staticDir, watcher);
+      const clientId = 'vscode:test-window';
+      // A co-user's lock whose record names this window's client id.
+      const spoof = await acquire(staticDir, 'eve/R1', { ...timing, createOnce: false, clientId });
+      // This window's own lock on R2, then broken and taken by another holder before the window has noticed.
+      const own = await acquire(staticDir, 'eve/R2', { ...timing, createOnce: false, clientId });
+      const leases = new Map([['eve/R2', own]]);
+      const mine = new Mine((d, t) => (d === staticDir ? leases.get(t) : undefined));
+      const isMine = (r: AreaRecord): boolean => mine.has(r, r.lock);
+      let other: Awaited<ReturnType<typeof acquire>> | undefined;
+      try {
+        await waitFor(() => (states!.entry(staticDir, 'eve/R1')?.holder?.clientId === clientId && states!.entry(staticDir, 'eve/R2')?.holder?.token === own.holder.token ? true : undefined), 3_000, 'both locks seen');
+        assert.equal(mine.has({ staticDir, tag: 'eve/R1' }, states.entry(staticDir, 'eve/R1')), false, 'a record naming this window is not this window\'s lock');
+        assert.equal(mine.has({ staticDir, tag: 'eve/R2' }, states.entry(staticDir, 'eve/R2')), true, 'the lease\'s own lock is');
+        states.invalidate();
+        assert.deepEqual(states.counts(staticDir, 'eve', isMine, mine.refs()), { builds: 2, held: 1, stale: 0, legacy: 0, mine: 1 });
+        await forceRelease(staticDir, 'eve/R2', { ...timing, expect: { token: own.holder.token } });
+        other = await acquire(staticDir, 'eve/R2', { ...timing, createOnce: false, clientId });
+        const otherToken = other.holder.token;
+        await waitFor(() => (states!.entry(staticDir, 'eve/R2')?.holder?.token === otherToken ? true : undefined), 3_000, 'the new holder seen');
+        // The attack happened: the lease is still this window's, and the record names this window.
+        assert.equal(leases.get('eve/R2'), own);
+        assert.equal(states.entry(staticDir, 'eve/R2')?.holder?.clientId, clientId);
+        assert.equal(mine.has({ staticDir, tag: 'eve/R2' }, states.entry(staticDir, 'eve/R2')), false, 'another instance is not this window\'s lock');
+        states.invalidate();
+        assert.deepEqual(states.counts(staticDir, 'eve', isMine, mine.refs()), { builds: 2, held: 2, stale: 0, legacy: 0, mine: 0 });
+      } finally {
+        await spoof.release();
+        await other?.release();
+        await own.release().catch(() => undefined);
+      }
+    });
+
     it('counts an area this window says it holds as mine before the watcher has seen its lock', async () => {
       build(staticDir, 'eve/R1');
       build(staticDir, 'eve/R2');
       states = await scanned(staticDir, watcher);
       const held = [{ staticDir, tag: 'eve/R2' }];
-      const mine = new Mine('vscode:test-window', (d, t) => d === staticDir && t === 'eve/R2', () => held);
+      const mine = new Mine((d, t) => (d === staticDir && t === 'eve/R2' ? { holder: { token: 'not-seen-yet' } } : undefined), () => held);
       const isMine = (r: AreaRecord): boolean => mine.has(r, r.lock);
       assert.equal(states.entry(staticDir, 'eve/R2')?.state, 'free');
       assert.deepEqual(states.counts(staticDir, 'eve', isMine, mine.refs()), { builds: 2, held: 0, stale: 0, legacy: 0, mine: 1 });

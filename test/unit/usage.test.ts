@@ -9,7 +9,7 @@ import { acquire, type Lease } from '../../src/core/lock';
 import { isStagingError } from '../../src/core/errors';
 import { MANIFEST_FILE, TIMESTAMP_FILE } from '../../src/core/stage/types';
 import { prune, usage, type AreaUsage } from '../../src/core/usage';
-import { cleanup, snapshot, tempDir } from '../helpers';
+import { callsPerTurn, cleanup, snapshot, tempDir } from '../helpers';
 
 const DAY = 86_400_000;
 
@@ -159,6 +159,19 @@ describe('usage and prune', () => {
       const empty = path.join(root, 'empty');
       fs.mkdirSync(empty);
       assert.deepEqual(await usage(empty), [], 'an empty static directory has no areas');
+    });
+
+    it('lstats the files of a large build a slice at a time, the event loop turning between slices', async () => {
+      // A local filesystem is read with synchronous calls: all of one directory's lstats in one
+      // piece would hold the loop for the whole directory.
+      const files = 30_000;
+      area('eve/big', DAY);
+      const big = path.join(staticDir, 'eve/big');
+      for (let i = 0; i < files; i++) fs.writeFileSync(path.join(big, `f${i}`), '');
+      const { result: areas, most, total } = await callsPerTurn(require('fs') as object, 'lstatSync', (p) => String(p).includes('/f'), () => usage(staticDir));
+      assert.equal(areas.find((a) => a.tag === 'eve/big')?.artifacts, files + 1);
+      assert.ok(total >= files, `the files were lstat'ed with synchronous calls (${total} of ${files})`);
+      assert.ok(most < files / 2, `at most ${most} of ${files} lstats in one turn of the event loop`);
     });
   });
 

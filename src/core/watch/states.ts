@@ -14,13 +14,15 @@ import { isHolderAlive, isOnThisMachine } from '../holder';
 import { inspect, list } from '../inspect';
 import { isLocalFilesystem } from '../io';
 import { lockIdOf } from '../judge';
-import { BUILD_MARKS, LOCK_NAME, isBookkeeping, isProtocolName } from '../protocol';
+import { BUILD_MARKS, LOCK_NAME, MAX_TIMER_MS, isBookkeeping, isProtocolName, thresholdOf } from '../protocol';
 import { fsPath } from '../rawNames';
+import { sortNatural } from '../natural';
 import { pause } from '../slices';
 import { usage } from '../usage';
 import type { ListEntry, LockInfo, Timing } from '../types';
 import { Emitter, type Disposable } from './emitter';
 import { isAtOrBelow, keyOf, parentTag, type AreaKind, type AreaRecord, type AreaRef, type Artifact, type Counts } from './records';
+import { MAX_SCANNED_FOLDERS, ScannedDirs, checkScanRoot, dirIdentity } from './scope';
 import { inThreadWatcher, WATCH_THREAD_STOPPED, type WatchEvent, type Watcher, type WatcherFactory } from './watcher';
 
 export interface StateChange extends AreaRef {
@@ -87,7 +89,7 @@ const RECENT_MS = 30_000;
 export class LockStates implements Disposable {
   private readonly _onDidChange = new Emitter<StateChange[]>();
   readonly onDidChange = this._onDidChange.event;
-  /** Fires when a directory was listed for the first time: more areas are known. */
+  /** Fires when a directory was listed for the first time (more areas are known), or found to be one listed already. */
   private readonly _onDidList = new Emitter<AreaRef>();
   readonly onDidList = this._onDidList.event;
 
@@ -106,6 +108,12 @@ export class LockStates implements Disposable {
   private readonly watcher: Watcher<AreaRef>;
   /** Grows with every reset: a listing begun before one is dropped when it ends. */
   private generation = 0;
+  /** Per static directory, the real directories its scan listed (each once, whatever links lead to it). */
+  private readonly scanned = new Map<string, ScannedDirs>();
+  /** Folders the scan did not list because their directory was listed as another tag: that tag. */
+  private readonly duplicates = new Map<string, string>();
+  /** Folders the scan found and is looking at (their identity) before listing them. */
+  private readonly scanning = new Set<Promise<void>>();
   private roots: readonly string[] = [];
   private settleTimer: NodeJS.Timeout | undefined;
   private listingTimer: NodeJS.Timeout | undefined;
@@ -163,7 +171,7 @@ export class LockStates implements Disposable {
 
   /** Resolves once every listing begun so far (the scan of every folder included) has ended. */
   async settled(): Promise<void> {
-    while (this.queues.size > 0) await Promise.all([...this.queues.values()]);
+    while (this.queues.size > 0 || this.scanning.size > 0) await Promise.all([...this.queues.values(), ...this.scanning]);
   }
 
   /** The areas directly inside a root or folder, listed once and then kept current. */
@@ -288,6 +296,14 @@ export class LockStates implements Disposable {
     return this.records.get(keyOf(staticDir, tag))?.children !== undefined;
   }
 
+  /**
+   * For a folder the scan left unlisted because it is a directory listed already (a link to it,
+   * or to a folder above it): the tag it was listed as. Listed when someone asks for its children.
+   */
+  sameAs(staticDir: string, tag: string): string | undefined {
+    return this.duplicates.get(keyOf(staticDir, tag));
+  }
+
   /** Something outside the model (which window holds what) changed what `counts` would say. */
   invalidate(): void {
     this.version++;
@@ -311,7 +327,8 @@ export class LockStates implements Disposable {
     const running = this.measuring.get(key);
     if (running !== undefined) return running;
     const job = (async () => {
-      const measured = await usage(staticDir, { ...this.timing, ...(tag === '' ? {} : { subpath: tag }) });
+      // Asynchronously: a build of 100,000 files is walked while the view stays responsive.
+      const measured = await usage(staticDir, { ...this.timing, async: true, ...(tag === '' ? {} : { subpath: tag }) });
       if (this.disposed) return;
       const changes: StateChange[] = [];
       for (const u of measured) {
@@ -386,6 +403,8 @@ export class LockStates implements Disposable {
     this.listed.clear();
     this.pending.clear();
     this.countCache.clear();
+    this.scanned.clear();
+    this.duplicates.clear();
     this.version++;
     this.watcher.unwatchAll();
     this.scheduleTimers();
@@ -428,6 +447,7 @@ export class LockStates implements Disposable {
     const dir = tag === '' ? staticDir : path.join(staticDir, tag);
     const generation = this.generation;
     const known = this.records.get(key);
+    if (tag === '') await this.claimRoot(staticDir);
     // Watch before listing: a change between the two is then seen rather than lost.
     this.listed.add(key);
     this.watchDir(dir, { staticDir, tag });
@@ -520,9 +540,46 @@ export class LockStates implements Disposable {
     // Folders are listed too, so that every build is known before anyone expands anything.
     for (const e of fresh) {
       if (e.kind === 'folder' && this.records.get(keyOf(staticDir, e.tag))?.children === undefined) {
-        void this.children(staticDir, e.tag).catch(() => undefined);
+        const job = this.scanFolder(staticDir, e.tag, e.dir, generation).catch(() => undefined);
+        this.scanning.add(job);
+        void job.then(() => this.scanning.delete(job));
       }
     }
+  }
+
+  /** A static directory's own real directory, first of what its scan lists; refused when it holds everything. */
+  private async claimRoot(staticDir: string): Promise<void> {
+    const real = await fs.promises.realpath(staticDir).catch(() => staticDir);
+    checkScanRoot(staticDir, real);
+    const id = await dirIdentity(staticDir);
+    if (id !== undefined) this.scannedOf(staticDir).claim(id, '', () => true);
+  }
+
+  private scannedOf(staticDir: string): ScannedDirs {
+    let s = this.scanned.get(staticDir);
+    if (s === undefined) this.scanned.set(staticDir, (s = new ScannedDirs()));
+    return s;
+  }
+
+  /** Lists a folder the scan found, unless its real directory was listed already (or the scan is full). */
+  private async scanFolder(staticDir: string, tag: string, dir: string, generation: number): Promise<void> {
+    const id = await dirIdentity(dir);
+    if (id === undefined || this.disposed || this.generation !== generation) return;
+    const scanned = this.scannedOf(staticDir);
+    const wasStopped = scanned.stopped;
+    const claimed = scanned.claim(id, tag, (t) => t === '' || this.records.get(keyOf(staticDir, t)) !== undefined);
+    if (claimed === true) {
+      this.duplicates.delete(keyOf(staticDir, tag));
+      await this.children(staticDir, tag);
+      return;
+    }
+    if (claimed === false) {
+      this.duplicates.set(keyOf(staticDir, tag), scanned.tagOf(id)!);
+      // Its row says so now, instead of counting for ever.
+      this._onDidList.fire({ staticDir, tag });
+      return;
+    }
+    if (!wasStopped) this.warnings.warn(`Stopped listing the folders of ${staticDir} on their own after ${MAX_SCANNED_FOLDERS}: is it really a static directory of builds? The others are listed when they are expanded.`);
   }
 
   /** Lists the top of a build: its artifacts. */
@@ -626,6 +683,7 @@ export class LockStates implements Disposable {
       this.listed.delete(key);
       this.tallies.delete(key);
       this.countCache.delete(key);
+      this.duplicates.delete(key);
       this.watcher.unwatch(path.join(staticDir, found[i]));
     }
   }
@@ -743,8 +801,9 @@ export class LockStates implements Disposable {
       if (r.lock.holder !== undefined && isOnThisMachine(r.lock.holder)) local = true;
     }
     if (next !== Infinity) {
-      // A little past the expiry, so that the judge agrees it has passed.
-      this.staleTimer = setTimeout(() => this.checkExpired(), Math.max(50, next - Date.now() + 100));
+      // A little past the expiry, so that the judge agrees it has passed; never past Node's
+      // longest timer (a record's times are a co-user's: that one fires again, and looks again).
+      this.staleTimer = setTimeout(() => this.checkExpired(), Math.min(MAX_TIMER_MS, Math.max(50, next - Date.now() + 100)));
     }
     if (local && this.livenessTimer === undefined) {
       this.livenessTimer = setInterval(() => this.checkLiveness(), LIVENESS_MS);
@@ -756,7 +815,7 @@ export class LockStates implements Disposable {
 
   /** When a held lock, judged at `at`, turns stale unless a heartbeat comes first. */
   private expiresAt(entry: ListEntry, at: number): number {
-    return at + Math.max(this.timing.staleMs, entry.holder?.staleMs ?? 0) - (entry.heartbeatAgeMs ?? 0);
+    return at + thresholdOf(this.timing, entry.holder?.staleMs) - (entry.heartbeatAgeMs ?? 0);
   }
 
   private checkExpired(): void {
@@ -804,12 +863,22 @@ async function readArtifacts(staticDir: string, tag: string, rel: string, lock: 
   const entries = await readBuildDir(staticDir, tag, rel).catch(() => []);
   const legacyFile = rel === '' ? lock?.legacy?.uniqueFile : undefined;
   const dir = path.join(staticDir, tag, rel);
-  // The core names bookkeeping; the file this lock is a link to is known exactly, too.
-  const shown = entries
-    .filter((e) => !(rel === '' && (isBookkeeping(e.name) || e.name === legacyFile)))
-    .map((e): Artifact => ({ name: e.name, path: path.join(dir, e.name), rel: rel === '' ? e.name : `${rel}/${e.name}`, size: e.size, directory: e.directory }));
+  // The core names bookkeeping; the file this lock is a link to is known exactly, too. In slices:
+  // a build may hold 100,000 files.
+  const shown: Artifact[] = [];
+  for (let i = 0; i < entries.length; i++) {
+    const e = entries[i];
+    if (!(rel === '' && (isBookkeeping(e.name) || e.name === legacyFile))) {
+      shown.push({ name: e.name, path: `${dir}/${e.name}`, rel: rel === '' ? e.name : `${rel}/${e.name}`, size: e.size, directory: e.directory });
+    }
+    if (i % PER_CHECK === PER_CHECK - 1) {
+      const p = pause();
+      if (p !== undefined) await p;
+    }
+  }
   // Folders first, as a file explorer shows them.
-  return shown.sort((a, b) => Number(b.directory) - Number(a.directory) || naturalOrder.compare(a.name, b.name));
+  const sorted = await sortNatural(shown, (a) => a.name);
+  return [...sorted.filter((a) => a.directory), ...sorted.filter((a) => !a.directory)];
 }
 
 const artifactsKey = (files: readonly Artifact[]): string => files.map((f) => `${f.name}\0${f.size}\0${f.directory}`).join('\0');
