@@ -41,7 +41,7 @@ const RUNNER = [
   '    print(json.dumps({"wall": wall, "cpu": ru.ru_utime + ru.ru_stime, "user": ru.ru_utime, "code": code, "bytes": n}), flush=True)',
 ].join('\n');
 
-interface Sample {
+export interface Sample {
   wall: number;
   cpu: number;
   user: number;
@@ -63,7 +63,7 @@ function runEnv(): NodeJS.ProcessEnv {
 }
 
 /** A long-lived helper that runs command lines one at a time and reports each. */
-class Runner {
+export class Runner {
   private readonly child = spawn(PYTHON, ['-c', RUNNER], { stdio: ['pipe', 'pipe', 'inherit'], env: runEnv() });
   private readonly lines = readline.createInterface({ input: this.child.stdout })[Symbol.asyncIterator]();
 

@@ -2,7 +2,7 @@
  * Benchmarks of the lock core against bare baselines measured in the same process and run.
  * Prints figures; never asserts timings. See bench/README.md.
  *
- *   node out/bench/index.js [--no-race] [--no-stage] [--no-verify] [--no-history] [--no-handoff] [--no-cli] [--no-manifest] [--quick]
+ *   node out/bench/index.js [--no-race] [--no-stage] [--no-sources] [--no-verify] [--no-history] [--no-handoff] [--no-cli] [--no-manifest] [--quick]
  */
 import { spawn, type ChildProcess } from 'child_process';
 import * as fs from 'fs';
@@ -24,6 +24,7 @@ import { benchHandoff } from './handoff';
 import { benchList } from './list';
 import { benchManifest } from './manifest';
 import { benchStage } from './stage';
+import { benchSources } from './sources';
 import { benchVerify } from './verify';
 import { benchPolling } from './watch';
 import { benchHistory } from './history';
@@ -33,6 +34,7 @@ const argv = new Set(process.argv.slice(2));
 const QUICK = argv.has('--quick');
 const RACE = !argv.has('--no-race');
 const STAGE = !argv.has('--no-stage');
+const SOURCES = !argv.has('--no-sources');
 const VERIFY = !argv.has('--no-verify');
 const HISTORY = !argv.has('--no-history');
 const HANDOFF = !argv.has('--no-handoff');
@@ -386,6 +388,7 @@ async function main(): Promise<void> {
     if (CLI_STARTUP) await benchCliStartup(root, rows, QUICK, line, path.resolve(__dirname, '..', '..', 'dist', 'cli.js'));
     await benchRace(root, rows);
     if (STAGE) await benchStage(root, rows, QUICK, line);
+    if (SOURCES) await benchSources(root, rows, QUICK, line, path.resolve(__dirname, '..', '..', 'dist', 'cli.js'));
     if (VERIFY) await benchVerify(root, rows, QUICK, line);
     if (MANIFEST) await benchManifest(root, rows, QUICK, line);
     if (HANDOFF) await benchHandoff(root, rows, QUICK, line, path.resolve(__dirname, '..', '..', 'dist', 'cli.js'));
