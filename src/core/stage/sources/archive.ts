@@ -387,7 +387,9 @@ function xzDecompress(raw: Readable, label: string): Readable {
 
 /**
  * `raw` through the system's xz: its output ends only once xz has exited with success, having
- * checked the stream's integrity to its end; anything else fails the output, saying why.
+ * checked the stream's integrity to its end; anything else fails the output, saying why. An xz
+ * that cannot be started (removed or replaced since it was found) leaves `raw` unread, and the
+ * built-in decoder reads it instead.
  */
 function xzProcess(bin: string, raw: Readable, label: string): Readable {
   const child = spawn(bin, ['--decompress', '--stdout', '--quiet', `--memlimit-decompress=${XZ_MEMLIMIT}`], {
@@ -396,6 +398,8 @@ function xzProcess(bin: string, raw: Readable, label: string): Readable {
   });
   const out = new PassThrough({ highWaterMark: 256 * 1024 });
   let said = '';
+  let started = false;
+  let instead: Readable | undefined;
   child.stderr.setEncoding('utf8');
   child.stderr.on('data', (text: string) => {
     if (said.length < 4096) said += text;
@@ -403,16 +407,30 @@ function xzProcess(bin: string, raw: Readable, label: string): Readable {
   // xz stops reading when it finds an error: what is still written to it then fails, and is not the news.
   child.stdin.on('error', noop);
   raw.once('error', (err) => out.destroy(err));
-  raw.pipe(child.stdin);
+  // Not a byte is read before xz runs, so that the built-in decoder can have the whole stream.
+  child.once('spawn', () => {
+    started = true;
+    raw.pipe(child.stdin);
+  });
   child.stdout.pipe(out, { end: false });
-  child.once('error', (err) => out.destroy(fsSourceError(err, label)));
+  child.once('error', (err) => {
+    if (started || out.destroyed) {
+      out.destroy(fsSourceError(err, label));
+      return;
+    }
+    foundXz = '';
+    instead = xzBuiltin(raw, label);
+    instead.once('error', (e) => out.destroy(e));
+    instead.pipe(out);
+  });
   child.once('close', (code, signal) => {
-    if (out.destroyed) return;
+    if (out.destroyed || instead !== undefined) return;
     if (code === 0) out.end();
     else out.destroy(xzError(new Error(said.trim() !== '' ? said.trim() : `xz ended with ${signal ?? `exit code ${code}`}`), label));
   });
   out.once('close', () => {
     raw.destroy();
+    instead?.destroy();
     if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
   });
   return out;
