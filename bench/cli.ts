@@ -171,6 +171,17 @@ export async function benchCliStartup(root: string, rows: Row[], quick: boolean,
       rows.push(row);
     }
   }
+  // `lock -- true` against what any Node tool pays to start a command in a session of its own.
+  const lock = samples.get('lock -- true')!;
+  const spawnFloor = samples.get(SPAWN_FLOOR)!;
+  for (const what of ['cpu', 'wall'] as const) {
+    const ours = lock.map((x) => x[what] * 1000);
+    const floor = median(spawnFloor.map((x) => x[what] * 1000));
+    const row: Row = { name: `cli lock -- true vs the spawn floor: ${what === 'cpu' ? 'CPU' : 'wall'}`, unit: 'ms', median: median(ours), p95: p95(ours), baseline: SPAWN_FLOOR, baselineMedian: floor, aim: '≤ 1.15×' };
+    row.met = row.median / floor <= 1.15;
+    rows.push(row);
+    line(`   lock -- true over the spawn floor (${what}): ${(row.median / floor).toFixed(2)}×, ${(row.median - floor).toFixed(1)} ms`);
+  }
   line();
 }
 

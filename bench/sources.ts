@@ -12,7 +12,8 @@
  * that is removed after the pair; timed by the helper of part i (posix_spawn, wait4: the CPU of
  * the process and everything it waited for, which for `tar` is its gzip or xz too).
  *
- *   node out/bench/sources.js [--quick] [--only=tar.gz,zip,...]
+ *   node out/bench/sources.js [--quick] [--only=tar.gz,zip,...] [--cli=PATH] [--hashed]
+ *   (--cli: another build's dist/cli.js, for a before and after; --hashed: see HASHED)
  */
 import { spawnSync } from 'child_process';
 import * as fs from 'fs';
@@ -34,6 +35,19 @@ interface Pair {
 }
 
 const s = (x: number): string => `${x.toFixed(2)} s`;
+
+/**
+ * With `--hashed`, each tool also runs followed by `sha256sum` of every file it wrote, a third
+ * in each round: the same tools giving the guarantee the staging gives (every byte hashed, a
+ * record of it), as context.
+ */
+const HASHED = process.argv.includes('--hashed');
+
+/** `argv` (a tool writing into `out`), then every file below `out` hashed. */
+function hashed(argv: string[], out: string): string[] {
+  const quoted = argv.map((a) => `'${a.replace(/'/g, `'\\''`)}'`).join(' ');
+  return ['sh', '-c', `${quoted} && cd "$1" && find . -type f -print0 | xargs -0 sha256sum > /dev/null`, 'sh', out];
+}
 
 /** Serves `file` over http on a loopback port, for the URL row. */
 async function serve(file: string): Promise<{ url: string; close(): Promise<void> }> {
@@ -87,14 +101,19 @@ export async function benchSources(root: string, rows: Row[], quick: boolean, li
       }
       const ours: Sample[] = [];
       const theirs: Sample[] = [];
+      const hashedRuns: Sample[] = [];
       const ratios: number[] = [];
+      const hashedRatios: number[] = [];
       const rounds = quick ? 2 : 5;
+      const order = HASHED ? [0, 1, 2] : [0, 1];
       for (let round = -1; round < rounds; round++) {
         const got: Sample[] = [];
-        for (const which of round % 2 === 0 ? [0, 1] : [1, 0]) {
+        // Rotated each round, so that none always runs right after the same other.
+        for (const which of order.map((_, k) => order[(k + round + 1) % order.length])) {
           const dir = which === 0 ? `t${serial++}` : path.join(outs, `o${serial++}`);
           spawnSync('sync');
-          const sample = await runner.run(which === 0 ? pair.ours(dir) : pair.theirs(dir));
+          const argv = which === 0 ? pair.ours(dir) : which === 1 ? pair.theirs(dir) : hashed(pair.theirs(dir), dir);
+          const sample = await runner.run(argv);
           if (sample.code !== 0) throw new Error(`${which === 0 ? 'stage' : pair.tool} of ${pair.name} exited ${sample.code}`);
           got[which] = sample;
         }
@@ -103,6 +122,10 @@ export async function benchSources(root: string, rows: Row[], quick: boolean, li
           ours.push(got[0]);
           theirs.push(got[1]);
           ratios.push(got[0].wall / got[1].wall);
+          if (HASHED) {
+            hashedRuns.push(got[2]);
+            hashedRatios.push(got[0].wall / got[2].wall);
+          }
         }
         fs.rmSync(staticDir, { recursive: true, force: true });
         fs.rmSync(outs, { recursive: true, force: true });
@@ -116,6 +139,19 @@ export async function benchSources(root: string, rows: Row[], quick: boolean, li
         `   ${pair.name.padEnd(27)} stage ${s(wall)} (CPU ${s(median(ours.map((x) => x.cpu)))})   ${pair.tool}: ${s(theirWall)} (CPU ${s(median(theirs.map((x) => x.cpu)))})   ` +
           `time ratio ${ratio.toFixed(2)}× (pairs ${ratios.map((r) => r.toFixed(2)).join(', ')}), load ${os.loadavg()[0].toFixed(2)}`,
       );
+      if (HASHED) {
+        const hashedRatio = median(hashedRatios);
+        line(`   ${''.padEnd(27)} ${pair.tool}, then sha256sum of every file: ${s(median(hashedRuns.map((x) => x.wall)))} (CPU ${s(median(hashedRuns.map((x) => x.cpu)))})   time ratio ${hashedRatio.toFixed(2)}×`);
+        rows.push({
+          name: `stage ${pair.name} vs the tool + sha256sum`,
+          unit: 'ms',
+          median: wall * 1000,
+          p95: Math.max(...ours.map((x) => x.wall)) * 1000,
+          baseline: `${pair.tool} + sha256sum`,
+          baselineMedian: median(hashedRuns.map((x) => x.wall)) * 1000,
+          ratioText: `${hashedRatio.toFixed(2)}×`,
+        });
+      }
       rows.push({
         name: `stage ${pair.name} (whole process)`,
         unit: 'ms',
@@ -135,4 +171,7 @@ export async function benchSources(root: string, rows: Row[], quick: boolean, li
   line();
 }
 
-if (require.main === module) runAlone('sources', (root, rows, quick, line) => benchSources(root, rows, quick, line, path.resolve(__dirname, '..', '..', 'dist', 'cli.js')));
+if (require.main === module) {
+  const cli = process.argv.find((a) => a.startsWith('--cli='))?.slice(6) ?? path.resolve(__dirname, '..', '..', 'dist', 'cli.js');
+  runAlone('sources', (root, rows, quick, line) => benchSources(root, rows, quick, line, path.resolve(cli)));
+}
