@@ -29,6 +29,7 @@ import { benchVerify } from './verify';
 import { benchPolling } from './watch';
 import { benchHistory } from './history';
 import { benchCliStartup } from './cli';
+import { benchCycleFloors } from './cycleFloors';
 
 const argv = new Set(process.argv.slice(2));
 const QUICK = argv.has('--quick');
@@ -374,6 +375,7 @@ async function main(): Promise<void> {
   const t0 = performance.now();
   try {
     await benchCycle(root, rows);
+    await benchCycleFloors(root, rows, QUICK, line, fsLabel(root).split(' ')[0]);
     // The same on memory-backed tmpfs where there is one: it shows the core's own cost, with the
     // disk's metadata operations (a third of the cycle on ext4) taken out.
     if (fs.existsSync('/dev/shm') && fs.statSync('/dev/shm').dev !== fs.statSync(root).dev) {
