@@ -2,7 +2,7 @@
  * Benchmarks of the lock core against bare baselines measured in the same process and run.
  * Prints figures; never asserts timings. See bench/README.md.
  *
- *   node out/bench/index.js [--no-race] [--no-stage] [--no-verify] [--no-history] [--no-handoff] [--no-cli] [--no-manifest] [--quick]
+ *   node out/bench/index.js [--no-race] [--no-stage] [--no-sources] [--no-verify] [--no-history] [--no-handoff] [--no-cli] [--no-manifest] [--quick]
  */
 import { spawn, type ChildProcess } from 'child_process';
 import * as fs from 'fs';
@@ -24,15 +24,18 @@ import { benchHandoff } from './handoff';
 import { benchList } from './list';
 import { benchManifest } from './manifest';
 import { benchStage } from './stage';
+import { benchSources } from './sources';
 import { benchVerify } from './verify';
 import { benchPolling } from './watch';
 import { benchHistory } from './history';
 import { benchCliStartup } from './cli';
+import { benchCycleFloors } from './cycleFloors';
 
 const argv = new Set(process.argv.slice(2));
 const QUICK = argv.has('--quick');
 const RACE = !argv.has('--no-race');
 const STAGE = !argv.has('--no-stage');
+const SOURCES = !argv.has('--no-sources');
 const VERIFY = !argv.has('--no-verify');
 const HISTORY = !argv.has('--no-history');
 const HANDOFF = !argv.has('--no-handoff');
@@ -372,6 +375,7 @@ async function main(): Promise<void> {
   const t0 = performance.now();
   try {
     await benchCycle(root, rows);
+    await benchCycleFloors(root, rows, QUICK, line, fsLabel(root).split(' ')[0]);
     // The same on memory-backed tmpfs where there is one: it shows the core's own cost, with the
     // disk's metadata operations (a third of the cycle on ext4) taken out.
     if (fs.existsSync('/dev/shm') && fs.statSync('/dev/shm').dev !== fs.statSync(root).dev) {
@@ -386,6 +390,7 @@ async function main(): Promise<void> {
     if (CLI_STARTUP) await benchCliStartup(root, rows, QUICK, line, path.resolve(__dirname, '..', '..', 'dist', 'cli.js'));
     await benchRace(root, rows);
     if (STAGE) await benchStage(root, rows, QUICK, line);
+    if (SOURCES) await benchSources(root, rows, QUICK, line, path.resolve(__dirname, '..', '..', 'dist', 'cli.js'));
     if (VERIFY) await benchVerify(root, rows, QUICK, line);
     if (MANIFEST) await benchManifest(root, rows, QUICK, line);
     if (HANDOFF) await benchHandoff(root, rows, QUICK, line, path.resolve(__dirname, '..', '..', 'dist', 'cli.js'));

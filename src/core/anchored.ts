@@ -344,6 +344,11 @@ export function notARecord(shown: string, why: string): StagingError {
  * on a regular file, and nothing here can wait on another process.
  */
 export function readRecordSync(p: string, shown: string, maxBytes: number): string {
+  return readRecordBytesSync(p, shown, maxBytes).toString('utf8');
+}
+
+/** `readRecordSync`, as bytes. */
+export function readRecordBytesSync(p: string, shown: string, maxBytes: number): Buffer {
   let fd: number;
   try {
     fd = fs.openSync(fsPath(p), C.O_RDONLY | C.O_NOFOLLOW | C.O_NONBLOCK);
@@ -366,7 +371,7 @@ export function readRecordSync(p: string, shown: string, maxBytes: number): stri
         break;
       }
     }
-    return buf.subarray(0, n).toString('utf8');
+    return buf.subarray(0, n);
   } finally {
     fs.closeSync(fd);
   }
@@ -699,6 +704,9 @@ const rmdirStep = (p: string): Step<void> => gone(() => fs.rmdirSync(p), () => f
 const openStep = (dir: Dir, entry: string): Step<Dir> => step(() => openBelowSync(dir, entry), () => openBelow(dir, entry));
 const listStep = (dir: Dir): Step<string[]> => step(() => fs.readdirSync(dir.at('.')), () => fs.promises.readdir(dir.at('.')));
 
+/** The mount points a removal must not cross into, or how to read them when it needs them. */
+type Mounts = ReadonlySet<string> | (() => ReadonlySet<string>);
+
 /** How deep a removal keeps directories open; what lies deeper is moved up to the top of the tree first. */
 const REMOVE_DEPTH = 64;
 
@@ -709,7 +717,7 @@ const REMOVE_DEPTH = 64;
  * open: a directory found deeper is renamed, through the descriptors, to the top of the tree being
  * removed (the same filesystem, inside the same tree), and removed from there.
  */
-function* removal(parent: Dir, name: string, mounts: ReadonlySet<string>): Generator<Step<unknown>, void, unknown> {
+function* removal(parent: Dir, name: string, mountsOf: Mounts): Generator<Step<unknown>, void, unknown> {
   checkName(name);
   const at = parent.at(name);
   const st = (yield lstatStep(at)) as fs.Stats | undefined;
@@ -725,12 +733,15 @@ function* removal(parent: Dir, name: string, mounts: ReadonlySet<string>): Gener
     const code = errnoCode(err);
     if (code === 'ENOENT') return;
     // Swapped for a link or a file since the lstat: remove that entry itself, never what it leads to.
-    if (code === 'ELOOP' || code === 'ENOTDIR') yield* removal(parent, name, mounts);
+    if (code === 'ELOOP' || code === 'ENOTDIR') yield* removal(parent, name, mountsOf);
     else throw err;
     return;
   }
+  // The system's mount table, read once and only when there is something inside to remove: an
+  // empty directory is removed by one rmdir, which never crosses into a mount (EBUSY).
+  let mounts: ReadonlySet<string> | undefined = typeof mountsOf === 'function' ? undefined : mountsOf;
   const elsewhere = (dir: Dir): StagingError | undefined =>
-    dir.dev !== parent.dev || mounts.has(whereIs(dir))
+    dir.dev !== parent.dev || (mounts ??= (mountsOf as () => ReadonlySet<string>)()).has(whereIs(dir))
       ? new StagingError('EIO', `Did not remove ${dir.shown}: another filesystem is mounted there. Unmount it, then try again.`, { path: dir.shown })
       : undefined;
   // Boxed, so that whatever was thrown (even `undefined`) is told apart from nothing thrown.
@@ -738,9 +749,13 @@ function* removal(parent: Dir, name: string, mounts: ReadonlySet<string>): Gener
   const levels: { dir: Dir; name: string; entries: string[]; next: number }[] = [];
   let moved = 0;
   try {
-    const mounted = elsewhere(root);
-    if (mounted !== undefined) throw mounted;
-    levels.push({ dir: root, name, entries: (yield listStep(root)) as string[], next: 0 });
+    if (root.dev !== parent.dev) throw elsewhere(root)!;
+    const entries = (yield listStep(root)) as string[];
+    if (entries.length > 0) {
+      const mounted = elsewhere(root);
+      if (mounted !== undefined) throw mounted;
+    }
+    levels.push({ dir: root, name, entries, next: 0 });
     while (levels.length > 0) {
       const level = levels[levels.length - 1];
       if (level.next >= level.entries.length) {
@@ -851,11 +866,11 @@ async function removeLater(steps: Generator<Step<unknown>, void, unknown>): Prom
  * are fine. Throws the first other error after trying the rest. However deep the tree, at most
  * `REMOVE_DEPTH` directories are open at once, and the stack does not grow with it.
  */
-export function removeTree(parent: Dir, name: string, mounts: ReadonlySet<string> = mountPoints()): Promise<void> {
+export function removeTree(parent: Dir, name: string, mounts: Mounts = mountPoints): Promise<void> {
   return removeLater(removal(parent, name, mounts));
 }
 
 /** `removeTree`, synchronously: for a local filesystem and a small tree (a lock being removed). */
-export function removeTreeSync(parent: Dir, name: string, mounts: ReadonlySet<string> = mountPoints()): void {
+export function removeTreeSync(parent: Dir, name: string, mounts: Mounts = mountPoints): void {
   removeNow(removal(parent, name, mounts));
 }

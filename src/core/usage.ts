@@ -4,14 +4,14 @@
  */
 import * as fs from 'fs';
 import * as path from 'path';
-import { openDir, openDirIfThere, openPath, readRecordBytes, settle, type Dir } from './anchored';
+import { openDir, openDirIfThere, openPath, readRecordBytes, readRecordBytesSync, type Dir } from './anchored';
 import { fsClockSkew } from './clock';
 import { formatDuration, naturalOrder, printable } from './format';
 import { StagingError, asStagingError, errnoCode, isStagingError } from './errors';
 import { inspect } from './inspect';
 import { asyncIo, ioFor, type Io } from './io';
 import { readEntriesInSlices } from './browse';
-import { eachInSlices } from './slices';
+import { eachInSlices, pause } from './slices';
 import { fsPath } from './rawNames';
 import type { HistoryOptions } from './history';
 import { judgeLock } from './judge';
@@ -148,20 +148,41 @@ async function openSeen(p: string, seen: Seen, sync: boolean): Promise<Dir | und
 async function readOpened(dir: Dir, sync: boolean): Promise<DirRead> {
   const at = dir.at('.');
   const stat = sync ? fs.fstatSync(dir.fd) : await fs.promises.stat(at);
-  const { entries: named, undecodable } = await readEntriesInSlices(at, sync);
+  // A small directory (an area, a folder of a build) is listed in one call; a large one (a board
+  // of thousands of builds) in slices, so the event loop is not held while it is read.
+  let listed: { entries: fs.Dirent[]; undecodable: fs.Dirent[] } | undefined;
+  if (sync && stat.size <= SMALL_DIR_BYTES) {
+    const all = fs.readdirSync(fsPath(at), { withFileTypes: true });
+    // A name that is not UTF-8 decodes with U+FFFD: such a directory is read by its bytes.
+    if (!all.some((e) => e.name.includes('\uFFFD'))) listed = { entries: all, undecodable: [] };
+  }
+  const { entries: named, undecodable } = listed ?? (await readEntriesInSlices(at, sync));
   const list = undecodable.length > 0 ? [...named, ...undecodable] : named;
   let incomplete = false;
-  // A few at a time, in slices: a directory of 100,000 files, its lstats all asked for at once,
-  // would hold the event loop while their answers come back.
-  const entries: { e: fs.Dirent; st: fs.Stats | undefined }[] = [];
-  await eachInSlices(list, STAT_LANES, async (e) => {
-    const p = fsPath(dir.at(e.name));
-    const st = await (sync ? settle(() => fs.lstatSync(p)) : fs.promises.lstat(p)).catch((err: unknown) => {
-      if (!isGone(err)) incomplete = true;
-      return undefined;
+  const failed = (err: unknown): undefined => {
+    if (!isGone(err)) incomplete = true;
+    return undefined;
+  };
+  const entries: DirRead['entries'] = [];
+  if (sync) {
+    // One after the other, without a promise each (a static directory of 100,000 areas is
+    // hundreds of thousands of these), the event loop given its turn between slices: a folder of
+    // 100,000 files would otherwise hold it while they are all looked at.
+    for (const e of list) {
+      const turn = pause();
+      if (turn !== undefined) await turn;
+      try {
+        entries.push({ e, st: fs.lstatSync(fsPath(dir.at(e.name))) });
+      } catch (err) {
+        entries.push({ e, st: failed(err) });
+      }
+    }
+  } else {
+    // A few at a time, in slices: all asked for at once, their answers would hold the event loop.
+    await eachInSlices(list, STAT_LANES, async (e) => {
+      entries.push({ e, st: await fs.promises.lstat(fsPath(dir.at(e.name))).catch(failed) });
     });
-    entries.push({ e, st });
-  });
+  }
   return { stat, entries, incomplete };
 }
 
@@ -170,7 +191,8 @@ function subdirs(read: DirRead): { name: string; seen: Seen }[] {
   return read.entries.filter(({ st }) => st?.isDirectory() === true).map(({ e, st }) => ({ name: e.name, seen: st! }));
 }
 
-const nextTurn = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
+/** Directories up to this size (ext4: a few hundred entries) are listed in one call. */
+const SMALL_DIR_BYTES = 16 * 1024;
 
 /**
  * Every staging area of the static directory (or below `subpath`) with its size, artifact count,
@@ -203,44 +225,79 @@ export async function usage(staticDir: string, options: UsageOptions = {}): Prom
   }
   const [rootStat, skew] = await Promise.all([fs.promises.stat(realStaticDir), fsClockSkew(realStaticDir)]);
   const nowFs = Date.now() + skew;
-  // Directories along the way are read in turns, asynchronously unless seen on the static
-  // directory's own filesystem: a board may be a mount of its own.
-  const boardOps = measureOps(asyncIo, limit);
+  // Directories along the way are read asynchronously unless seen on the static directory's own
+  // filesystem: a board may be a mount of its own.
   const rootOps = measureOps(io, limit);
   const found: AreaUsage[] = [];
 
-  /** Reads `p` (seen as `seen`, or already open as `opened`) and measures it if it is an area, or walks on. */
+  /**
+   * Reads `p` (seen as `seen`, or already open as `opened`) and measures it if it is an area, or
+   * puts its subdirectories on `pending`.
+   */
   const visit = async (p: string, seen: Seen | undefined, opened?: Dir): Promise<void> => {
-    let next: { name: string; seen: Seen }[] = [];
     let area: { below(): Promise<AreaUsage> } | undefined;
     try {
-      await boardOps.turn(async () => {
-        // One seen on the static directory's own filesystem is opened as that one is read.
-        const dir = opened ?? (await openSeen(p, seen!, seen!.dev === rootStat.dev && rootOps.sync));
-        if (dir === undefined) return;
-        try {
-          const read = await readOpened(dir, dir.dev === rootStat.dev && rootOps.sync);
-          // The static directory itself is never an area (a tag has at least one segment).
-          if (p !== root && read.entries.some(({ e }) => isAreaMark(e.name))) {
-            // An area may be a mount of its own: how to call it depends on its filesystem.
-            const ops = read.stat.dev === rootStat.dev ? rootOps : measureOps(options.async === true ? asyncIo : await ioFor(p, read.stat.dev), limit);
-            area = await measureArea(root, p, dir, read, ops, timing, nowFs);
-            return;
-          }
-          next = subdirs(read).filter(({ name }) => !isProtocolName(name));
-        } finally {
-          dir.close();
+      // One seen on the static directory's own filesystem is opened as that one is read.
+      const dir = opened ?? (await openSeen(p, seen!, seen!.dev === rootStat.dev && rootOps.sync));
+      if (dir === undefined) return;
+      try {
+        const read = await readOpened(dir, dir.dev === rootStat.dev && rootOps.sync);
+        // The static directory itself is never an area (a tag has at least one segment).
+        if (p !== root && read.entries.some(({ e }) => isAreaMark(e.name))) {
+          // An area may be a mount of its own: how to call it depends on its filesystem.
+          const ops = read.stat.dev === rootStat.dev ? rootOps : measureOps(options.async === true ? asyncIo : await ioFor(p, read.stat.dev), limit);
+          area = await measureArea(root, p, dir, read, ops, timing, nowFs);
+        } else {
+          for (const { name, seen: s } of subdirs(read)) if (!isProtocolName(name)) pending.push({ p: path.join(p, name), seen: s });
         }
-      });
+      } finally {
+        dir.close();
+      }
     } catch (err) {
       if (p === start) throw asStagingError(err, 'read', p);
       if (isGone(err) || isDenied(err)) return;
       throw asStagingError(err, 'read', p);
     }
-    // Outside the turn: what is below takes turns of its own.
     if (area !== undefined) found.push(await area.below());
-    await Promise.all(next.map(({ name, seen: s }) => visit(path.join(p, name), s)));
   };
+  /**
+   * Directories found and not yet read. A few are read at once (`concurrency`) where calls are
+   * asynchronous; where they are synchronous they go one at a time, and the event loop has its
+   * turn every few milliseconds. So what is held at once is the directories waiting, never a
+   * pending call for each of 100,000 areas.
+   */
+  const pending: { p: string; seen: Seen | undefined; opened?: Dir }[] = [];
+  const walkAll = (): Promise<void> =>
+    new Promise((resolve, reject) => {
+      let active = 0;
+      let failure: { err: unknown } | undefined;
+      const pump = (): void => {
+        while (failure === undefined && active < runners && pending.length > 0) {
+          const next = pending.pop()!;
+          active++;
+          void (async () => {
+            await pause();
+            await visit(next.p, next.seen, next.opened);
+          })().then(
+            () => {
+              active--;
+              pump();
+            },
+            (err: unknown) => {
+              active--;
+              failure ??= { err };
+              pump();
+            },
+          );
+        }
+        if (active === 0 && (failure !== undefined || pending.length === 0)) {
+          if (failure !== undefined) reject(failure.err);
+          else resolve();
+        }
+      };
+      pump();
+    });
+  const runners = Math.max(1, Math.floor(options.concurrency ?? DEFAULT_CONCURRENCY));
   let top: Dir;
   try {
     const rootDir = await openDir(realStaticDir, true);
@@ -252,7 +309,12 @@ export async function usage(staticDir: string, options: UsageOptions = {}): Prom
   } catch (err) {
     throw asStagingError(err, 'read', start);
   }
-  await visit(start, undefined, top);
+  pending.push({ p: start, seen: undefined, opened: top });
+  try {
+    await walkAll();
+  } finally {
+    for (const left of pending) left.opened?.close();
+  }
   return found.sort((a, b) => naturalOrder.compare(a.tag, b.tag));
 }
 
@@ -307,13 +369,12 @@ async function measureArea(root: string, p: string, dir: Dir, top: DirRead, ops:
   // The area's own records, from the directory that was read: never through a link swapped in.
   const stOf = (name: string): fs.Stats | undefined => top.entries.find(({ e }) => e.name === name)?.st;
   const lastUsedMs = stOf(TIMESTAMP_FILE)?.mtimeMs ?? top.stat.mtimeMs;
-  const manifestCount = stOf(MANIFEST_FILE) !== undefined ? await readManifestCount(dir.at(MANIFEST_FILE), path.join(p, MANIFEST_FILE)) : undefined;
+  const manifestCount = stOf(MANIFEST_FILE) !== undefined ? await readManifestCount(dir.at(MANIFEST_FILE), path.join(p, MANIFEST_FILE), ops.sync) : undefined;
   const tag = tagOf(root, p);
   const judged = stOf(LOCK_NAME) !== undefined ? await judgeLock({ staticDir: root, tag, dir: p, opened: dir }, timing, nowFs) : undefined;
   const first = count(top, true);
   return {
     below: async () => {
-      if (ops.sync) await nextTurn();
       await Promise.all(first.map(({ name, seen }) => walk(path.join(p, name), seen)));
       const out: AreaUsage = {
         tag,
@@ -336,11 +397,11 @@ async function measureArea(root: string, p: string, dir: Dir, top: DirRead, ops:
  * and, for a manifest that fails the manifest's checks, why: `du` shows such an area as damaged
  * rather than failing on it.
  */
-async function readManifestCount(at: string, file: string): Promise<{ count?: number; damaged?: string } | undefined> {
+async function readManifestCount(at: string, file: string, sync: boolean): Promise<{ count?: number; damaged?: string } | undefined> {
   let bytes: Buffer;
   try {
     // Never through a link, never waiting on a FIFO put in its place.
-    bytes = await readRecordBytes(at, file, MAX_MANIFEST_BYTES);
+    bytes = sync ? readRecordBytesSync(at, file, MAX_MANIFEST_BYTES) : await readRecordBytes(at, file, MAX_MANIFEST_BYTES);
   } catch (err) {
     return isStagingError(err) ? { damaged: err.message } : undefined;
   }

@@ -18,7 +18,7 @@ import { META_DIR } from '../../src/core/protocol';
 import { MANIFEST_FILE, TIMESTAMP_FILE, type StageProgress, type StageResult } from '../../src/core/stage/types';
 import type { AreaUsage, PruneResult } from '../../src/core/usage';
 import { python } from '../fixtures';
-import { TOOL, cleanup, run, snapshot, tempDir, waitFor } from '../helpers';
+import { TOOL, cleanup, isRoot, run, snapshot, tempDir, waitFor } from '../helpers';
 
 
 const DAY = 86_400_000;
@@ -169,6 +169,73 @@ describe('devserver-stage stage, du and prune', () => {
         assert.equal(r.code, 0, `${kind}: ${r.stderr}`);
         assert.equal(fs.readFileSync(path.join(staticDir, ...tag.split('/'), 'image', 'readme.txt'), 'utf8'), 'unpacked by the tool\n', kind);
       }
+    });
+
+    it('stages a .tar.xz with the built-in decoder where the system has no xz, or an xz that cannot start', async function () {
+      if (!isRoot) this.skip(); // a mount namespace (unshare --mount) hides the system's xz, and needs root
+      this.timeout(60_000);
+      const archives = path.join(root, 'xz-hidden');
+      fs.mkdirSync(archives);
+      const content = crypto.randomBytes(30_000).toString('hex');
+      // CRC64 (what the built-in decoder reads) and SHA-256 (what only the system's xz reads).
+      await python(
+        [
+          'import io, lzma, sys, tarfile',
+          'out, text = sys.argv[1], sys.argv[2].encode()',
+          'for name, check in (("crc64", lzma.CHECK_CRC64), ("sha256", lzma.CHECK_SHA256)):',
+          '    with lzma.open(f"{out}/{name}.tar.xz", "wb", check=check) as raw, tarfile.open(fileobj=raw, mode="w") as t:',
+          '        info = tarfile.TarInfo("image/data.txt"); info.size = len(text); t.addfile(info, io.BytesIO(text))',
+        ].join('\n'),
+        archives,
+        content,
+      );
+      // Executable, but its interpreter is missing: found, and fails to start.
+      const broken = path.join(archives, 'broken-xz');
+      fs.writeFileSync(broken, '#!/nonexistent/interpreter\n', { mode: 0o755 });
+      // Each of the places the tool looks for xz is covered, in a mount namespace of the tool's own,
+      // by something that is not a program (/dev/null: not executable, so never found) or by a
+      // program that cannot start; PATH holds no xz either. The script first proves that no xz
+      // can run there.
+      const hidden = (cover: string, args: readonly string[]): ReturnType<typeof run> =>
+        run(
+          'unshare',
+          [
+            '--mount',
+            'sh',
+            '-c',
+            'cover=$1; shift; for x in /usr/bin/xz /bin/xz /usr/local/bin/xz; do if [ -e "$x" ]; then mount --bind "$cover" "$x" || exit 91; fi; done; ' +
+              'for x in /usr/bin/xz /bin/xz /usr/local/bin/xz; do if "$x" --version >/dev/null 2>&1; then echo "$x still runs" >&2; exit 90; fi; done; ' +
+              'exec env PATH=/nonexistent "$@"',
+            'sh',
+            cover,
+            process.execPath,
+            TOOL,
+            ...args,
+          ],
+          { env: { ...process.env, DEVSERVER_STATIC_DIR: staticDir } },
+        );
+      for (const [cover, what] of [
+        ['/dev/null', 'no xz'],
+        [broken, 'an xz that cannot start'],
+      ] as const) {
+        const tag = `xz/${what.replace(/ /g, '-')}`;
+        const r = await hidden(cover, ['stage', tag, path.join(archives, 'crc64.tar.xz')]);
+        assert.equal(r.code, 0, `${what}: ${r.stderr}`);
+        const dir = path.join(staticDir, ...tag.split('/'));
+        assert.equal(fs.readFileSync(path.join(dir, 'image', 'data.txt'), 'utf8'), content, what);
+        assert.ok(fs.existsSync(path.join(dir, MANIFEST_FILE)), `${what}: a manifest`);
+        const verified = await tool(staticDir, ['verify', tag]);
+        assert.equal(verified.code, 0, `${what}: ${verified.stdout}${verified.stderr}`);
+        // The built-in decoder really read it: it is the one that refuses a SHA-256 check, which
+        // the system's xz reads (below), and the failed new build leaves nothing.
+        const refused = await hidden(cover, ['stage', `${tag}-sha256`, path.join(archives, 'sha256.tar.xz')]);
+        assert.equal(refused.code, 1, `${what}: ${refused.stderr}`);
+        assert.match(refused.stderr, /built-in decoder does not support \(a SHA-256/, what);
+        assert.equal(fs.existsSync(path.join(staticDir, 'xz', `${what.replace(/ /g, '-')}-sha256`)), false, `${what}: nothing left of the refused build`);
+      }
+      const withXz = await tool(staticDir, ['stage', 'xz/system-sha256', path.join(archives, 'sha256.tar.xz')]);
+      assert.equal(withXz.code, 0, withXz.stderr);
+      assert.equal(fs.readFileSync(path.join(staticDir, 'xz', 'system-sha256', 'image', 'data.txt'), 'utf8'), content);
     });
 
     it('--json prints the result; progress goes to stderr as plain lines, at most one per artifact', async () => {

@@ -495,12 +495,64 @@ describe('staging sources', function () {
       }
     });
 
-    it('says clearly when a .tar.xz uses an xz option the decoder lacks (SHA-256 check)', async () => {
+    it('says clearly when a .tar.xz uses an xz option the built-in decoder lacks (SHA-256 check); the system xz reads it', async () => {
       const file = path.join(fixtures, 'sha256.tar.xz');
-      const err = await rejection(collect(openSource(file, context().ctx)));
+      process.env.DEVSERVER_STAGING_BUILTIN_XZ = '1';
+      let err: StagingError;
+      try {
+        err = await rejection(collect(openSource(file, context().ctx)));
+      } finally {
+        delete process.env.DEVSERVER_STAGING_BUILTIN_XZ;
+      }
       assert.equal(err.code, 'ESOURCE');
       assert.ok(err.message.includes(file), err.message);
       assert.match(err.message, /SHA-256/);
+      // This machine has xz (CI installs it): the same archive is read whole.
+      assert.ok(fs.existsSync('/usr/bin/xz') || fs.existsSync('/bin/xz'), 'xz is not installed here');
+      assert.deepEqual(await collect(openSource(file, context().ctx)), treeInTar());
+    });
+
+    it('refuses a zip entry whose content does not match its CRC-32 or its size, small or large', async () => {
+      // Small entries are read and inflated whole, large ones streamed: both are checked.
+      for (const [size, method] of [
+        [5_000, 'ZIP_STORED'],
+        [5_000, 'ZIP_DEFLATED'],
+        [3_000_000, 'ZIP_STORED'],
+        [3_000_000, 'ZIP_DEFLATED'],
+      ] as const) {
+        const file = path.join(root, `crc-${size}-${method}.zip`);
+        await python(
+          `import zipfile, sys\nz = zipfile.ZipFile(sys.argv[1], "w", zipfile.${method})\nz.writestr("ok.txt", b"fine\\n")\nz.writestr("bad.bin", bytes(i * 7 % 251 for i in range(${size})))\nz.close()`,
+          file,
+        );
+        const sound = await collect(openSource(file, context().ctx));
+        assert.deepEqual(
+          sound.map((e) => e.name),
+          ['ok.txt', 'bad.bin'],
+        );
+        const data = fs.readFileSync(file);
+        // The first byte of bad.bin's data, after its local header and name: changed, so its CRC-32 (or the deflate stream) no longer matches.
+        const header = data.indexOf(Buffer.from('bad.bin'));
+        const at = header + 'bad.bin'.length + data.readUInt16LE(header - 2);
+        data[at + 10] ^= 0x55;
+        fs.writeFileSync(file, data);
+        const err = await rejection(collect(openSource(file, context().ctx)));
+        assert.equal(err.code, 'ESOURCE', `${size} ${method}: ${err.message}`);
+        assert.match(err.message, /bad\.bin is corrupt/, `${size} ${method}`);
+      }
+    });
+
+    it('reads every tar.xz with the built-in decoder too, where the system has no xz', async () => {
+      process.env.DEVSERVER_STAGING_BUILTIN_XZ = '1';
+      try {
+        assert.deepEqual(await collect(openSource(path.join(fixtures, 'tree.tar.xz'), context().ctx)), treeInTar());
+        const cut = path.join(root, 'cut-builtin.tar.xz');
+        const data = fs.readFileSync(path.join(fixtures, 'tree.tar.xz'));
+        fs.writeFileSync(cut, data.subarray(0, data.length >> 1));
+        assert.match((await rejection(collect(openSource(cut, context().ctx)))).message, /ends too early/);
+      } finally {
+        delete process.env.DEVSERVER_STAGING_BUILTIN_XZ;
+      }
     });
 
     it('produces the next tar entry only once the previous content was read', async () => {

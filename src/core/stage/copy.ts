@@ -67,11 +67,17 @@ export class Copier {
   private readonly onAbort = (): void => this.pool?.stop(this.signal.reason as Error);
   private readonly measured = new Map<string, Promise<TreeSize | undefined>>();
 
+  /**
+   * @param sync whether the work directory is on a local filesystem, where streamed content is
+   *   written with synchronous calls (microseconds each) rather than through the thread pool (a
+   *   round trip each, and an archive of thousands of small files waits for every one in turn)
+   */
   constructor(
     private readonly dir: string,
     private readonly signal: AbortSignal,
     private readonly budget: Budget,
     private readonly progress: Progress,
+    private readonly sync = false,
   ) {
     signal.addEventListener('abort', this.onAbort, { once: true });
   }
@@ -156,8 +162,16 @@ export class Copier {
     }
   }
 
-  /** Content from a stream (an archive's entry, a download): counted and hashed as it passes. */
+  /**
+   * Content from a stream (an archive's entry, a download): counted, hashed and written as it
+   * passes, into `part`, which is created and never replaced.
+   */
   async stream(name: string, content: Readable, part: string, e: IncomingEntry): Promise<Written> {
+    return this.sync ? this.streamSync(name, content, part, e) : this.streamAsync(name, content, part, e);
+  }
+
+  /** `stream` through the thread pool: a filesystem that may stop answering must not stall the event loop. */
+  private async streamAsync(name: string, content: Readable, part: string, e: IncomingEntry): Promise<Written> {
     const hash = crypto.createHash('sha256');
     let size = 0;
     const total = e.size;
@@ -184,10 +198,77 @@ export class Copier {
       if (isStagingError(err)) throw err;
       // Writing failed (a full disk, permissions): the area's problem, not the source's.
       if (writeError !== undefined) throw asStagingError(writeError, `write ${name} into`, this.dir);
-      throw new StagingError('ESOURCE', `Could not stage ${e.name} from ${e.source}: ${(err as Error).message}.`, { cause: err });
+      throw this.sourceFailure(e, err);
     }
     const { ino } = await fs.promises.lstat(part);
     return { size, sha256: hash.digest('hex'), ino };
+  }
+
+  /**
+   * `stream` on a local filesystem: each chunk, as it comes, counted, hashed and written with
+   * synchronous calls. The same bytes are hashed and written, in the same order.
+   */
+  private async streamSync(name: string, content: Readable, part: string, e: IncomingEntry): Promise<Written> {
+    let fd: number;
+    try {
+      this.check();
+      fd = fs.openSync(part, WRITE_NEW, 0o666);
+    } catch (err) {
+      content.destroy();
+      if (this.signal.aborted) throw this.signal.reason;
+      throw asStagingError(err, `write ${name} into`, this.dir);
+    }
+    const hash = crypto.createHash('sha256');
+    let size = 0;
+    const total = e.size;
+    let ino: number;
+    try {
+      // Breaking out of the loop (a throw) destroys the content, which skips the rest of its entry.
+      for await (const chunk of content as AsyncIterable<Buffer>) {
+        this.check();
+        this.budget.count(chunk.length, e.source);
+        hash.update(chunk);
+        try {
+          for (let off = 0; off < chunk.length; ) off += fs.writeSync(fd, chunk, off, chunk.length - off);
+        } catch (err) {
+          throw new WriteFailure(err);
+        }
+        size += chunk.length;
+        this.progress.update(name, size, total);
+      }
+      ino = fs.fstatSync(fd).ino;
+    } catch (err) {
+      try {
+        fs.closeSync(fd);
+      } catch {
+        // failed already
+      }
+      if (this.signal.aborted) throw this.signal.reason;
+      if (isStagingError(err)) throw err;
+      if (err instanceof WriteFailure) throw asStagingError(err.cause, `write ${name} into`, this.dir);
+      throw this.sourceFailure(e, err);
+    }
+    try {
+      // A network filesystem may report a failed write only here.
+      fs.closeSync(fd);
+    } catch (err) {
+      throw asStagingError(err, `write ${name} into`, this.dir);
+    }
+    return { size, sha256: hash.digest('hex'), ino };
+  }
+
+  private sourceFailure(e: IncomingEntry, err: unknown): StagingError {
+    return new StagingError('ESOURCE', `Could not stage ${e.name} from ${e.source}: ${(err as Error).message}.`, { cause: err });
+  }
+}
+
+/** A part is created, never opened through a link or over anything already there. */
+const WRITE_NEW = fs.constants.O_WRONLY | fs.constants.O_CREAT | fs.constants.O_EXCL | fs.constants.O_NOFOLLOW;
+
+/** A write into the work directory failed: the area's problem, not the source's. */
+class WriteFailure extends Error {
+  constructor(override readonly cause: unknown) {
+    super('write failed');
   }
 }
 

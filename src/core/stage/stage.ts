@@ -25,6 +25,7 @@ import { checkName, checkPathLength, conflict, resolveInside, unsafe } from './n
 import { Progress } from './progress';
 import { warmCopyWorkers } from './pool';
 import { openSource, sourcesArtifacts, sourcesSize } from './sources';
+import { archiveKindOf } from './sources/archive';
 import {
   DEFAULT_MAX_BYTES,
   type IncomingEntry,
@@ -49,7 +50,8 @@ export async function stage(staticDir: string, tag: string, sources: readonly st
   }
   if (options.signal?.aborted === true) throw new StagingError('ECANCELED', `Staging of ${tag} was cancelled before it began.`);
   // They start while the lock is taken, on the other cores.
-  if (sources.some((s) => !/^https?:\/\//i.test(s))) warmCopyWorkers();
+  // Archives and downloads are written by this thread: only other local sources use the workers.
+  if (sources.some((s) => !/^https?:\/\//i.test(s) && archiveKindOf(s) === undefined)) warmCopyWorkers();
   const lease = await acquire(staticDir, tag, {
     createOnce: options.add !== true,
     waitMs: options.waitMs ?? 0,
@@ -158,7 +160,7 @@ class Transaction {
     this.budget = new Budget(options.maxBytes ?? DEFAULT_MAX_BYTES, this.dir);
     this.journal = new Journal(lease.area, lease.workDir, this.dir, lease.io);
     this.progress = new Progress(options.onProgress);
-    this.copier = new Copier(this.dir, signal, this.budget, this.progress);
+    this.copier = new Copier(this.dir, signal, this.budget, this.progress, lease.io.sync);
     this.knownDirs.add(this.dir);
     this.total = sourcesSize(sources, (dir) => this.copier.measure(dir));
     this.total.catch(() => undefined); // awaited in begin; a staging refused before it must not leave it unobserved

@@ -3,13 +3,15 @@
  * read from a file. Entries are reported as the archive states them (raw names, true types, link
  * targets); the stager decides what may land.
  */
+import { spawn } from 'child_process';
 import * as fs from 'fs';
-import { Readable, Transform } from 'stream';
+import { PassThrough, Readable, Transform } from 'stream';
 import * as zlib from 'zlib';
 import { Parser, type ReadEntry } from 'tar';
 import * as yauzl from 'yauzl';
 import { XzReadableStream } from 'xz-decompress';
 import { StagingError, errnoCode } from '../../errors';
+import { ioFor } from '../../io';
 import type { IncomingEntry } from '../types';
 import { canceledError, fsSourceError, messageOf, sourceError, throwIfAborted } from './errors';
 
@@ -203,7 +205,7 @@ export async function* tarEntries(open: () => Readable, kind: 'tar' | 'tar.gz' |
   let input: Readable | undefined;
   try {
     const raw = open();
-    input = kind === 'tar.xz' ? xzDecompress(raw, label) : raw;
+    input = kind === 'tar.xz' ? xzDecompress(raw, label) : kind === 'tar.gz' ? gunzipIfGzip(raw) : raw;
     // The parser throws on some malformed input; thrown from a stream callback, that would be
     // an uncaught exception.
     input.on('data', (chunk: Buffer) => {
@@ -304,6 +306,44 @@ function tarContent(entry: ReadEntry): Readable {
   return out;
 }
 
+/** Output chunks of Node's gunzip: a few round trips to the thread pool per megabyte, not dozens. */
+const GUNZIP_CHUNK = 128 * 1024;
+
+/**
+ * `raw`, gunzipped by Node's zlib if it starts as gzip does, else as it is (the parser takes a
+ * plain tar as before). Node's zlib streams inflate in the thread pool, on another core, while
+ * this thread parses, hashes and writes what came before; the tar parser's own gunzip inflates on
+ * this thread, between them.
+ */
+function gunzipIfGzip(raw: Readable): Readable {
+  const out = new PassThrough({ highWaterMark: 256 * 1024 });
+  let gunzip: zlib.Gunzip | undefined;
+  const onReadable = (): void => {
+    const head = raw.read() as Buffer | null;
+    if (head === null) return;
+    raw.off('readable', onReadable);
+    raw.off('end', onEnd);
+    raw.unshift(head);
+    if (head.length >= 2 && head[0] === 0x1f && head[1] === 0x8b) {
+      gunzip = zlib.createGunzip({ chunkSize: GUNZIP_CHUNK });
+      // zlib's errors carry codes (Z_DATA_ERROR) that are not the filesystem's: the archive is broken.
+      gunzip.once('error', (err) => out.destroy(new Error(err.message)));
+      raw.pipe(gunzip).pipe(out);
+    } else raw.pipe(out);
+  };
+  const onEnd = (): void => {
+    out.end();
+  };
+  raw.on('readable', onReadable);
+  raw.once('end', onEnd);
+  raw.once('error', (err) => out.destroy(err));
+  out.once('close', () => {
+    raw.destroy();
+    gunzip?.destroy();
+  });
+  return out;
+}
+
 function stripTrailingSlash(name: string): string {
   // A trailing '/' is how tar and zip mark a directory, not part of its name.
   return name.length > 1 && name.endsWith('/') ? name.slice(0, -1) : name;
@@ -313,11 +353,95 @@ function stripTrailingSlash(name: string): string {
 // xz
 
 /**
+ * Where the system's xz is, if it has one: the decoder `tar -xJf` itself runs, native and about
+ * twice as fast as the built-in one; it runs in a process of its own, on another core, while this
+ * thread parses, hashes and writes. Looked for only where the system keeps it (not on PATH, which
+ * a caller's environment sets). DEVSERVER_STAGING_BUILTIN_XZ=1 keeps to the built-in decoder.
+ */
+function systemXz(): string | undefined {
+  if (process.env.DEVSERVER_STAGING_BUILTIN_XZ === '1') return undefined;
+  if (foundXz === undefined) {
+    foundXz = '';
+    for (const candidate of ['/usr/bin/xz', '/bin/xz', '/usr/local/bin/xz']) {
+      try {
+        fs.accessSync(candidate, fs.constants.X_OK);
+        foundXz = candidate;
+        break;
+      } catch {
+        // not there
+      }
+    }
+  }
+  return foundXz === '' ? undefined : foundXz;
+}
+let foundXz: string | undefined;
+
+/** What the system's xz may use to decompress: every preset needs at most 65 MiB; a crafted header is not given gigabytes. */
+const XZ_MEMLIMIT = '256MiB';
+
+/** An xz stream, decompressed by the system's xz if there is one, else by the built-in decoder. */
+function xzDecompress(raw: Readable, label: string): Readable {
+  const xz = systemXz();
+  return xz !== undefined ? xzProcess(xz, raw, label) : xzBuiltin(raw, label);
+}
+
+/**
+ * `raw` through the system's xz: its output ends only once xz has exited with success, having
+ * checked the stream's integrity to its end; anything else fails the output, saying why. An xz
+ * that cannot be started (removed or replaced since it was found) leaves `raw` unread, and the
+ * built-in decoder reads it instead.
+ */
+function xzProcess(bin: string, raw: Readable, label: string): Readable {
+  const child = spawn(bin, ['--decompress', '--stdout', '--quiet', `--memlimit-decompress=${XZ_MEMLIMIT}`], {
+    stdio: ['pipe', 'pipe', 'pipe'],
+    env: { ...process.env, LC_ALL: 'C' },
+  });
+  const out = new PassThrough({ highWaterMark: 256 * 1024 });
+  let said = '';
+  let started = false;
+  let instead: Readable | undefined;
+  child.stderr.setEncoding('utf8');
+  child.stderr.on('data', (text: string) => {
+    if (said.length < 4096) said += text;
+  });
+  // xz stops reading when it finds an error: what is still written to it then fails, and is not the news.
+  child.stdin.on('error', noop);
+  raw.once('error', (err) => out.destroy(err));
+  // Not a byte is read before xz runs, so that the built-in decoder can have the whole stream.
+  child.once('spawn', () => {
+    started = true;
+    raw.pipe(child.stdin);
+  });
+  child.stdout.pipe(out, { end: false });
+  child.once('error', (err) => {
+    if (started || out.destroyed) {
+      out.destroy(fsSourceError(err, label));
+      return;
+    }
+    foundXz = '';
+    instead = xzBuiltin(raw, label);
+    instead.once('error', (e) => out.destroy(e));
+    instead.pipe(out);
+  });
+  child.once('close', (code, signal) => {
+    if (out.destroyed || instead !== undefined) return;
+    if (code === 0) out.end();
+    else out.destroy(xzError(new Error(said.trim() !== '' ? said.trim() : `xz ended with ${signal ?? `exit code ${code}`}`), label));
+  });
+  out.once('close', () => {
+    raw.destroy();
+    instead?.destroy();
+    if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+  });
+  return out;
+}
+
+/**
  * Decompresses an xz stream with xz-embedded compiled to WebAssembly (no native code, so it
  * bundles). That decoder serves one stream at a time per process and must always be finished,
  * failed or cancelled, or later xz archives would wait for ever: `destroy` sees to it.
  */
-function xzDecompress(raw: Readable, label: string): Readable {
+function xzBuiltin(raw: Readable, label: string): Readable {
   const chunks = raw[Symbol.asyncIterator]();
   let inputController: ReadableStreamDefaultController<Uint8Array> | undefined;
   let inputPulled = false;
@@ -393,18 +517,21 @@ function xzError(err: unknown, label: string): StagingError {
   if (errnoCode(err)) return fsSourceError(err, label);
   const message = messageOf(err);
   const code = /error code (\d+)/.exec(message)?.[1];
+  // The built-in decoder's error codes, and the system xz's messages (in the C locale).
   const detail =
-    code === '5'
+    code === '5' || /File format not recognized/.test(message)
       ? 'it is not in the xz format'
       : code === '6'
         ? 'it uses an xz option the built-in decoder does not support (a SHA-256 integrity check or a BCJ filter); recompress it with plain `xz` (CRC64, LZMA2)'
-        : code === '7'
-          ? 'the xz data is corrupt'
-          : code === '8' || /byteLength/.test(message)
-            ? 'the xz data ends too early (the file is truncated)'
-            : code === '3' || code === '4'
-              ? 'it needs more memory than the xz decoder may use'
-              : message;
+        : /Unsupported/.test(message)
+          ? `it uses an xz option this system's xz does not support (${message.replace(/^.*?: /, '')})`
+          : code === '7' || /corrupt/i.test(message)
+            ? 'the xz data is corrupt'
+            : code === '8' || /byteLength|Unexpected end of input/.test(message)
+              ? 'the xz data ends too early (the file is truncated)'
+              : code === '3' || code === '4' || /Memory usage limit/.test(message)
+                ? 'it needs more memory than the xz decoder may use'
+                : message;
   return sourceError(`${label} is not a readable tar.xz archive: ${detail}.`, label, err);
 }
 
@@ -421,16 +548,120 @@ const ZIP_OTHER: Partial<Record<number, string>> = {
 /** A symlink's target is its content: more than this is not a path. */
 const MAX_LINK_TARGET = 64 * 1024;
 
-function openZip(file: string, label: string): Promise<yauzl.ZipFile> {
+/** The zip archive `file`, opened once: yauzl reads it through `fd` (and closes it), and so may this module. */
+interface OpenedZip {
+  zip: yauzl.ZipFile;
+  fd: number;
+  /** Its size, and whether it is on a local filesystem (where small entries are read with synchronous calls). */
+  size: number;
+  local: boolean;
+}
+
+function openZip(file: string, label: string): Promise<OpenedZip> {
   return new Promise((resolve, reject) => {
-    // decodeStrings: false keeps yauzl from refusing unsafe names itself: they are reported as
-    // they are, and the stager refuses them with its own message.
-    yauzl.open(file, { lazyEntries: true, autoClose: false, decodeStrings: false, validateEntrySizes: true }, (err, zip) => {
-      if (err) {
+    fs.open(file, 'r', (openErr, fd) => {
+      if (openErr !== null) return reject(fsSourceError(openErr, label));
+      const fail = (err: unknown): void => {
+        fs.close(fd, noop);
         reject(errnoCode(err) ? fsSourceError(err, label) : sourceError(`${label} is not a readable zip archive: ${messageOf(err)}.`, label, err));
-      } else resolve(zip);
+      };
+      fs.fstat(fd, (statErr, st) => {
+        if (statErr !== null) return fail(statErr);
+        ioFor(file, st.dev).then((io) => {
+          // decodeStrings: false keeps yauzl from refusing unsafe names itself: they are reported as
+          // they are, and the stager refuses them with its own message.
+          yauzl.fromRandomAccessReader(new ZipReader(fd, io.sync), st.size, { lazyEntries: true, autoClose: false, decodeStrings: false, validateEntrySizes: true }, (err, zip) => {
+            if (err) fail(err);
+            else resolve({ zip, fd, size: st.size, local: io.sync });
+          });
+        }, fail);
+      });
     });
   });
+}
+
+/** Bytes read ahead of yauzl's small reads: a central directory entry is about a hundred bytes. */
+const READ_AHEAD = 1024 * 1024;
+
+/**
+ * The archive as yauzl reads it: its central directory, which yauzl reads a record and then a
+ * name at a time (two reads of a few dozen bytes for each entry, each a round trip to the thread
+ * pool), is read ahead a megabyte at a time (with one synchronous call on a local filesystem), and
+ * the small reads are served from that. Entries' data are streamed from the descriptor. It closes
+ * the descriptor once yauzl and its streams are done with it.
+ */
+class ZipReader extends yauzl.RandomAccessReader {
+  private ahead: { start: number; data: Buffer } | undefined;
+
+  constructor(
+    readonly fd: number,
+    private readonly sync: boolean,
+  ) {
+    super();
+  }
+
+  override _readStreamForRange(start: number, end: number): Readable {
+    // Not fs.createReadStream: destroying one closes its descriptor, whatever autoClose says.
+    const fd = this.fd;
+    let at = start;
+    return new Readable({
+      highWaterMark: 256 * 1024,
+      read(size) {
+        const want = Math.min(Math.max(size, 64 * 1024), end - at);
+        if (want <= 0) return void this.push(null);
+        const buf = Buffer.allocUnsafe(want);
+        fs.read(fd, buf, 0, want, at, (err, n) => {
+          if (err !== null) this.destroy(err);
+          else if (n === 0) this.destroy(new Error('unexpected EOF'));
+          else {
+            at += n;
+            this.push(buf.subarray(0, n));
+          }
+        });
+      },
+    });
+  }
+
+  override read(buffer: Buffer, offset: number, length: number, position: number, callback: (err: Error | null, bytesRead?: number) => void): void {
+    const serve = (): boolean => {
+      const a = this.ahead;
+      if (a === undefined || position < a.start || position + length > a.start + a.data.length) return false;
+      a.data.copy(buffer, offset, position - a.start, position - a.start + length);
+      process.nextTick(callback, null, length);
+      return true;
+    };
+    if (serve()) return;
+    if (length > READ_AHEAD) {
+      fs.read(this.fd, buffer, offset, length, position, (err, n) => callback(err, n));
+      return;
+    }
+    const filled = (n: number, data: Buffer): void => {
+      this.ahead = { start: position, data: data.subarray(0, n) };
+      // Short of `length`: the archive ends first, which yauzl reports.
+      if (!serve()) {
+        const got = Math.max(0, Math.min(length, n));
+        data.copy(buffer, offset, 0, got);
+        process.nextTick(callback, null, got);
+      }
+    };
+    const data = Buffer.allocUnsafe(READ_AHEAD);
+    if (this.sync) {
+      let n: number;
+      try {
+        n = fs.readSync(this.fd, data, 0, READ_AHEAD, position);
+      } catch (err) {
+        process.nextTick(callback, err);
+        return;
+      }
+      filled(n, data);
+    } else {
+      fs.read(this.fd, data, 0, READ_AHEAD, position, (err, n) => (err !== null ? callback(err) : filled(n, data)));
+    }
+  }
+
+  override close(callback: (err: Error | null) => void): void {
+    fs.close(this.fd, callback);
+  }
 }
 
 /**
@@ -470,11 +701,13 @@ export async function* zipEntries(file: string, label: string, signal: AbortSign
   signal.addEventListener('abort', onAbort, { once: true });
 
   let zip: yauzl.ZipFile | undefined;
+  let opened: OpenedZip | undefined;
   try {
     const opening = openZip(file, label);
     // The open itself is not cancellable, but the wait for it is.
-    opening.then((z) => (inbox.failed ? z.close() : undefined), noop);
-    zip = await inbox.until(opening);
+    opening.then((z) => (inbox.failed ? z.zip.close() : undefined), noop);
+    opened = await inbox.until(opening);
+    zip = opened.zip;
     zip.on('entry', (entry: yauzl.Entry) => inbox.push(entry));
     zip.on('end', () => inbox.push('end'));
     zip.on('error', (err: Error) => fail(sourceError(`${label} is not a readable zip archive: ${messageOf(err)}.`, label, err)));
@@ -492,7 +725,7 @@ export async function* zipEntries(file: string, label: string, signal: AbortSign
       } else if (name.endsWith('/') || type === 0o040000) {
         yield { name: stripTrailingSlash(name), type: 'directory', source };
       } else if (type === 0 || type === 0o100000) {
-        const content = await openEntry(zip, entry, source);
+        const content = (opened.local ? smallEntry(opened, entry, source) : undefined) ?? (await openEntry(zip, entry, source));
         current = content;
         yield { name, type: 'file', content, size: entry.uncompressedSize, source };
         await inbox.until(settledOf(content));
@@ -505,8 +738,62 @@ export async function* zipEntries(file: string, label: string, signal: AbortSign
     signal.removeEventListener('abort', onAbort);
     inbox.fail(new Error('closed'));
     current?.destroy();
+    // It closes the descriptor once its streams are done with it.
     zip?.close();
   }
+}
+
+/** Entries up to this size are read, inflated and checked in one piece. */
+const SMALL_ENTRY = 1024 * 1024;
+
+/**
+ * A small entry's content read with synchronous calls, inflated at once and checked (its size and
+ * CRC-32) before it is handed on; undefined for an entry that is not small or not plainly stored
+ * or deflated, which goes through yauzl's stream. Thousands of small entries otherwise each wait
+ * for several round trips to the thread pool, one after the other.
+ */
+function smallEntry(opened: OpenedZip, entry: yauzl.Entry, source: string): Readable | undefined {
+  if (entry.compressedSize > SMALL_ENTRY || entry.uncompressedSize > SMALL_ENTRY || entry.isEncrypted() || !entry.canDecodeFileData()) return undefined;
+  const corrupt = (detail: string, cause?: unknown): StagingError => sourceError(`${source} is corrupt: ${detail}.`, source, cause);
+  const header = readAt(opened.fd, 30, entry.relativeOffsetOfLocalHeader, source);
+  if (header.readUInt32LE(0) !== 0x04034b50) throw corrupt(`invalid local file header signature: 0x${header.readUInt32LE(0).toString(16)}`);
+  const start = entry.relativeOffsetOfLocalHeader + 30 + header.readUInt16LE(26) + header.readUInt16LE(28);
+  if (start + entry.compressedSize > opened.size) throw corrupt(`file data overflows file bounds: ${start} + ${entry.compressedSize} > ${opened.size}`);
+  const stored = readAt(opened.fd, entry.compressedSize, start, source);
+  let data: Buffer;
+  if (entry.compressionMethod === 0) data = stored;
+  else {
+    try {
+      // One byte more than it declares: a longer content is caught below, and no bomb is inflated past it.
+      data = zlib.inflateRawSync(stored, { maxOutputLength: entry.uncompressedSize + 1 });
+    } catch (err) {
+      throw corrupt(errnoCode(err) === 'ERR_BUFFER_TOO_LARGE' ? `it is longer than the ${entry.uncompressedSize} bytes its entry declares` : messageOf(err), err);
+    }
+  }
+  if (data.length !== entry.uncompressedSize) throw corrupt(`it holds ${data.length} bytes where its entry declares ${entry.uncompressedSize}`);
+  if (typeof zlib.crc32 === 'function' && zlib.crc32(data) >>> 0 !== entry.crc32 >>> 0) {
+    throw corrupt('its CRC-32 does not match; check that the archive is complete');
+  }
+  const content = new Readable({ read: noop });
+  content.push(data);
+  content.push(null);
+  return content;
+}
+
+/** `length` bytes of the archive at `position`; a short read is a truncated archive. */
+function readAt(fd: number, length: number, position: number, source: string): Buffer {
+  const buf = Buffer.allocUnsafe(length);
+  for (let got = 0; got < length; ) {
+    let n: number;
+    try {
+      n = fs.readSync(fd, buf, got, length - got, position + got);
+    } catch (err) {
+      throw fsSourceError(err, source);
+    }
+    if (n === 0) throw sourceError(`${source} is corrupt: the archive ends inside it; check that the archive is complete.`, source);
+    got += n;
+  }
+  return buf;
 }
 
 /** Opens one zip entry's content, checked against its CRC-32 as it is read. */
