@@ -12,6 +12,15 @@ interface Choice extends vscode.QuickPickItem {
   go: boolean;
 }
 
+/**
+ * One line of what the action acts on. "tag — how it is locked" gets two lines, the tag and then
+ * its lock in full width, which a quick pick's single line would cut short.
+ */
+function lineItem(line: string): Choice {
+  const at = line.indexOf(' — ');
+  return at < 0 ? { label: line, go: false } : { label: line.slice(0, at), detail: line.slice(at + 3), go: false };
+}
+
 /** Resolves true only when the user chose `button`; Enter at once, Escape, or any other line cancels. */
 export function askBeforeActing(message: string, detail: string, button: string): Promise<boolean> {
   const pick = vscode.window.createQuickPick<Choice>();
@@ -22,7 +31,7 @@ export function askBeforeActing(message: string, detail: string, button: string)
   pick.placeholder = vscode.l10n.t('Enter cancels; to go ahead, choose “{0}”', button);
   // Clicking elsewhere must not answer: only a choice or Escape does.
   pick.ignoreFocusOut = true;
-  pick.items = [cancel, go, ...(lines.length > 0 ? [{ label: '', kind: vscode.QuickPickItemKind.Separator, go: false }] : []), ...lines.map((label) => ({ label, go: false }))];
+  pick.items = [cancel, go, ...(lines.length > 0 ? [{ label: '', kind: vscode.QuickPickItemKind.Separator, go: false }] : []), ...lines.map(lineItem)];
   pick.activeItems = [cancel];
   return new Promise<boolean>((resolve) => {
     pick.onDidAccept(() => {

@@ -350,9 +350,11 @@ export class LockStates implements Disposable {
     const key = keyOf(staticDir, tag);
     const running = this.measuring.get(key);
     if (running !== undefined) return running;
-    const missing = this.buildsUnder(staticDir, tag).filter((r) => r.usage === undefined);
     const job = (async () => {
-      if (missing.length === 0) return;
+      // After the scan: every folder's count comes before any walk of builds' files.
+      await this.settled();
+      const missing = this.buildsUnder(staticDir, tag).filter((r) => r.usage === undefined);
+      if (missing.length === 0 || this.disposed) return;
       if (missing.length < MEASURE_ONE_BY_ONE) await this.measureEach(missing);
       // Asynchronously: a build of 100,000 files is walked while the view stays responsive.
       else this.changed(this.take(staticDir, await usage(staticDir, { ...this.timing, async: true, ...(tag === '' ? {} : { subpath: tag }) })));
