@@ -84,6 +84,7 @@ export async function measureReload({ runs = 5, builds = 5_000, log = console.lo
         .first()
         .waitFor({ timeout: 10_000 })
         .then(() => true, () => false);
+      if (process.env.DEVSERVER_STAGING_BENCH_MARKS) log(`   the workbench's marks (ms after navigation): ${Object.entries(marks).sort((a, b) => a[1] - b[1]).map(([k, v]) => `${k.slice(5)} ${v.toFixed(0)}`).join(', ')}`);
       figures.runs++;
       if (back) figures.expanded++;
       figures.countsFromNavigation.push(at);
