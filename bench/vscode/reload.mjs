@@ -78,7 +78,7 @@ export async function measureReload({ runs = 5, builds = 5_000, log = console.lo
       );
       const at = await shownAt.jsonValue();
       const marks = await page.evaluate(() => Object.fromEntries(performance.getEntriesByType('mark').filter((m) => m.name.startsWith('code/')).map((m) => [m.name, m.startTime])));
-      const start = marks['code/didStartWorkbench'] ?? marks['code/willStartWorkbench'];
+      const start = marks['code/willStartWorkbench'];
       const back = await page
         .locator('.monaco-list-row[aria-level="3"]')
         .first()
