@@ -111,7 +111,9 @@ export async function runUiCheck({ updateScreenshots = false, log = console.log,
         for (const r of await read()) if (!rows.includes(r)) rows.push(r);
       }
       for (let step = 0; step < 40; step++) await page.mouse.wheel(0, -100);
-      await page.waitForTimeout(400);
+      // Off the list: a row's hover would cover the next rows in the screenshot.
+      await page.mouse.move(900, 500);
+      await page.waitForTimeout(600);
       return { title, rows, text: `${title}\n${rows.join('\n')}`, focused: focused.trim() };
     };
     await shoot('tree-view.png');
@@ -262,6 +264,9 @@ export async function runUiCheck({ updateScreenshots = false, log = console.log,
         question.focused === 'Cancel'
       );
     });
+    // Off the question: a hovered row's tooltip would cover the rows below it.
+    await page.mouse.move(900, 500);
+    await page.waitForTimeout(600);
     await shoot('destroy-dialog.png', { x: 0, y: 0, width: vp.width, height: vp.height });
     // Delete, then Enter, as the issue's user pressed them: nothing goes.
     await page.keyboard.press('Enter');
@@ -286,6 +291,9 @@ export async function runUiCheck({ updateScreenshots = false, log = console.log,
       const text = question.text;
       return /Remove \d+ builds from .* and free [\d.]+ KiB\?/.test(text) && text.includes('not among the 1 most recently used') && text.includes('Kept, because they are locked:') && text.includes(`${HELD_TAG} held by ${user}@`) && question.focused === 'Cancel';
     });
+    // Off the question: a hovered row's tooltip would cover the rows below it.
+    await page.mouse.move(900, 500);
+    await page.waitForTimeout(600);
     await shoot('clean-up-preview.png', { x: 0, y: 0, width: vp.width, height: vp.height });
     await page.keyboard.press('Enter');
     await page.waitForTimeout(500);
