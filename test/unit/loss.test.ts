@@ -9,8 +9,8 @@ import { spawn, type ChildProcess } from 'child_process';
 import * as fs from 'fs';
 import * as os from 'os';
 import * as path from 'path';
-import type { LockLoss } from '../../src/core';
-import { CLI, cleanup, exitOf, expectMessage, killAll, sleep, startWorker, stderrOf, tempDir, track, waitFor, type Msg } from '../helpers';
+import { inspect, type LockLoss } from '../../src/core';
+import { CLI, cleanup, exitOf, expectMessage, killAll, startWorker, stderrOf, tempDir, track, waitFor, type Msg } from '../helpers';
 
 const TAG = 'eve/R1';
 const who = `${os.userInfo().username}@${os.hostname()}`;
@@ -73,7 +73,8 @@ describe('a lost lock said in words', function () {
     const losing = lossOf(h);
     process.kill(h.pid!, 'SIGSTOP');
     try {
-      await sleep(2_600);
+      // Until the lock is judged stale as a taker judges it, however slow the machine is.
+      await waitFor(async () => ((await inspect(staticDir, TAG, { staleMs: 2_000 })).state === 'stale' ? true : undefined), 60_000, 'the stopped holder\'s lock judged stale');
       const taker = cliChild(staticDir, ['--stale', '2', 'lock', TAG, '--', 'true']);
       assert.equal((await exitOf(taker)).code, 0, stderrOf(taker));
       process.kill(h.pid!, 'SIGCONT');
