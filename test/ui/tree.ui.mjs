@@ -225,7 +225,10 @@ export async function runUiCheck({ updateScreenshots = false, log = console.log,
       const said = await page.locator('.monaco-editor-overlaymessage').first().innerText({ timeout: 3_000 }).catch(() => '');
       await page.waitForTimeout(1_500);
       const open = await tabs();
-      return /read-only/i.test(said) && fs.readFileSync(artifact).equals(stagedBytes) && open.length === 1 && !/modified|dirty/i.test(open[0]);
+      const parts = { refusedInWords: /read-only/i.test(said), buildUnchanged: fs.readFileSync(artifact).equals(stagedBytes), oneTab: open.length === 1, notDirty: !/modified|dirty/i.test(open[0] ?? '') };
+      // Which of them failed, when one did: the build changed is a defect, a message missed is not.
+      if (!Object.values(parts).every(Boolean)) log(`      ${JSON.stringify({ ...parts, said, open })}`);
+      return Object.values(parts).every(Boolean);
     });
     await palette('File: Toggle Auto Save');
     await palette('View: Close All Editors');
