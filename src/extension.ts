@@ -1,4 +1,5 @@
 import * as vscode from 'vscode';
+import { ArtifactFiles, ARTIFACT_SCHEME } from './artifactFiles';
 import { addArtifactsCommand } from './commands/addArtifacts';
 import { chooseStaticDirCommand } from './commands/chooseStaticDir';
 import { cleanUpCommand } from './commands/cleanUp';
@@ -32,9 +33,12 @@ import { createLog } from './log';
 import { logCoreWarnings } from './coreWarnings';
 import { createPrompts, type Prompts } from './prompts';
 import { LockStates, allowProbes, threadWatcher } from './core';
+import { Losses } from './model/losses';
 import { Mine } from './model/mine';
+import { LostLocks } from './lostLocks';
 import { revealer } from './reveal';
 import { StatusBar } from './statusBar';
+import { Expansion } from './tree/expansion';
 import { StagingTreeProvider, type Node } from './tree/provider';
 import { WindowLocks } from './windowLocks';
 
@@ -48,6 +52,7 @@ export interface DevserverStagingApi {
   windowLocks: WindowLocks;
   statusBar: StatusBar;
   mine: Mine;
+  losses: Losses;
   prompts: Prompts;
 }
 
@@ -72,14 +77,21 @@ export function activate(context: vscode.ExtensionContext): DevserverStagingApi 
     states.setPolling(s.pollMs);
   });
   const prompts = createPrompts(config);
-  const windowLocks = new WindowLocks(config, log);
-  const mine = new Mine((d, t) => windowLocks.lease(d, t), () => windowLocks.all);
-  const tree = new StagingTreeProvider(config, states, mine);
+  const losses = new Losses();
+  const windowLocks = new WindowLocks(config, log, losses);
+  const mine = new Mine(
+    (d, t) => windowLocks.leaseOf(d, t),
+    () => windowLocks.all,
+    (d, t) => windowLocks.placeOf(d, t),
+  );
+  const expansion = new Expansion(context.workspaceState);
+  const tree = new StagingTreeProvider(config, states, mine, expansion);
   const view = vscode.window.createTreeView(VIEW_ID, { treeDataProvider: tree, showCollapseAll: true, canSelectMany: true });
   // Polling (network filesystems) only while someone looks.
   states.setVisible(view.visible);
-  const statusBar = new StatusBar(states, mine, config);
+  const statusBar = new StatusBar(states, mine, config, losses);
   const details = new BuildDetails(states, mine);
+  const artifactFiles = new ArtifactFiles(() => config.current.staticDirs);
   const reveal = revealer(tree, view, states, (tag) => log.info(`Cleared the filter to show ${tag}.`));
   const buildsUnder = (staticDir: string, tag: string) => states.buildsUnder(staticDir, tag).flatMap((r) => (r.lock !== undefined ? [r.lock] : []));
   const commands: CommandContext = { config, log, prompts, states, windowLocks, mine, tree, reveal, buildsUnder, selection: () => view.selection };
@@ -94,13 +106,24 @@ export function activate(context: vscode.ExtensionContext): DevserverStagingApi 
     view,
     statusBar,
     view.onDidChangeVisibility((e) => states.setVisible(e.visible)),
+    // Which folders are expanded, for the next time the window opens.
+    view.onDidExpandElement(({ element: e }) => {
+      if (e.kind === 'folder') expansion.set(e.staticDir, e.tag, true);
+    }),
+    view.onDidCollapseElement(({ element: e }) => {
+      if (e.kind === 'folder') expansion.set(e.staticDir, e.tag, false);
+    }),
     new FilterStatus(view, tree),
     details,
     vscode.workspace.registerTextDocumentContentProvider(DETAILS_SCHEME, details),
+    artifactFiles,
+    vscode.workspace.registerFileSystemProvider(ARTIFACT_SCHEME, artifactFiles, { isReadonly: true, isCaseSensitive: true }),
     // Disposed when the window closes: releases the locks it holds.
     windowLocks,
+    losses,
+    new LostLocks(losses, prompts, log),
     mine,
-    windowLocks.onDidChange(() => mine.locksChanged()),
+    windowLocks.onDidChange((ref) => mine.locksChanged(ref)),
     refreshCommand(commands),
     chooseStaticDirCommand(commands),
     removeStaticDirCommand(commands),
@@ -129,7 +152,7 @@ export function activate(context: vscode.ExtensionContext): DevserverStagingApi 
     addArtifactsCommand(commands),
   );
   log.info(`Activated with ${staticDirs.length} static director${staticDirs.length === 1 ? 'y' : 'ies'}.`);
-  return { tree, states, view, windowLocks, statusBar, mine, prompts };
+  return { tree, states, view, windowLocks, statusBar, mine, losses, prompts };
 }
 
 export function deactivate(): void {

@@ -7,6 +7,7 @@
  */
 import * as vscode from 'vscode';
 import type { Configuration } from './config';
+import { askBeforeActing } from './confirmPick';
 import { dialogLine, notificationText, pickText } from './shown';
 
 export type Severity = 'info' | 'warning' | 'error';
@@ -16,9 +17,10 @@ export type ProgressReport = (step: { message?: string; increment?: number }) =>
 
 export interface Prompts {
   /**
-   * A modal question. Resolves true when the user chose `button`. A question that is not
-   * `skippable` is asked even when the user turned confirmations off. `detail` is made of
-   * `dialogDetail` (its line breaks are the dialog's own).
+   * The question before a destructive action, with Cancel first (Enter cancels). Resolves true
+   * when the user chose `button`. A question that is not `skippable` is asked even when the user
+   * turned confirmations off. `detail` is made of `dialogDetail` (its line breaks are the
+   * question's own, each line a row).
    */
   confirm(message: string, detail: string, button: string, skippable?: boolean): Promise<boolean>;
   /** A quick pick of one item; undefined when dismissed. */
@@ -37,6 +39,8 @@ export interface Prompts {
 
 /** The parts of VS Code's window that show text. */
 export interface EditorUi {
+  /** The question before a destructive action (`askBeforeActing`): true when `button` was chosen. */
+  confirm(question: string, detail: string, button: string): Thenable<boolean>;
   message(severity: Severity, message: string, options: vscode.MessageOptions, ...items: string[]): Thenable<string | undefined>;
   quickPick<T extends vscode.QuickPickItem>(items: readonly T[], options: vscode.QuickPickOptions & { canPickMany: boolean }): Thenable<T | T[] | undefined>;
   inputBox(options: vscode.InputBoxOptions): Thenable<string | undefined>;
@@ -50,6 +54,7 @@ const SHOW: Record<Severity, (message: string, options: vscode.MessageOptions, .
 };
 
 const vscodeUi = (): EditorUi => ({
+  confirm: (question, detail, button) => askBeforeActing(question, detail, button),
   message: (severity, message, options, ...items) => SHOW[severity](message, options, ...items),
   quickPick: (items, options) => vscode.window.showQuickPick(items, options),
   inputBox: (options) => vscode.window.showInputBox(options),
@@ -80,7 +85,7 @@ export const createPrompts = (config: Configuration, editor: EditorUi = vscodeUi
   editor,
   async confirm(message, detail, button, skippable = true) {
     if (skippable && !config.current.confirmDestructive) return true;
-    return (await editor.message('warning', dialogLine(message), { modal: true, detail }, button)) === button;
+    return editor.confirm(pickText(message), detail.split('\n').map(pickText).join('\n'), pickText(button));
   },
   async pickOne(items, options) {
     return (await pick(editor, items, options, false))?.[0];

@@ -3,7 +3,10 @@
  * suite (bench/vscode/run.mjs starts it). Prints figures; asserts no timing. See bench/README.md.
  *
  * Environment:
- *   DEVSERVER_STAGING_BENCH_PARTS        comma-separated, of activation,latency,cpu,scale,scan (default all)
+ *   DEVSERVER_STAGING_BENCH_PARTS        comma-separated, of activation,latency,cpu,scale,scan,big (default all)
+ *   DEVSERVER_STAGING_BENCH_BIG_FOLDERS  folders of the big part (default 3)
+ *   DEVSERVER_STAGING_BENCH_BIG_BUILDS   builds in each of them (default 5000)
+ *   DEVSERVER_STAGING_BENCH_CYCLES       lock cycles of the big part's memory figure (default 1000)
  *   DEVSERVER_STAGING_BENCH_SCALE_BUILDS builds in the one big folder of the scale part (default 10000)
  *   DEVSERVER_STAGING_BENCH_SCAN_BUILDS  builds in the static directory of the scan part (default 100000)
  *   DEVSERVER_STAGING_BENCH_SCAN_FOLDERS folders they are spread over (default 10)
@@ -33,7 +36,7 @@ const EXTENSION_ID = 'devserver-staging.devserver-staging';
 const MARK = '::test:: ';
 
 const env = process.env;
-const PARTS = new Set((env['DEVSERVER_STAGING_BENCH_PARTS'] ?? 'activation,latency,cpu,scale,scan').split(',').map((s) => s.trim()));
+const PARTS = new Set((env['DEVSERVER_STAGING_BENCH_PARTS'] ?? 'activation,latency,cpu,scale,scan,big').split(',').map((s) => s.trim()));
 const EVENTS = Number(env['DEVSERVER_STAGING_BENCH_EVENTS'] ?? 60);
 const CPU_MS = Number(env['DEVSERVER_STAGING_BENCH_CPU_SECONDS'] ?? 60) * 1000;
 
@@ -47,6 +50,9 @@ const SCALE_BUILDS = Number(env['DEVSERVER_STAGING_BENCH_SCALE_BUILDS'] ?? 10_00
 const SCALE_ROUNDS = 5;
 const SCAN_BUILDS = Number(env['DEVSERVER_STAGING_BENCH_SCAN_BUILDS'] ?? 100_000);
 const SCAN_FOLDERS = Number(env['DEVSERVER_STAGING_BENCH_SCAN_FOLDERS'] ?? 10);
+const BIG_FOLDERS = Number(env['DEVSERVER_STAGING_BENCH_BIG_FOLDERS'] ?? 3);
+const BIG_BUILDS = Number(env['DEVSERVER_STAGING_BENCH_BIG_BUILDS'] ?? 5_000);
+const CYCLES = Number(env['DEVSERVER_STAGING_BENCH_CYCLES'] ?? 1_000);
 
 /** Figures by name, for the runner's summary over several runs. */
 const figures: Record<string, number> = {};
@@ -290,6 +296,33 @@ async function expandBoard(api: DevserverStagingApi, staticDir: string, board: s
 // ---------------------------------------------------------------------------------------------
 // Latency: another process takes or releases a lock -> the tree shows it
 
+/**
+ * EVENTS takes and releases of `tags` in turn by another process, 300-600 ms apart (far enough
+ * that each is handled alone): for each, when the call began and returned, when the tree announced
+ * the build in its new state, and how long after that VS Code fetched its row (if it did).
+ */
+async function lockEvents(
+  worker: Worker,
+  probe: TreeProbe,
+  staticDir: string,
+  tags: readonly string[],
+  seen: (op: 'lock' | 'release', before: number, after: number, event: number, fetchMs: number | undefined) => void,
+): Promise<void> {
+  for (let i = 0; i < EVENTS; i++) {
+    const tag = tags[i % tags.length];
+    for (const [op, state] of [
+      ['lock', 'held'],
+      ['release', 'free'],
+    ] as const) {
+      const shown = probe.expect(staticDir, tag, state, 10_000);
+      const [[before, after]] = (await worker.call(op, [tag])) as [[number, number]];
+      const { event, fetchMs } = await shown;
+      seen(op, before, after, event, fetchMs);
+      await sleep(300 + Math.random() * 300);
+    }
+  }
+}
+
 async function latency(api: DevserverStagingApi, probe: TreeProbe, staticDir: string): Promise<void> {
   say(`latency: another process takes or releases a lock -> the tree's item changes (${EVENTS} of each)`);
   await expandBoard(api, staticDir, LATENCY_BOARD);
@@ -310,23 +343,12 @@ async function latency(api: DevserverStagingApi, probe: TreeProbe, staticDir: st
       await free;
     }
     await sleep(500);
-    for (let i = 0; i < EVENTS; i++) {
-      const tag = tags[i % tags.length];
-      for (const [op, state] of [
-        ['lock', 'held'],
-        ['release', 'free'],
-      ] as const) {
-        const seen = probe.expect(staticDir, tag, state, 10_000);
-        const [[before, after]] = (await worker.call(op, [tag])) as [[number, number]];
-        const { event, fetchMs } = await seen;
-        s[op].fromBefore.push(event - before);
-        s[op].fromAfter.push(event - after);
-        s[op].call.push(after - before);
-        if (fetchMs !== undefined) s[op].fetch.push(fetchMs);
-        // Events 300-600 ms apart: far enough that each is handled alone.
-        await sleep(300 + Math.random() * 300);
-      }
-    }
+    await lockEvents(worker, probe, staticDir, tags, (op, before, after, event, fetchMs) => {
+      s[op].fromBefore.push(event - before);
+      s[op].fromAfter.push(event - after);
+      s[op].call.push(after - before);
+      if (fetchMs !== undefined) s[op].fetch.push(fetchMs);
+    });
   } finally {
     await worker.stop();
   }
@@ -568,13 +590,15 @@ function inChild(script: string, args: string[]): Promise<void> {
   });
 }
 
+/** Builds in folders board-0, board-1, …; with `sized`, each with a file of its own size (so that sorting by size means something). */
 const MAKE_BUILDS = `
 const fs = require('fs'), path = require('path');
-const [dir, folders, per] = [process.argv[1], Number(process.argv[2]), Number(process.argv[3])];
+const [dir, folders, per, sized] = [process.argv[1], Number(process.argv[2]), Number(process.argv[3]), process.argv[4] === 'sized'];
 for (let f = 0; f < folders; f++) {
   for (let i = 0; i < per; i++) {
     const b = path.join(dir, 'board-' + f, 'R' + (100 + (i % 50)) + '-' + (15000 + i) + '.0.0');
     fs.mkdirSync(b, { recursive: true });
+    if (sized) fs.writeFileSync(path.join(b, 'image.bin'), Buffer.alloc(1 + ((i * 7919) % 8192)));
     fs.writeFileSync(path.join(b, 'staged.timestamp'), '');
   }
 }`;
@@ -740,9 +764,111 @@ async function scan(api: DevserverStagingApi, probe: TreeProbe, smallDir: string
   say();
 }
 // ---------------------------------------------------------------------------------------------
+// Big: 3 folders of 5,000 builds, one expanded, builds sorted by size with size and last use
+// shown: how fast a lock change shows, and what lock traffic costs in memory
+
+/** Memory of the extension host after a full collection: heap in use and RSS, in MB. */
+function memoryNow(): { heap: number; rss: number } {
+  collectGarbage();
+  const m = process.memoryUsage();
+  return { heap: m.heapUsed / 1048576, rss: m.rss / 1048576 };
+}
+
+async function big(api: DevserverStagingApi, probe: TreeProbe, smallDir: string): Promise<void> {
+  const staticDir = path.join(path.dirname(smallDir), 'big-static');
+  let t = performance.now();
+  await inChild(MAKE_BUILDS, [staticDir, String(BIG_FOLDERS), String(BIG_BUILDS), 'sized']);
+  say(`big: made ${BIG_FOLDERS} folders of ${BIG_BUILDS} builds (in another process) in ${ms1(performance.now() - t)} ms`);
+  const config = vscode.workspace.getConfiguration('devserverStaging');
+  const folders = Array.from({ length: BIG_FOLDERS }, (_, f) => `board-${f}`);
+  // The last folder: expanded, the others' rows stay above its builds, on screen.
+  const folder = folders[folders.length - 1];
+  const worker = new Worker(staticDir);
+  try {
+    await config.update('sortBuilds', 'size', vscode.ConfigurationTarget.Global);
+    await config.update('showSizeAndLastUse', true, vscode.ConfigurationTarget.Global);
+    await config.update('staticDirs', [staticDir], vscode.ConfigurationTarget.Global);
+    await waitUntil(() => folders.every((f) => api.states.record(staticDir, f)?.children?.length === BIG_BUILDS), 180_000, 'every folder listed');
+    const node = api.tree.nodeFor(staticDir, folder);
+    if (node === undefined) throw new Error(`the tree has no node for ${folder}`);
+    t = performance.now();
+    await api.view.reveal(node, { select: false, focus: false, expand: true });
+    await waitUntil(() => api.states.buildsUnder(staticDir, folder).every((r) => r.usage !== undefined), 180_000, `the sizes of ${folder}'s builds`);
+    await lastFetch(probe, t, 1_000);
+    say(`big: ${folder} expanded and its sizes shown after ${ms1(performance.now() - t)} ms`);
+    // The builds its page shows first (the largest): on screen.
+    const tags = (await api.tree.getChildren(node)).filter((n) => n.kind === 'build').slice(0, 5).map((n) => (n.kind === 'build' ? n.tag : ''));
+
+    // A lock taken or released by another process -> VS Code fetched the build's row in its new state.
+    const shown: Record<'lock' | 'release', number[]> = { lock: [], release: [] };
+    const event: Record<'lock' | 'release', number[]> = { lock: [], release: [] };
+    let unseen = 0;
+    await lockEvents(worker, probe, staticDir, tags, (op, before, _after, at, fetchMs) => {
+      event[op].push(at - before);
+      if (fetchMs === undefined) unseen++;
+      else shown[op].push(at - before + fetchMs);
+    });
+    for (const op of ['lock', 'release'] as const) {
+      const e = spread(event[op]);
+      const f = spread(shown[op]);
+      const what = op === 'lock' ? 'take -> held ' : 'release -> free';
+      say(`big: ${what}  shown (VS Code fetched the row): median ${ms1(f.median).padStart(6)} ms   p95 ${ms1(f.p95).padStart(6)} ms   max ${ms1(f.max).padStart(6)} ms;  tree event: median ${ms1(e.median)} ms, p95 ${ms1(e.p95)} ms`);
+      figures[`big: ${what.trim()}, shown, median ms`] = f.median;
+      figures[`big: ${what.trim()}, shown, p95 ms`] = f.p95;
+      figures[`big: ${what.trim()}, tree event, p95 ms`] = e.p95;
+    }
+    say(`big: ${unseen} of ${2 * EVENTS} changes were not fetched by VS Code within a second of the tree's event (aim: none; p95 under 150 ms)`);
+    figures['big: changes not shown within a second'] = unseen;
+
+    // Lock traffic: memory after 100 cycles and after all of them, and once idle.
+    await sleep(2_000);
+    const m0 = memoryNow();
+    const cpu0 = process.cpuUsage();
+    t = performance.now();
+    let m100 = m0;
+    const state = (tag: string): string | undefined => api.states.entry(staticDir, tag)?.state;
+    for (let i = 1; i <= CYCLES; i++) {
+      const tag = tags[i % tags.length];
+      await worker.call('lock', [tag]);
+      await waitUntil(() => state(tag) === 'held', 10_000, `${tag} held`);
+      await worker.call('release', [tag]);
+      await waitUntil(() => state(tag) === 'free', 10_000, `${tag} free`);
+      if (i === 100) {
+        await sleep(1_000);
+        m100 = memoryNow();
+      }
+    }
+    const cycleMs = (performance.now() - t) / CYCLES;
+    const cpu = process.cpuUsage(cpu0);
+    await sleep(1_000);
+    const mAll = memoryNow();
+    await sleep(10_000);
+    const mIdle = memoryNow();
+    say(`big: ${CYCLES} lock cycles, ${ms1(cycleMs)} ms each, host CPU ${(((cpu.user + cpu.system) / 1000) / CYCLES).toFixed(1)} ms each`);
+    say(`big: host memory after a full collection: before ${m0.heap.toFixed(0)} MB heap / ${m0.rss.toFixed(0)} MB RSS; after 100 cycles ${m100.heap.toFixed(0)} / ${m100.rss.toFixed(0)}; after ${CYCLES} ${mAll.heap.toFixed(0)} / ${mAll.rss.toFixed(0)}; 10 s idle ${mIdle.heap.toFixed(0)} / ${mIdle.rss.toFixed(0)}`);
+    say(`big: after ${CYCLES} against after 100: heap ${((100 * mAll.heap) / m100.heap - 100).toFixed(1)}%, RSS ${((100 * mAll.rss) / m100.rss - 100).toFixed(1)}% (aim: within 10%)`);
+    figures['big: cycle, ms'] = cycleMs;
+    figures['big: host CPU per cycle, ms'] = (cpu.user + cpu.system) / 1000 / CYCLES;
+    figures['big: heap after 100 cycles, MB'] = m100.heap;
+    figures['big: heap after all cycles, MB'] = mAll.heap;
+    figures['big: RSS after 100 cycles, MB'] = m100.rss;
+    figures['big: RSS after all cycles, MB'] = mAll.rss;
+    figures['big: RSS idle after, MB'] = mIdle.rss;
+  } finally {
+    await worker.stop();
+    await config.update('sortBuilds', undefined, vscode.ConfigurationTarget.Global);
+    await config.update('showSizeAndLastUse', undefined, vscode.ConfigurationTarget.Global);
+    await config.update('staticDirs', [smallDir], vscode.ConfigurationTarget.Global);
+    await sleep(500);
+    await inChild("require('fs').rmSync(process.argv[1], { recursive: true, force: true })", [staticDir]);
+  }
+  say();
+}
+
+// ---------------------------------------------------------------------------------------------
 
 export async function run(): Promise<void> {
-  const staticDir = PARTS.has('latency') || PARTS.has('cpu') || PARTS.has('scale') || PARTS.has('scan') ? makeStaticDir() : undefined;
+  const staticDir = ['latency', 'cpu', 'scale', 'scan', 'big'].some((p) => PARTS.has(p)) ? makeStaticDir() : undefined;
   const config = vscode.workspace.getConfiguration('devserverStaging');
   if (staticDir !== undefined) await config.update('staticDirs', [staticDir], vscode.ConfigurationTarget.Global);
   const api = await activate();
@@ -757,6 +883,7 @@ export async function run(): Promise<void> {
     if (PARTS.has('cpu')) await cpu(api, probe, staticDir);
     if (PARTS.has('scale')) await scale(api, probe, staticDir);
     if (PARTS.has('scan')) await scan(api, probe, staticDir);
+    if (PARTS.has('big')) await big(api, probe, staticDir);
   } finally {
     probe.dispose();
     await config.update('staticDirs', undefined, vscode.ConfigurationTarget.Global);

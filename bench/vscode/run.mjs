@@ -10,7 +10,9 @@
 // --activation-runs    further fresh VS Codes that only activate the extension (default 3)
 // --quick              20 events, 15 s CPU windows: a smoke run, not figures to quote
 // --no-build           measure dist/ as it is instead of building the production bundles first
-// --parts              which parts of the full runs (default activation,latency,cpu,scale,scan)
+// --parts              which parts of the full runs (default activation,latency,cpu,scale,scan,big,reload;
+//                      reload is measured in the browser, on the headless route only)
+// --reload-runs=N      reloads of the window in the reload part (default 5)
 // --profile=DIR        write the extension host's CPU profile of the scan part to DIR/scan.cpuprofile
 import { runTests } from '@vscode/test-electron';
 import { execFileSync } from 'node:child_process';
@@ -88,13 +90,29 @@ async function runOnce(parts) {
   }
 }
 
+const parts = arg('parts', 'activation,latency,cpu,scale,scan,big,reload').split(',').map((p) => p.trim());
+const hostParts = parts.filter((p) => p !== 'reload');
 const results = [];
 let failed = false;
 for (let i = 0; i < runs; i++) {
   if (runs > 1) console.log(`run ${i + 1} of ${runs}`);
-  const r = await runOnce(arg('parts', 'activation,latency,cpu,scale,scan'));
+  const r = hostParts.length > 0 ? await runOnce(hostParts.join(',')) : {};
   if (r === undefined) failed = true;
-  else results.push(r);
+  else {
+    if (parts.includes('reload')) {
+      if (route !== 'headless') console.log('reload: measured in the browser, on the headless route only');
+      else {
+        const { measureReload } = await import('./reload.mjs');
+        Object.assign(r, await measureReload({ runs: Number(arg('reload-runs', 5)) }).catch((err) => {
+          console.error(`The reload part could not run: ${err instanceof Error ? err.message : err}`);
+          failed = true;
+          return {};
+        }));
+      }
+      console.log();
+    }
+    results.push(r);
+  }
 }
 const activations = [];
 if (activationRuns > 0) console.log(`activation only, in ${activationRuns} more fresh VS Code${activationRuns === 1 ? '' : 's'}`);

@@ -129,7 +129,7 @@ const WAIT: OptionSpec = {
 export const COMMANDS: readonly CommandSpec[] = [
   {
     name: 'list',
-    description: 'list the subdirectories of the static directory (or of SUBPATH in it) with their lock states',
+    description: 'list the subdirectories of the static directory (or of SUBPATH in it): builds with their lock states, and folders',
     arguments: [{ name: '[subpath]', description: 'a directory inside the static directory, such as a board', default: '' }],
     load: () => require('./listCommand') as typeof import('./listCommand'),
   },

@@ -18,8 +18,9 @@ function holderShort(info: LockInfo): string {
 
 export function formatList(entries: readonly ListEntry[]): string {
   if (entries.length === 0) return '(no staging areas)\n';
+  // A folder has no lock of its own: it says what it is, not "free".
   const rows = entries.map((e) => [
-    e.state,
+    e.kind === 'folder' ? 'folder' : e.state,
     printable(e.tag),
     holderShort(e),
     e.state === 'free' ? '' : formatDuration(e.heartbeatAgeMs),

@@ -5,7 +5,8 @@
 import { spawn } from 'child_process';
 import * as os from 'os';
 import { acquire, type AcquireOptions } from '../core/lock';
-import { isStagingError, type StagingError } from '../core/errors';
+import { isStagingError } from '../core/errors';
+import { explainLoss, lossSentence } from '../core/loss';
 import { flushHistory } from '../core/history';
 import { processStartOf } from '../core/holder';
 import { CommandRecordFile, isGroupAlive } from '../core/lifetime';
@@ -112,17 +113,17 @@ export async function runLocked(
   // Listening also keeps this process alive until the command has ended and the lock is released.
   for (const s of FORWARDED) process.on(s, forward);
 
-  let lost: StagingError | undefined;
+  let lost: Promise<void> | undefined;
   let killTimer: NodeJS.Timeout | undefined;
   const stopCommand = (): void => {
     signalGroup(pgid, 'SIGTERM');
     killTimer = setTimeout(() => signalGroup(pgid, 'SIGKILL'), KILL_GRACE_MS);
     killTimer.unref();
   };
-  lease.on('lost', (reason) => {
-    lost = reason;
-    say(`${reason.message} Stopping ${command} (pid ${child.pid}).`);
+  lease.on('lost', () => {
+    // Stopped at once; who broke the lock, from the history, is said as soon as it is known.
     stopCommand();
+    lost = explainLoss(lease, lease.timing).then((loss) => say(`${lossSentence(loss)} Stopped ${command} (pid ${child.pid}).`));
   });
 
   const exit = new Promise<{ code: number | null; signal: NodeJS.Signals | null; spawnError?: Error }>((resolve) => {
@@ -171,7 +172,10 @@ export async function runLocked(
     say(`Could not run ${command}: ${spawnError.message}`);
     return (spawnError as NodeJS.ErrnoException).code === 'ENOENT' ? 127 : 126;
   }
-  if (lost !== undefined) return 1;
+  if (lost !== undefined) {
+    await lost;
+    return 1;
+  }
   if (signal !== null) return 128 + (os.constants.signals[signal] ?? 0);
   return code ?? 1;
 }

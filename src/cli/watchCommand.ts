@@ -68,6 +68,8 @@ export async function runWatch(staticDir: string, subpath: string, timing: Parti
   };
   const onChange = (changes: readonly StateChange[]): void => {
     for (const c of changes) {
+      // Sizes are measured only on request, which watch never makes.
+      if (c.what === 'usage') continue;
       if (c.what === 'state') {
         if (isAtOrBelow(c.tag, under) && states.record(staticDir, c.tag)?.kind === 'build') emit(c.tag, 'change');
         continue;

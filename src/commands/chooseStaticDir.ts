@@ -1,3 +1,5 @@
+import * as os from 'os';
+import * as path from 'path';
 import * as vscode from 'vscode';
 import { registerCommand, type Uses } from './command';
 
@@ -16,6 +18,8 @@ export function chooseStaticDirCommand(ctx: Uses): vscode.Disposable {
     let dir = args?.dir;
     if (dir === undefined) {
       const picked = await vscode.window.showOpenDialog({
+        // Never where the view's selection is (a build): beside the static directories there are.
+        defaultUri: vscode.Uri.file(startingPlace(config.current.staticDirs)),
         canSelectFolders: true,
         canSelectFiles: false,
         canSelectMany: false,
@@ -37,4 +41,10 @@ export function chooseStaticDirCommand(ctx: Uses): vscode.Disposable {
     }
     log.info(`Added static directory ${wanted} to ${layer.name}.`);
   });
+}
+
+/** Where the folder dialog starts: beside the first static directory, else in the workspace, else home. */
+function startingPlace(staticDirs: readonly string[]): string {
+  if (staticDirs.length > 0) return path.dirname(staticDirs[0]);
+  return vscode.workspace.workspaceFolders?.[0]?.uri.fsPath ?? os.homedir();
 }

@@ -76,7 +76,11 @@ export function cleanUpCommand(ctx: Uses<'windowLocks'>): vscode.Disposable {
     if (keep === undefined && olderThan === undefined) {
       const keepText = await prompts.input({
         title: `${title}: ${where}`,
-        prompt: vscode.l10n.t('Keep how many of the most recently used builds? Leave it empty to keep any number, and give an age next.'),
+        // Counted over the whole of where it runs: a static directory's row counts across its folders.
+        prompt:
+          tag === ''
+            ? vscode.l10n.t('Keep how many of the most recently used builds of the whole static directory, counted across all its folders (to keep some in each folder, use Clean Up… on each folder instead)? Leave it empty to keep any number, and give an age next.')
+            : vscode.l10n.t('Keep how many of the most recently used builds in {0}? Leave it empty to keep any number, and give an age next.', tag),
         placeHolder: vscode.l10n.t('for example 10'),
         validateInput: (v) => (v.trim() === '' || /^\d+$/.test(v.trim()) ? undefined : vscode.l10n.t('A whole number of builds, such as 10, or nothing.')),
       });

@@ -5,7 +5,7 @@
  * the user is asked afresh about those.
  */
 import * as vscode from 'vscode';
-import { destroy, inspect, isStagingError, shownLock, type ListEntry, type LockInfo } from '../core';
+import { destroy, formatCount, inspect, isStagingError, shownLock, type ListEntry, type LockInfo } from '../core';
 import { errorMessage } from '../errors';
 import type { Log } from '../log';
 import { dialogDetail, type Prompts } from '../prompts';
@@ -180,10 +180,13 @@ export async function askAndDestroy(builds: readonly ListEntry[], ask: (judged: 
   return outcomes;
 }
 
-/** Tells the user about builds that were not destroyed; all destroyed needs no word (the view shows it). */
+/** Tells the user how destroying went: what was destroyed, and what was not and why. */
 export function reportDestroyed(outcomes: readonly Outcome[], prompts: Prompts, log: Log): void {
   const failed = outcomes.filter((o): o is Extract<Outcome, { done: false }> => !o.done);
-  if (failed.length === 0) return;
+  if (failed.length === 0) {
+    if (outcomes.length > 0) void prompts.notify('info', outcomes.length === 1 ? vscode.l10n.t('Destroyed {0}.', outcomes[0].tag) : vscode.l10n.t('Destroyed {0} builds.', formatCount(outcomes.length)));
+    return;
+  }
   const done = outcomes.length - failed.length;
   const head = outcomes.length === 1 ? vscode.l10n.t('{0} was not destroyed: {1}.', failed[0].tag, failed[0].why) : vscode.l10n.t('Destroyed {0} of {1} builds. Not destroyed: {2}.', done, outcomes.length, failed.map((f) => `${f.tag} (${f.why})`).join('; '));
   const showLog = vscode.l10n.t('Show Log');

@@ -70,7 +70,11 @@ const BY_CODE: Partial<Record<ErrorCode, Describe>> = {
           : since !== undefined
             ? vscode.l10n.t('{0} is held by {1} since {2}.', tag, holderOf(lock), since)
             : vscode.l10n.t('{0} is held by {1}.', tag, holderOf(lock));
-    return { message, actions: [forceReleaseAction(lock.staticDir, tag)] };
+    const purpose = lock.holder?.purpose;
+    const said = purpose !== undefined && purpose !== '' ? `${message} ${vscode.l10n.t('Its purpose: “{0}”.', purpose)}` : message;
+    // Waiting in line is the everyday answer to a held lock; breaking it, the exception.
+    const wait = run(vscode.l10n.t('Lock When Free'), 'devserverStaging.lockWhenFree', undefined, undefined, { staticDir: lock.staticDir, tag });
+    return { message: said, actions: lock.state === 'legacy' ? [forceReleaseAction(lock.staticDir, tag)] : [wait, forceReleaseAction(lock.staticDir, tag)] };
   },
   EEXIST(err, where) {
     const at = where(err.path);

@@ -3,15 +3,20 @@ import type { Node } from '../tree/provider';
 import { registerCommand, type Uses } from './command';
 import { targets } from './targets';
 
+/** How long the status bar says that the lock is this window's now. */
+const SAID_MS = 15_000;
+
 /**
  * Lock When Free: queues this window for a held build, with a notification that shows its place
- * in line and cancels. When the lock comes, it is this window's (shown as yours) and the user is
- * told; cancelling, or closing the window, gives the place up.
+ * in line and cancels. When the lock comes, it is this window's (shown as yours) and the status bar
+ * says so until it is released; cancelling, or closing the window, gives the place up.
  */
 export function lockWhenFreeCommand(ctx: Uses<'states' | 'windowLocks'>): vscode.Disposable {
-  const { log, prompts, windowLocks } = ctx;
-  return registerCommand('devserverStaging.lockWhenFree', ctx, async (node?: Node, _nodes?: Node[], args?: { signal?: AbortSignal }) => {
-    const [e] = await targets(ctx, { node, title: vscode.l10n.t('Lock which build when it is free?'), only: ['held', 'stale', 'legacy'], single: true });
+  const { log, prompts, states, windowLocks } = ctx;
+  return registerCommand('devserverStaging.lockWhenFree', ctx, async (node?: Node, _nodes?: Node[], args?: { signal?: AbortSignal; staticDir?: string; tag?: string }) => {
+    // A build named by the caller (the button of a "held" error), else the row or a quick pick.
+    const named = args?.staticDir !== undefined && args.tag !== undefined ? states.entry(args.staticDir, args.tag) : undefined;
+    const [e] = named !== undefined ? [named] : await targets(ctx, { node, title: vscode.l10n.t('Lock which build when it is free?'), only: ['held', 'stale', 'legacy'], single: true });
     if (e === undefined || e.kind !== 'build') return undefined;
     const started = Date.now();
     const lease = await prompts.progress(
@@ -30,7 +35,13 @@ export function lockWhenFreeCommand(ctx: Uses<'states' | 'windowLocks'>): vscode
     );
     const secs = Math.round((Date.now() - started) / 1000);
     log.info(`Locked ${e.tag} in ${e.staticDir} for this window after waiting ${secs} s in its queue.`);
-    void prompts.notify('info', vscode.l10n.t('{0} is yours now: its lock was free after {1} s, and this window holds it.', e.tag, secs));
+    // In the status bar, for as long as it is true: gone once the lock is released or lost.
+    const said = vscode.window.setStatusBarMessage(`$(account) ${vscode.l10n.t('{0} is yours now: its lock was free after {1} s, and this window holds it.', e.tag, secs)}`, SAID_MS);
+    const over = (): void => {
+      said.dispose();
+    };
+    lease.once('released', over);
+    lease.once('lost', over);
     return lease;
   });
 }

@@ -1,5 +1,6 @@
 import * as path from 'path';
 import * as vscode from 'vscode';
+import { artifactUri } from '../artifactFiles';
 import { formatBytes } from '../core';
 import { dirOf, type Node } from '../tree/provider';
 import { clipboardText } from '../shown';
@@ -12,8 +13,8 @@ const HEX_EXTENSION = 'ms-vscode.hexeditor';
 const HEX_EDITOR = 'hexEditor.hexedit';
 
 /**
- * Opens an artifact: a text file in a preview editor (focus stays in the view, as a click in the
- * Explorer does); a binary or very large one never as text, but with Open with Hex Editor (when
+ * Opens an artifact: a text file in a read-only preview editor (focus stays in the view, as a click
+ * in the Explorer does); a binary or very large one never as text, but with Open with Hex Editor (when
  * installed), Reveal in File Explorer and Copy Path. The artifact rows run it on click and Enter;
  * arrow keys only move the focus in VS Code's trees, so browsing opens nothing.
  */
@@ -30,7 +31,8 @@ export function openArtifactCommand(ctx: Uses): vscode.Disposable {
     }
     const s = await sniff(file, staticDir);
     if (s.kind === 'text') {
-      await vscode.commands.executeCommand('vscode.open', vscode.Uri.file(s.path), { preview: true, preserveFocus: true });
+      // Read-only: nothing typed in it can reach the build (see artifactFiles.ts).
+      await vscode.commands.executeCommand('vscode.open', artifactUri(s.path), { preview: true, preserveFocus: true });
       return;
     }
     if (s.kind === 'refused') {

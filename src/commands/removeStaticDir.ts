@@ -32,5 +32,6 @@ export function removeStaticDirCommand(ctx: Uses): vscode.Disposable {
     await config.writeStaticDirs(layer, kept);
     if (config.reread().staticDirs.includes(gone)) throw new Error(vscode.l10n.t('{0} was removed from {1}, but the view still shows it: another setting lists it too.', gone, layer.name));
     log.info(`Removed static directory ${gone} from ${layer.name}; nothing on disk was changed.`);
+    void prompts.notify('info', vscode.l10n.t('{0} is no longer shown in the view. Nothing on disk was changed.', gone));
   });
 }

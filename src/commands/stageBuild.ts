@@ -44,12 +44,15 @@ export function stageBuildCommand(ctx: Uses<'windowLocks' | 'mine' | 'reveal'>):
       if (staticDir === undefined) return undefined;
     }
     const base = staticDir;
+    const folder = prefill(node);
     const tag =
       args.tag ??
       (await prompts.input({
         title,
         prompt: vscode.l10n.t('The tag of the new build: a path below {0}, such as board-release/R120-15662.0.0', base),
-        value: prefill(node),
+        value: folder,
+        // The cursor after the folder, nothing selected: what is typed is the build's name in it.
+        valueSelection: [folder.length, folder.length],
         validateInput: (v) => (v.trim() === '' ? undefined : tagProblem(base, v)),
       }))?.trim();
     if (tag === undefined || tag === '') return undefined;

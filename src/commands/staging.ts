@@ -102,16 +102,23 @@ export async function runStaging(
         }),
       );
     });
+  // A cancelled staging changed nothing: said, since the progress notification just goes.
+  const cancelled = (err: unknown): never => {
+    if (isStagingError(err, 'ECANCELED')) {
+      void deps.prompts.notify('info', add ? vscode.l10n.t('Adding artifacts to {0} was cancelled; the build is as it was.', tag) : vscode.l10n.t('Staging {0} was cancelled; no build was created.', tag));
+    }
+    throw err;
+  };
   let result: StageResult;
   try {
     result = await attempt(what.overwrite === true);
   } catch (err) {
-    if (!(isStagingError(err) && err.code === 'ECONFLICT') || what.overwrite !== undefined) throw err;
+    if (!(isStagingError(err) && err.code === 'ECONFLICT') || what.overwrite !== undefined) cancelled(err);
     const asked = Date.now();
     const ok = await deps.prompts.confirm(errorMessage(err), dialogDetail([vscode.l10n.t('Nothing was changed. Overwrite replaces the artifacts that differ.')]), vscode.l10n.t('Overwrite'), false);
     asking += Date.now() - asked;
     if (!ok) return undefined;
-    result = await attempt(true);
+    result = await Promise.resolve(attempt(true)).catch(cancelled);
   }
   const secs = ((Date.now() - started - asking) / 1000).toFixed(1);
   const summary = vscode.l10n.t('{0}: {1} added, {2} unchanged, {3} replaced ({4}) in {5} s.', tag, formatCount(result.added.length), formatCount(result.skipped.length), formatCount(result.replaced.length), formatBytes(result.bytes), secs);

@@ -11,6 +11,8 @@ export { lockIdOf } from './judge';
 export { forceRelease, destroy, shownLock } from './remove';
 export { allowProbes } from './probes';
 export type { ForceReleaseOptions, DestroyOptions, ShownLock } from './remove';
+export { explainLoss, lossWords, lossSentence, describeActor } from './loss';
+export type { LockLoss, LossKind, LostLease, ExplainOptions } from './loss';
 export { appendAudit } from './audit';
 export type { AuditEntry } from './audit';
 export { history, lastHeld, flushHistory, HISTORY_KINDS } from './history';

@@ -5,6 +5,7 @@
  */
 import { EventEmitter } from 'events';
 import type { Dirent } from 'fs';
+import * as os from 'os';
 import * as path from 'path';
 import * as lockfile from 'proper-lockfile';
 import { openDirIfThere, openDirWhere, type Dir } from './anchored';
@@ -179,7 +180,7 @@ export class Lease extends EventEmitter<LeaseEvents> {
     if (held.get(this.lockPath) === this) held.delete(this.lockPath);
     // The descriptors stay open until `release`: work still in flight names paths through them,
     // and a number closed now could be reused by another open under its feet.
-    const detail = cause instanceof Error ? cause.message : String(cause);
+    const detail = lossCause(cause);
     const reason = new StagingError('ECOMPROMISED', `Lost the lock on ${this.dir}: ${detail}. Work done under it may be incomplete.`, {
       path: this.lockPath,
       cause,
@@ -268,6 +269,24 @@ export class Lease extends EventEmitter<LeaseEvents> {
     }
     if (refused !== undefined) throw refused;
   }
+}
+
+/** Errors of a heartbeat that mean the static directory could not be reached, not that the lock went. */
+export const UNREACHED_ERRNOS: ReadonlySet<string> = new Set(['EIO', 'ENOTCONN', 'ESTALE', 'ETIMEDOUT', 'EHOSTDOWN', 'EHOSTUNREACH', 'ENETDOWN', 'ENETUNREACH', 'ECONNABORTED', 'ECONNRESET', 'EACCES', 'EPERM']);
+
+/**
+ * Why a lease was lost, in words, from what its heartbeat or release met: never the errno or the
+ * path through a descriptor it met it on, which say nothing to the user (`explainLoss` in loss.ts
+ * finds who did it). proper-lockfile hands its own errors over with their code replaced by
+ * ECOMPROMISED, so the errno is read from its number.
+ */
+function lossCause(cause: unknown): string {
+  const err = cause as { errno?: unknown; message?: unknown } | undefined;
+  const errno = typeof err?.errno === 'number' ? Object.entries(os.constants.errno).find(([, n]) => n === -(err.errno as number))?.[0] : undefined;
+  if (errno !== undefined && UNREACHED_ERRNOS.has(errno)) return 'it could not be refreshed, because the static directory could not be reached';
+  // proper-lockfile's words for a lock whose mtime is no longer the one it set.
+  if (typeof err?.message === 'string' && err.message.startsWith('Unable to update lock within the stale threshold')) return 'another process changed it';
+  return 'it was removed or replaced by another process';
 }
 
 export function describeHolder(info: Pick<LockInfo, 'state' | 'holder' | 'legacy' | 'unreadable'>): string {

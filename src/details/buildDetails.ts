@@ -15,44 +15,104 @@ export const DETAILS_SCHEME = 'devserver-staging-build';
 /** More rows than this make a page nobody reads; the rest are counted. */
 const MAX_ROWS = 2_000;
 
+/**
+ * The page's address. Its name is what the preview's tab shows ("Preview …"): the build's name and
+ * "build details", not a file name ending in .md (the page is Markdown by its language, set on open).
+ */
 export function detailsUri(staticDir: string, tag: string): vscode.Uri {
-  return vscode.Uri.from({ scheme: DETAILS_SCHEME, path: `/${tag}.md`, query: new URLSearchParams({ staticDir, tag }).toString() });
+  const name = tag.slice(tag.lastIndexOf('/') + 1);
+  return vscode.Uri.from({ scheme: DETAILS_SCHEME, path: `/${vscode.l10n.t('{0} (build details)', name)}`, query: new URLSearchParams({ staticDir, tag }).toString() });
+}
+
+/** Opens a build's page in the Markdown preview. */
+export async function openDetails(staticDir: string, tag: string): Promise<vscode.Uri> {
+  const uri = detailsUri(staticDir, tag);
+  const doc = await vscode.workspace.openTextDocument(uri);
+  if (doc.languageId !== 'markdown') await vscode.languages.setTextDocumentLanguage(doc, 'markdown');
+  await vscode.commands.executeCommand('markdown.showPreview', uri);
+  return uri;
 }
 
 export class BuildDetails implements vscode.TextDocumentContentProvider, vscode.Disposable {
   private readonly _onDidChange = new vscode.EventEmitter<vscode.Uri>();
   readonly onDidChange = this._onDidChange.event;
   private readonly open = new Map<string, vscode.Uri>();
-  private readonly subscription: vscode.Disposable;
+  /**
+   * Each open page as last rendered whole, by the build's key: given while it is rendered again
+   * (a manifest of thousands and the history take seconds), so that the page never goes blank.
+   * Kept here alone; a change of the build or a closed page drops it.
+   */
+  private readonly pages = new Map<string, { text: string; fresh: boolean }>();
+  private readonly rendering = new Set<string>();
+  private readonly subscriptions: vscode.Disposable[];
 
   constructor(
     private readonly states: LockStates,
     private readonly mine: Mine,
   ) {
-    // A page open while its build changes follows it.
-    this.subscription = states.onDidChange((changes) => {
-      for (const c of changes) {
-        const uri = this.open.get(keyOf(c.staticDir, c.tag));
-        if (uri !== undefined) this._onDidChange.fire(uri);
-      }
-    });
+    this.subscriptions = [
+      // A page open while its build changes follows it.
+      states.onDidChange((changes) => {
+        for (const c of changes) {
+          const key = keyOf(c.staticDir, c.tag);
+          const uri = this.open.get(key);
+          if (uri === undefined) continue;
+          const page = this.pages.get(key);
+          if (page !== undefined) page.fresh = false;
+          this._onDidChange.fire(uri);
+        }
+      }),
+      // A page closed for good is forgotten. (Setting its language to Markdown closes and opens it again.)
+      vscode.workspace.onDidCloseTextDocument((doc) => {
+        if (doc.uri.scheme !== DETAILS_SCHEME) return;
+        const uri = doc.uri.toString();
+        setTimeout(() => {
+          if (!vscode.workspace.textDocuments.some((d) => d.uri.toString() === uri)) this.pages.delete(keyOfUri(doc.uri));
+        }, 1_000);
+      }),
+      // A page rendered before VS Code had opened its document: its change went unheard. Told again.
+      vscode.workspace.onDidOpenTextDocument((doc) => {
+        if (doc.uri.scheme !== DETAILS_SCHEME) return;
+        const page = this.pages.get(keyOfUri(doc.uri));
+        if (page?.fresh === true && page.text !== doc.getText()) this._onDidChange.fire(doc.uri);
+      }),
+    ];
   }
 
-  async provideTextDocumentContent(uri: vscode.Uri): Promise<string> {
+  /**
+   * The page as rendered last (or, the first time, its heading and a line saying it is being
+   * read) at once; a fresh rendering is made meanwhile and the page is told to change when it is.
+   */
+  provideTextDocumentContent(uri: vscode.Uri): string {
     const q = new URLSearchParams(uri.query);
     const staticDir = q.get('staticDir') ?? '';
     const tag = q.get('tag') ?? '';
-    this.open.set(keyOf(staticDir, tag), uri);
-    return this.render(staticDir, tag);
+    const key = keyOf(staticDir, tag);
+    this.open.set(key, uri);
+    const page = this.pages.get(key);
+    if (page?.fresh === true) return page.text;
+    if (!this.rendering.has(key)) {
+      this.rendering.add(key);
+      void this.render(staticDir, tag)
+        .catch((err: unknown) => `# ${md(tag)}\n\n> ${md(errorMessage(err))}\n`)
+        .then((text) => {
+          this.rendering.delete(key);
+          if (!this.open.has(key)) return;
+          this.pages.set(key, { text, fresh: true });
+          this._onDidChange.fire(uri);
+        });
+    }
+    return page?.text ?? [`# ${md(tag)}`, '', codeSpan(`${staticDir}/${tag}`), '', vscode.l10n.t('Reading the lock, the manifest and the history…'), ''].join('\n');
   }
 
   async render(staticDir: string, tag: string): Promise<string> {
     const lines: string[] = [`# ${md(tag)}`, '', codeSpan(`${staticDir}/${tag}`), ''];
     const r = this.states.record(staticDir, tag);
+    const judgedAt = Date.now();
     const info = await this.states.judge(staticDir, tag).catch(() => r?.lock);
     const rows: [string, string][] = [];
     if (info !== undefined) {
-      const mine = this.mine.has({ staticDir, tag }, info);
+      const mine = this.mine.has({ staticDir, tag, lock: info, judgedAt: info === r?.lock ? r.judgedAt : judgedAt });
       const state = mine ? vscode.l10n.t('held by you') : info.state === 'free' ? vscode.l10n.t('free') : info.state;
       rows.push([vscode.l10n.t('Lock'), state]);
       const h = info.holder;
@@ -97,9 +157,14 @@ export class BuildDetails implements vscode.TextDocumentContentProvider, vscode.
   }
 
   dispose(): void {
-    this.subscription.dispose();
+    for (const d of this.subscriptions) d.dispose();
     this._onDidChange.dispose();
   }
+}
+
+function keyOfUri(uri: vscode.Uri): string {
+  const q = new URLSearchParams(uri.query);
+  return keyOf(q.get('staticDir') ?? '', q.get('tag') ?? '');
 }
 
 /** Rows of history shown: the newest. */

@@ -1,8 +1,9 @@
 /**
  * What belongs to this window: locks it holds (taken for the window) and the stagings it is
  * running, with their progress. Known only from this window's own leases (their lock instances'
- * tokens, kept with descriptors the core checks) and stagings, never from what a lock's record
- * says: a co-user can write any client id, any name, into a record of their own.
+ * tokens) and stagings, never from what a lock's record says (a co-user can write any client id,
+ * any name, into a record of their own); whether a lock is still this window's is derived, each
+ * time it is asked, from the window's lease and what the disk last showed.
  */
 import { Emitter, keyOf, type AreaRef, type Disposable, type LockInfo } from '../core';
 
@@ -11,22 +12,45 @@ export interface Staging {
   fraction?: number;
 }
 
-/** This window's lease on an area, as `Mine` needs it: the token of the lock instance it holds. */
-export interface OwnLease {
-  readonly holder: { readonly token: string };
+/** A lease of this window: its lock's token, and when it was taken (Date.now()). */
+export interface WindowLease {
+  token: string;
+  since: number;
+}
+
+/** This window's place in an area's line, while it waits for the lock. */
+export interface InLine {
+  /** 1: next to take it. */
+  position: number;
+  waiting: number;
+}
+
+/** An area with what the model last saw of its lock, and when it looked (Date.now()). */
+export type Seen = AreaRef & { lock?: LockInfo | undefined; judgedAt?: number };
+
+/**
+ * Whether the disk leaves a lease's lock this window's: a judgement made after the lease was
+ * taken must show the lease's own lock (held, or stale while its heartbeat is late); one made
+ * before cannot know of it. A lock force-released, taken over, destroyed or gone with its
+ * filesystem stops being this window's as soon as the model sees it, whatever the lease knows.
+ */
+export function onDisk(lease: WindowLease, seen: Seen): boolean {
+  if (seen.lock === undefined || seen.judgedAt === undefined || seen.judgedAt < lease.since) return true;
+  return seen.lock.state !== 'free' && seen.lock.holder?.token === lease.token;
 }
 
 export class Mine implements Disposable {
   private readonly stagings = new Map<string, { ref: AreaRef; s: Staging }>();
-  private readonly _onDidChange = new Emitter<AreaRef | undefined>();
-  /** Fires with the area whose staging started, moved on or ended; undefined when locks changed. */
+  private readonly _onDidChange = new Emitter<AreaRef>();
+  /** Fires with the area whose lease, place in line or staging changed. */
   readonly onDidChange = this._onDidChange.event;
 
   constructor(
     /** This window's lease on an area, if it holds one. */
-    private readonly leaseOf: (staticDir: string, tag: string) => OwnLease | undefined,
+    private readonly leaseOf: (staticDir: string, tag: string) => WindowLease | undefined,
     /** The areas whose locks this window holds. */
     private readonly held: () => Iterable<AreaRef> = () => [],
+    private readonly placeOf: (staticDir: string, tag: string) => InLine | undefined = () => undefined,
   ) {}
 
   /**
@@ -37,16 +61,16 @@ export class Mine implements Disposable {
     return [...[...this.stagings.values()].map((v) => v.ref), ...this.held()];
   }
 
-  /**
-   * Whether this window is staging into the area, or holds a lease on it whose lock is the one
-   * judged (`lock`; a lock not seen yet, judged free, counts as the lease's). A lock of another
-   * instance in its place (the lease was lost, and someone took the area) is not this window's.
-   */
-  has(ref: AreaRef, lock?: LockInfo): boolean {
-    if (this.stagings.has(keyOf(ref.staticDir, ref.tag))) return true;
-    const lease = this.leaseOf(ref.staticDir, ref.tag);
-    if (lease === undefined) return false;
-    return lock === undefined || lock.state === 'free' || lock.holder?.token === lease.holder.token;
+  /** Whether the area's lock is this window's (see `onDisk`), or this window is staging into it. */
+  has(area: Seen): boolean {
+    if (this.stagings.has(keyOf(area.staticDir, area.tag))) return true;
+    const lease = this.leaseOf(area.staticDir, area.tag);
+    return lease !== undefined && onDisk(lease, area);
+  }
+
+  /** This window's place in the area's line, while it waits for its lock. */
+  inLine(ref: AreaRef): InLine | undefined {
+    return this.placeOf(ref.staticDir, ref.tag);
   }
 
   staging(ref: AreaRef): Staging | undefined {
@@ -83,9 +107,9 @@ export class Mine implements Disposable {
     }
   }
 
-  /** Which locks this window holds changed. */
-  locksChanged(): void {
-    this._onDidChange.fire(undefined);
+  /** This window took, let go or lost the lock of `ref`, or its place in that lock's line. */
+  locksChanged(ref: AreaRef): void {
+    this._onDidChange.fire(ref);
   }
 
   dispose(): void {

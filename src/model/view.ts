@@ -2,7 +2,7 @@
  * How the builds of a folder are shown: which pass the filter and in what order. Plain functions
  * of the records, so that the tree only renders and the unit tests check the rules.
  */
-import { naturalOrder, type AreaRecord } from '../core';
+import { naturalOrder, type AreaRecord, type Counts } from '../core';
 
 /** The states a filter can ask for. `mine`: held or being staged by this window. */
 export const FILTER_STATES = ['held', 'stale', 'legacy', 'mine', 'free', 'damaged'] as const;
@@ -36,6 +36,18 @@ export function matches(r: AreaRecord, f: BuildFilter, mine: boolean): boolean {
   if (f.states.length === 0) return true;
   const has = statesOf(r, mine);
   return f.states.some((s) => has.includes(s));
+}
+
+/** Builds counted by state, as a folder's row says them: this window's as yours, not as held. */
+export function countsOf(builds: readonly AreaRecord[], isMine: (r: AreaRecord) => boolean): Counts {
+  const c: Counts = { builds: 0, held: 0, stale: 0, legacy: 0, mine: 0 };
+  for (const r of builds) {
+    c.builds++;
+    const state = r.lock?.state ?? 'free';
+    if (isMine(r)) c.mine++;
+    else if (state !== 'free') c[state]++;
+  }
+  return c;
 }
 
 /**

@@ -30,7 +30,8 @@ export class ArtifactNode {
     item.label = rowText(a.name);
     item.tooltip = rowText(a.path);
     if (a.directory) {
-      item.iconPath = vscode.ThemeIcon.Folder;
+      // A codicon: the default file icon theme draws no folders.
+      item.iconPath = new vscode.ThemeIcon('folder');
       item.contextValue = 'artifactFolder';
     } else {
       item.description = formatBytes(a.size);

@@ -6,7 +6,7 @@ import { rowText } from '../shown';
 import { AreaRow } from './areaRow';
 import type { FolderNode } from './folderNode';
 import type { StaticDirNode } from './staticDirNode';
-import type { Staging } from '../model/mine';
+import type { InLine, Staging } from '../model/mine';
 
 interface Look {
   icon: string;
@@ -29,6 +29,13 @@ const DAMAGED: Look = { icon: 'error', color: 'errorForeground', label: vscode.l
 export interface Ownership {
   mine: boolean;
   staging: Staging | undefined;
+  /** This window's place in the build's line, while it waits for the lock (Lock When Free). */
+  inLine?: InLine | undefined;
+}
+
+/** "you are next in line", "you are 3 of 4 in line". */
+function inLineWords(l: InLine): string {
+  return l.position <= 1 ? vscode.l10n.t('you are next in line') : vscode.l10n.t('you are {0} of {1} in line', l.position, l.waiting);
 }
 
 export class BuildNode extends AreaRow<StaticDirNode | FolderNode> {
@@ -43,7 +50,10 @@ export class BuildNode extends AreaRow<StaticDirNode | FolderNode> {
       parts.push(own.staging.fraction !== undefined ? vscode.l10n.t('held by you · staging {0}%', Math.floor(own.staging.fraction * 100)) : vscode.l10n.t('held by you · staging'));
     } else if (own.mine) {
       parts.push(vscode.l10n.t('held by you'));
-    } else if (e !== undefined) {
+    } else if (own.inLine !== undefined) {
+      parts.push(inLineWords(own.inLine));
+    }
+    if (own.staging === undefined && !own.mine && e !== undefined) {
       switch (e.state) {
         case 'free':
           break;
@@ -101,7 +111,10 @@ export class BuildNode extends AreaRow<StaticDirNode | FolderNode> {
     if (e?.legacy !== undefined) {
       rows.push([vscode.l10n.t('Holder'), vscode.l10n.t('Python devserver on {0}', e.legacy.hostname) + (e.legacy.pid !== undefined ? `, pid ${e.legacy.pid}` : '')]);
     }
-    if (e?.heartbeatAgeMs !== undefined && state !== 'free') rows.push([vscode.l10n.t('Heartbeat'), vscode.l10n.t('{0} ago', formatAge(e.heartbeatAgeMs))]);
+    // The Python devserver's lock has no heartbeat: its file's age is when it was taken.
+    if (e?.heartbeatAgeMs !== undefined && state === 'legacy') rows.push([vscode.l10n.t('Taken'), vscode.l10n.t('{0} ago', formatAge(e.heartbeatAgeMs))]);
+    else if (e?.heartbeatAgeMs !== undefined && state !== 'free') rows.push([vscode.l10n.t('Heartbeat'), vscode.l10n.t('{0} ago', formatAge(e.heartbeatAgeMs))]);
+    if (own.inLine !== undefined && !own.mine) rows.push([vscode.l10n.t('This window'), inLineWords(own.inLine)]);
     if (e?.holderAlive !== undefined) rows.push([vscode.l10n.t('Process'), e.holderAlive ? vscode.l10n.t('running') : vscode.l10n.t('gone')]);
     if (e?.staleReason !== undefined) rows.push([vscode.l10n.t('Why stale'), e.staleReason]);
     if (contents !== undefined) rows.push([vscode.l10n.t('Contents'), vscode.l10n.t('{0} artifacts, {1}', formatCount(contents.artifacts), formatBytes(contents.bytes))]);

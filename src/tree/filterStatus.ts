@@ -3,6 +3,7 @@
  * description, and the context key that shows "Clear Filter" in the title bar.
  */
 import * as vscode from 'vscode';
+import { formatCount } from '../core';
 import { isActive, type BuildFilter } from '../model/view';
 import type { StagingTreeProvider } from './provider';
 
@@ -32,7 +33,10 @@ export class FilterStatus implements vscode.Disposable {
     if (f.states.length > 0) parts.push(f.states.map(stateWord).join(vscode.l10n.t(' or ')));
     const what = parts.join(', ');
     const shown = this.tree.matchingAll().length;
-    this.view.message = vscode.l10n.t('Filtered: {0} — {1} builds shown. Clear the filter from the title bar.', what, shown);
+    this.view.message =
+      shown === 1
+        ? vscode.l10n.t('Filtered: {0} — 1 build shown. Change or clear the filter from the title bar.', what)
+        : vscode.l10n.t('Filtered: {0} — {1} builds shown. Change or clear the filter from the title bar.', what, formatCount(shown));
     this.view.description = vscode.l10n.t('filtered: {0}', what);
   }
 

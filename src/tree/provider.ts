@@ -6,13 +6,14 @@
  */
 import * as fs from 'fs';
 import * as vscode from 'vscode';
-import { ContentsCache, keyOf, lastHeld, parentTag, type AreaRecord, type Artifact, type LockStates, type StateChange } from '../core';
+import { ContentsCache, keyOf, lastHeld, parentTag, type AreaRecord, type Artifact, type Counts, type LockStates, type StateChange } from '../core';
 import type { Configuration, Settings } from '../config';
 import { errorMessage } from '../errors';
 import type { Mine } from '../model/mine';
-import { NO_FILTER, isActive, matches, sortBuilds, sortFolders, type BuildFilter } from '../model/view';
+import { NO_FILTER, countsOf, isActive, matches, sortBuilds, sortFolders, type BuildFilter } from '../model/view';
 import { ArtifactNode } from './artifactNode';
 import { BuildNode, type Ownership } from './buildNode';
+import type { Expansion } from './expansion';
 import { FolderNode } from './folderNode';
 import { MoreNode } from './moreNode';
 import { StaticDirNode } from './staticDirNode';
@@ -37,6 +38,17 @@ export class StagingTreeProvider implements vscode.TreeDataProvider<Node>, vscod
   private filter: BuildFilter = NO_FILTER;
   /** How many builds each folder shows, where more than a page were asked for. */
   private readonly limits = new Map<string, number>();
+  /**
+   * Each folder's builds as its rows show them (filtered and in order, before paging), by the
+   * folder's key: a folder of 5,000 is sorted once, not each time VS Code asks for its rows.
+   * Dropped by `onStatesChanged` (builds came or went, a measure changed their order, a state
+   * changed what the filter lets through), the filter, the settings, and this window's locks.
+   */
+  private readonly rowCache = new Map<string, AreaRecord[]>();
+  /** Each build row's item, made again only once its build, its owner or the settings changed. */
+  private readonly items = new WeakMap<BuildNode, vscode.TreeItem>();
+  /** What each folder's row says now, by its key: its row is redrawn only when that changes. */
+  private readonly folderWords = new Map<string, string>();
   /** The tooltips' figures of the builds hovered last, read again only when a manifest changed. */
   private readonly contents = new ContentsCache(TOOLTIP_MANIFEST_BYTES);
 
@@ -44,6 +56,7 @@ export class StagingTreeProvider implements vscode.TreeDataProvider<Node>, vscod
     private readonly config: Pick<Configuration, 'current' | 'onDidChange'>,
     private readonly states: LockStates,
     private readonly mine: Mine,
+    private readonly expansion?: Expansion,
   ) {
     this.subscriptions = [
       // New roots, order or columns: everything shown again.
@@ -51,11 +64,16 @@ export class StagingTreeProvider implements vscode.TreeDataProvider<Node>, vscod
       states.onDidChange((changes) => this.onStatesChanged(changes)),
       // A folder listed for the first time: its row and those above it count more builds now.
       states.onDidList((ref) => this.refreshRows(this.foldersAtOrAbove(ref.staticDir, ref.tag))),
-      // Which locks and stagings are this window's changes those rows only.
+      // Which locks and stagings are this window's changes those rows, and the counts above them.
       mine.onDidChange((ref) => {
         states.invalidate();
-        const nodes = ref !== undefined ? [this.find(ref.staticDir, ref.tag)] : [...this.areas.values()].filter((n) => n instanceof BuildNode && states.entry(n.staticDir, n.tag)?.state === 'held');
-        this.refreshRows(nodes);
+        const node = this.find(ref.staticDir, ref.tag);
+        if (node instanceof BuildNode) this.items.delete(node);
+        const folder = this.find(ref.staticDir, parentTag(ref.tag));
+        // With a filter, yours may come or go from a folder's rows.
+        if (isActive(this.filter) && folder !== undefined) this.dropRows(folder);
+        this.refreshRows([node]);
+        this.refreshFolders(this.foldersAtOrAbove(ref.staticDir, parentTag(ref.tag)), isActive(this.filter) && folder !== undefined ? [folder] : []);
       }),
     ];
   }
@@ -71,6 +89,8 @@ export class StagingTreeProvider implements vscode.TreeDataProvider<Node>, vscod
   setFilter(filter: BuildFilter): void {
     this.filter = filter;
     this.limits.clear();
+    this.rowCache.clear();
+    this.folderWords.clear();
     this._onDidChangeTreeData.fire(undefined);
     this._onDidChangeFilter.fire(filter);
   }
@@ -79,37 +99,56 @@ export class StagingTreeProvider implements vscode.TreeDataProvider<Node>, vscod
   refresh(): void {
     this.roots.clear();
     this.areas.clear();
+    this.rowCache.clear();
+    this.folderWords.clear();
     this._onDidChangeTreeData.fire(undefined);
   }
 
   ownership(staticDir: string, tag: string): Ownership {
     const ref = { staticDir, tag };
-    return { mine: this.mine.has(ref, this.states.entry(staticDir, tag)), staging: this.mine.staging(ref) };
+    return { mine: this.mine.has(this.states.record(staticDir, tag) ?? ref), staging: this.mine.staging(ref), inLine: this.mine.inLine(ref) };
   }
 
   getTreeItem(node: Node): vscode.TreeItem {
     if (node instanceof BuildNode) {
-      return node.toTreeItem(this.states.record(node.staticDir, node.tag) ?? node.record, this.ownership(node.staticDir, node.tag), this.settings.showUsage);
+      let item = this.items.get(node);
+      if (item === undefined) {
+        item = node.toTreeItem(this.states.record(node.staticDir, node.tag) ?? node.record, this.ownership(node.staticDir, node.tag), this.settings.showUsage);
+        this.items.set(node, item);
+      }
+      // Filled in on hover (resolveTreeItem), with ages as of then: never one kept from before.
+      item.tooltip = undefined;
+      return item;
     }
     if (node instanceof FolderNode) {
-      const isMine = (r: AreaRecord): boolean => this.mine.has(r, r.lock);
-      const counts = this.states.counts(node.staticDir, node.tag, isMine, this.mine.refs());
-      const counting = !this.states.isListed(node.staticDir, node.tag);
-      return node.toTreeItem(counts, isActive(this.filter) ? this.matching(node.staticDir, node.tag).length : undefined, counting, this.states.sameAs(node.staticDir, node.tag));
+      const item = node.toTreeItem(...this.folderCounts(node), this.expansion?.isExpanded(node.staticDir, node.tag) === true, this.states.sameAs(node.staticDir, node.tag));
+      this.folderWords.set(node.id, String(item.description));
+      return item;
     }
     return node.toTreeItem();
+  }
+
+  /** What a folder's row counts: every build below it, those the filter lets through, and whether it is still being counted. */
+  private folderCounts(node: FolderNode): [Counts, Counts | undefined, boolean] {
+    const isMine = (r: AreaRecord): boolean => this.mine.has(r);
+    const counts = this.states.counts(node.staticDir, node.tag, isMine, this.mine.refs());
+    const matching = isActive(this.filter) ? countsOf(this.matching(node.staticDir, node.tag), isMine) : undefined;
+    return [counts, matching, !this.states.isListed(node.staticDir, node.tag)];
   }
 
   async resolveTreeItem(item: vscode.TreeItem, node: Node): Promise<vscode.TreeItem> {
     if (node instanceof BuildNode) {
       // Judged again on hover: the listing's heartbeat age is as old as the listing.
+      const judgedAt = Date.now();
       const [info, contents, last] = await Promise.all([
         this.states.judge(node.staticDir, node.tag).catch(() => undefined),
         this.contents.get(node.staticDir, node.tag),
         lastHeld(node.staticDir, node.tag).catch(() => undefined),
       ]);
       const r = this.states.record(node.staticDir, node.tag) ?? node.record;
-      item.tooltip = BuildNode.tooltip(r, this.ownership(node.staticDir, node.tag), contents, info, last);
+      // Whether it is yours, from the same judgement the tooltip shows.
+      const own = info === undefined ? this.ownership(node.staticDir, node.tag) : { ...this.ownership(node.staticDir, node.tag), mine: this.mine.has({ staticDir: node.staticDir, tag: node.tag, lock: info, judgedAt }) };
+      item.tooltip = BuildNode.tooltip(r, own, contents, info, last);
     }
     return item;
   }
@@ -154,15 +193,20 @@ export class StagingTreeProvider implements vscode.TreeDataProvider<Node>, vscod
     return rows;
   }
 
-  /** The builds a folder shows, filtered and in order, before paging. */
+  /** The builds a folder shows, filtered and in order, before paging (kept in `rowCache`). */
   private buildRows(staticDir: string, tag: string, records: readonly AreaRecord[]): AreaRecord[] {
+    const key = keyOf(staticDir, tag);
+    const kept = this.rowCache.get(key);
+    if (kept !== undefined) return kept;
     let builds = records.filter((r) => r.kind === 'build');
-    if (isActive(this.filter)) builds = builds.filter((r) => matches(r, this.filter, this.mine.has(r, r.lock)));
+    if (isActive(this.filter)) builds = builds.filter((r) => matches(r, this.filter, this.mine.has(r)));
     if (this.settings.order !== 'version' || this.settings.showUsage) {
-      // Size and last use cost a walk: measured once per folder, and shown when they come.
+      // Size and last use cost a walk: measured once, and shown when they come.
       if (builds.some((r) => r.usage === undefined)) void this.states.measure(staticDir, tag).catch(() => undefined);
     }
-    return sortBuilds(builds, this.settings.order);
+    const rows = sortBuilds(builds, this.settings.order);
+    this.rowCache.set(key, rows);
+    return rows;
   }
 
   /** Makes sure a build is on a page its folder shows, so that it can be revealed. */
@@ -196,13 +240,13 @@ export class StagingTreeProvider implements vscode.TreeDataProvider<Node>, vscod
 
   /** The builds at or below an area that pass the filter. */
   matching(staticDir: string, tag: string): AreaRecord[] {
-    return this.states.buildsUnder(staticDir, tag).filter((r) => matches(r, this.filter, this.mine.has(r, r.lock)));
+    return this.states.buildsUnder(staticDir, tag).filter((r) => matches(r, this.filter, this.mine.has(r)));
   }
 
   /** Whether the filter hides a build. */
   hides(staticDir: string, tag: string): boolean {
     const r = this.states.record(staticDir, tag);
-    return r !== undefined && isActive(this.filter) && !matches(r, this.filter, this.mine.has(r, r.lock));
+    return r !== undefined && isActive(this.filter) && !matches(r, this.filter, this.mine.has(r));
   }
 
   /** Every build in every static directory that passes the filter. */
@@ -241,6 +285,8 @@ export class StagingTreeProvider implements vscode.TreeDataProvider<Node>, vscod
     const key = keyOf(r.staticDir, r.tag);
     const known = this.areas.get(key);
     if (known !== undefined && known.kind === r.kind && known.parent === parent) {
+      // The same row for an area made anew (removed and staged again): drawn from the new record.
+      if (known.record !== r && known instanceof BuildNode) this.items.delete(known);
       known.record = r;
       return known;
     }
@@ -268,22 +314,42 @@ export class StagingTreeProvider implements vscode.TreeDataProvider<Node>, vscod
     return out;
   }
 
+  /**
+   * Redraws what the changes touch, in two events: first the changed builds' own rows, then the
+   * folders whose rows below changed (builds came or went, or moved in the order) or whose counts
+   * did. VS Code shows the first at once, and takes a folder's refresh for a refresh of every row
+   * below it too (a page of 1,000): were they one event, a lock taken in a big expanded folder
+   * would wait for all of that.
+   */
   private onStatesChanged(changes: StateChange[]): void {
-    const nodes: (Node | undefined)[] = [];
+    const rows: (Node | undefined)[] = [];
+    /** Folders whose rows below changed: their children are fetched again. */
+    const listed: AreaNode[] = [];
+    /** Folders whose counts may have changed: redrawn where their words did. */
+    const counted: FolderNode[] = [];
+    const filtered = isActive(this.filter);
+    const ordered = this.settings.order !== 'version';
     for (const c of changes) {
-      if (c.what === 'children') this.forgetBelow(c.staticDir, c.tag);
-      nodes.push(this.find(c.staticDir, c.tag));
-      // A folder's counts (and, filtered, which builds it shows) follow its builds.
-      for (const folder of this.foldersAtOrAbove(c.staticDir, parentTag(c.tag))) nodes.push(folder);
-    }
-    // With a filter, a build whose state changed may come or go: its folder lists again.
-    if (isActive(this.filter)) {
-      for (const c of changes) {
-        const parent = this.find(c.staticDir, parentTag(c.tag));
-        if (parent !== undefined) nodes.push(parent);
+      const node = this.find(c.staticDir, c.tag);
+      const parent = this.find(c.staticDir, parentTag(c.tag));
+      if (c.what === 'children') {
+        this.forgetBelow(c.staticDir, c.tag);
+        this.rowCache.delete(keyOf(c.staticDir, c.tag));
+        if (node !== undefined) listed.push(node);
+        counted.push(...this.foldersAtOrAbove(c.staticDir, parentTag(c.tag)));
+        continue;
       }
+      if (node instanceof BuildNode) this.items.delete(node);
+      rows.push(node);
+      // A measure moves a build in an order by size or last use; a state, in or out of a filter.
+      if ((c.what === 'usage' && ordered) || (c.what === 'state' && filtered)) {
+        this.rowCache.delete(keyOf(c.staticDir, parentTag(c.tag)));
+        if (parent !== undefined) listed.push(parent);
+      }
+      if (c.what === 'state') counted.push(...this.foldersAtOrAbove(c.staticDir, parentTag(c.tag)));
     }
-    this.refreshRows(nodes);
+    this.refreshRows(rows.filter((n) => n === undefined || !listed.includes(n.parent as AreaNode)));
+    this.refreshFolders(counted, listed);
   }
 
   private refreshRows(nodes: readonly (Node | undefined)[]): void {
@@ -291,12 +357,35 @@ export class StagingTreeProvider implements vscode.TreeDataProvider<Node>, vscod
     if (unique.length > 0) this._onDidChangeTreeData.fire(unique);
   }
 
+  /**
+   * Redraws folders: those in `listed` with every row below them, those in `counted` only where
+   * what the row says changed (a folder's refresh fetches its page of rows again).
+   */
+  private refreshFolders(counted: readonly FolderNode[], listed: readonly AreaNode[] = []): void {
+    const nodes = new Set<Node>(listed);
+    for (const f of counted) {
+      if (nodes.has(f) || !this.folderWords.has(f.id)) continue;
+      const [c, matching, counting] = this.folderCounts(f);
+      if (counting || FolderNode.description(c, matching) !== this.folderWords.get(f.id)) nodes.add(f);
+    }
+    this.refreshRows([...nodes]);
+  }
+
+  /** Forgets a folder's rows as kept, so that they are filtered and sorted again. */
+  private dropRows(node: AreaNode): void {
+    this.rowCache.delete(keyOf(node.staticDir, node instanceof StaticDirNode ? '' : node.tag));
+  }
+
   /** Drops nodes of areas that no longer exist below `tag`; the rest keep their identity. */
   private forgetBelow(staticDir: string, tag: string): void {
     const prefix = keyOf(staticDir, tag === '' ? '' : `${tag}/`);
     for (const [k, n] of this.areas) {
       const r = this.states.record(staticDir, n.tag);
-      if (k.startsWith(prefix) && (r === undefined || r.kind !== n.kind)) this.areas.delete(k);
+      if (k.startsWith(prefix) && (r === undefined || r.kind !== n.kind)) {
+        this.areas.delete(k);
+        this.rowCache.delete(k);
+        this.folderWords.delete(k);
+      }
     }
   }
 

@@ -71,11 +71,20 @@ describe('commands', function () {
   });
 
   it('tells when this window loses a lock to someone else', async () => {
-    await vscode.commands.executeCommand('devserverStaging.lockForWindow', await nodeOf('eve/R2'));
-    assert.ok(ext.windowLocks.has(staticDir, 'eve/R2'));
-    const r = await cli(staticDir, ['force-release', 'eve/R2']);
-    assert.equal(r.code, 0, r.stderr);
-    await waitFor(() => (ext.windowLocks.has(staticDir, 'eve/R2') ? undefined : true), 5_000, 'the window to notice its lost lock');
+    const told: string[] = [];
+    const notify = ext.prompts.notify;
+    ext.prompts.notify = async (severity, message) => (told.push(`${severity}: ${message}`), undefined);
+    try {
+      await vscode.commands.executeCommand('devserverStaging.lockForWindow', await nodeOf('eve/R2'));
+      assert.ok(ext.windowLocks.has(staticDir, 'eve/R2'));
+      const r = await cli(staticDir, ['force-release', 'eve/R2']);
+      assert.equal(r.code, 0, r.stderr);
+      await waitFor(() => (ext.windowLocks.has(staticDir, 'eve/R2') ? undefined : true), 5_000, 'the window to notice its lost lock');
+      await waitFor(() => (told.length > 0 ? true : undefined), 5_000, 'the user told');
+      assert.match(told[0], /^error: This window lost its lock on eve\/R2: \S+@\S+ \(pid \d+\) force-released it at /);
+    } finally {
+      ext.prompts.notify = notify;
+    }
   });
 
   it('Force Release asks first, naming the holder and whether its process runs; No keeps the lock', async () => {

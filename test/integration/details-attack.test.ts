@@ -13,6 +13,7 @@ import type { DevserverStagingApi } from '../../src/extension';
 import { BuildNode } from '../../src/tree/buildNode';
 import { cleanup, tempDir, waitFor } from '../helpers';
 import { api } from './activate.test';
+import { pageText } from './walk';
 
 const COMMAND = 'command:workbench.action.terminal.sendSequence?%5B%7B%22text%22%3A%22id%5Cn%22%7D%5D';
 /** A tag whose every level carries markup (no '/' inside a level). */
@@ -62,7 +63,7 @@ describe('hostile names in Show Build Details and the tooltips', function () {
     assert.ok(node !== undefined, 'the build in the tree');
     const uri = await vscode.commands.executeCommand<vscode.Uri | undefined>('devserverStaging.showBuildDetails', node);
     assert.ok(uri !== undefined, 'Show Build Details opened a page');
-    const text = (await vscode.workspace.openTextDocument(uri)).getText();
+    const text = await pageText(uri);
     const html = await render(text);
     assert.deepEqual(markup(html), [], html);
     assert.ok(!html.includes('href='), html);
@@ -84,7 +85,7 @@ describe('hostile names in Show Build Details and the tooltips', function () {
     const node = await waitFor(() => ext.tree.nodeFor(staticDir, tag), 10_000, 'the crafted build in the tree');
     const uri = await vscode.commands.executeCommand<vscode.Uri | undefined>('devserverStaging.showBuildDetails', node);
     assert.ok(uri !== undefined, 'Show Build Details opened a page');
-    const text = (await vscode.workspace.openTextDocument(uri)).getText();
+    const text = await pageText(uri);
     // (The page escapes Markdown: the colon comes as "\\:".)
     assert.match(text, /was not read here\\?: it is not laid out as this tool writes manifests/);
     assert.match(text, /The command-line tool reads it in full\\?\./);

@@ -175,7 +175,7 @@ describe('dialogs', function () {
     await vscode.commands.executeCommand('devserverStaging.destroy', nodes[0], nodes);
     assert.equal(asked.length, 2, 'one question, no second surprise');
     assert.deepEqual(['R1', 'R2', 'R3', 'R4'].filter((v) => exists(`grp/${v}`)), []);
-    assert.deepEqual(told, [], 'nothing to report when all went');
+    assert.deepEqual(told, [{ severity: 'info', message: 'Destroyed 4 builds.', actions: [] }], 'said once all went');
     assert.equal(ext.windowLocks.has(staticDir, 'grp/R4'), false, 'this window let go of its lock');
     assert.notEqual((await exitOf(holder)).code, 0, 'the holder learnt that its lock was broken');
     const audit = fs.readFileSync(path.join(staticDir, '.devserver-staging', 'audit.log'), 'utf8');
@@ -354,11 +354,12 @@ describe('dialogs', function () {
       info = settings().inspect<string[]>('staticDirs')!;
       assert.deepEqual(info.workspaceValue, [b]);
       assert.ok(fs.existsSync(a), 'nothing on disk removed');
+      assert.deepEqual(told, [{ severity: 'info', message: `${a} is no longer shown in the view. Nothing on disk was changed.`, actions: [] }]);
 
       // The user settings' list is not in force here: removing from it would change nothing.
       await vscode.commands.executeCommand('devserverStaging.removeStaticDir', undefined, undefined, { dir: staticDir });
-      assert.equal(told.length, 1);
-      assert.match(told[0].message, /does not come from the workspace settings/);
+      assert.equal(told.length, 2);
+      assert.match(told[1].message, /does not come from the workspace settings/);
       assert.deepEqual(settings().inspect<string[]>('staticDirs')!.globalValue, [staticDir]);
     } finally {
       await settings().update('staticDirs', undefined, vscode.ConfigurationTarget.Workspace);
@@ -368,7 +369,7 @@ describe('dialogs', function () {
     await waitFor(() => nodeOf('eve/R1').catch(() => undefined), 5_000, 'the fixture back in the view');
   });
 
-  it('opens a text artifact in a preview editor; a binary one, a FIFO or a link out never as text', async () => {
+  it('opens a text artifact in a read-only preview editor; a binary one, a FIFO or a link out never as text', async () => {
     const outside = tempDir('dss-dlg-out-');
     const dir = makeBuild(staticDir, 'art/R1');
     fs.writeFileSync(path.join(dir, 'notes.txt'), 'release notes\n');
@@ -385,6 +386,24 @@ describe('dialogs', function () {
       await vscode.commands.executeCommand('devserverStaging.openArtifact', notes);
       const tab = await waitFor(() => vscode.window.tabGroups.all.flatMap((g) => g.tabs).find((t) => t.input instanceof vscode.TabInputText && t.input.uri.fsPath === path.join(dir, 'notes.txt')), 5_000, 'the text in an editor');
       assert.equal(tab.isPreview, true, 'a preview editor');
+      // Read-only: neither an edit, nor a save, nor a write reaches the build (with auto save on).
+      const uri = (tab.input as vscode.TabInputText).uri;
+      assert.equal(uri.scheme, 'devserver-staging-artifact');
+      await vscode.workspace.getConfiguration('files').update('autoSave', 'afterDelay', vscode.ConfigurationTarget.Global);
+      try {
+        const doc = await vscode.workspace.openTextDocument(uri);
+        assert.equal(doc.getText(), 'release notes\n');
+        // A keystroke in the focused editor, as a user types.
+        await vscode.window.showTextDocument(doc, { preview: true, preserveFocus: false });
+        await vscode.commands.executeCommand('type', { text: 'typed ' });
+        assert.equal(doc.getText(), 'release notes\n', 'the keystroke refused');
+        assert.equal(doc.isDirty, false);
+        await assert.rejects(Promise.resolve(vscode.workspace.fs.writeFile(uri, Buffer.from('overwritten'))), 'a write refused');
+        await new Promise((r) => setTimeout(r, 1_500));
+        assert.equal(fs.readFileSync(path.join(dir, 'notes.txt'), 'utf8'), 'release notes\n', 'the build as staged');
+      } finally {
+        await vscode.workspace.getConfiguration('files').update('autoSave', undefined, vscode.ConfigurationTarget.Global);
+      }
 
       press = (_m, actions) => (actions.includes('Copy Path') ? 'Copy Path' : undefined);
       await vscode.commands.executeCommand('devserverStaging.openArtifact', await byName('image.bin'));
@@ -419,7 +438,7 @@ describe('dialogs', function () {
     assert.equal(await vscode.env.clipboard.readText(), 'eve\neve/R1');
   });
 
-  it('an error says who holds the build and since when, and its Force Release… button does it', async () => {
+  it('an error says who holds the build, since when and what for, offers Lock When Free, and its Force Release… button does it', async () => {
     makeBuild(staticDir, 'err/R1');
     const holder = await holdWithCli(staticDir, 'err/R1');
     const source = path.join(tempDir('dss-dlg-src-'), 'extra.bin');
@@ -429,8 +448,8 @@ describe('dialogs', function () {
     await vscode.commands.executeCommand('devserverStaging.addArtifacts', undefined, undefined, { staticDir, tag: 'err/R1', sources: [source] });
     await waitFor(() => (told.length > 0 ? true : undefined), 5_000, 'the error');
     assert.equal(told[0].severity, 'error');
-    assert.match(told[0].message, new RegExp(`^err/R1 is held by \\S+@\\S+ \\(pid ${holder.pid}\\) since .+ \\(\\d+ s ago\\)\\.$`));
-    assert.deepEqual(told[0].actions, ['Force Release…', 'Show Log']);
+    assert.match(told[0].message, new RegExp(`^err/R1 is held by \\S+@\\S+ \\(pid ${holder.pid}\\) since .+ \\(\\d+ s ago\\)\\. Its purpose: “integration test”\\.$`));
+    assert.deepEqual(told[0].actions, ['Lock When Free', 'Force Release…', 'Show Log']);
     await waitFor(() => (locked('err/R1') ? undefined : true), 5_000, 'the button to force-release the lock');
     assert.match(asked[0].message, /^Force-release the lock on err\/R1\?$/, 'after its own question naming the holder');
     await exitOf(holder);
@@ -453,6 +472,7 @@ describe('dialogs', function () {
     await vscode.commands.executeCommand('devserverStaging.addArtifacts', undefined, undefined, { staticDir, tag: 'err/R2', sources: [source] });
     await waitFor(() => (exists('err/R2') ? undefined : true), 5_000, 'the button to destroy the build');
     assert.deepEqual(asked.map((a) => a.message), ['Destroy err/R2?']);
+    await waitFor(() => (told.some((t) => t.message === 'Destroyed err/R2.') ? true : undefined), 5_000, 'the word that it was destroyed');
     cleanup(path.dirname(source));
   });
 
@@ -462,6 +482,8 @@ describe('dialogs', function () {
     assert.equal(inputs[0].value, 'eve/', 'the build’s folder, not a tag inside the build');
     await vscode.commands.executeCommand('devserverStaging.stageBuild', await nodeOf('eve'));
     assert.equal(inputs[1].value, 'eve/');
+    // Nothing selected, the cursor after the folder: typing the version keeps the folder.
+    assert.deepEqual(inputs[1].valueSelection, [4, 4]);
 
     await vscode.commands.executeCommand('devserverStaging.areas.focus');
     const source = tempDir('dss-dlg-src-');

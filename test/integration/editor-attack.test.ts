@@ -101,6 +101,11 @@ describe('what co-users write, through the editor', function () {
     await waitFor(() => (ext.states.entry(staticDir, 'eve/R3')?.state === 'stale' ? true : undefined), 10_000, 'the fixture in the model');
     editorSaved = { ...ext.prompts.editor };
     Object.assign(ext.prompts.editor, {
+      // The question before a destructive action (a quick pick with Cancel first).
+      confirm: async (question, detail, button) => {
+        shown.push({ surface: 'modal', text: question, detail });
+        return (await answer(question, detail, button)) === button;
+      },
       message: async (_severity, message, options, ...items) => {
         shown.push(options.modal === true ? { surface: 'modal', text: message, detail: options.detail ?? '' } : { surface: 'notification', text: message });
         return options.modal === true ? answer(message, options.detail ?? '', items[0]) : undefined;
@@ -219,7 +224,7 @@ describe('what co-users write, through the editor', function () {
       // (Damaged since the first test's verification found a missing artifact.)
       assert.match(item.contextValue ?? '', /^build\.held(\.damaged)?$/);
       assert.doesNotMatch(String(item.description), /held by you/);
-      assert.equal(ext.mine.has({ staticDir, tag: 'eve/R2' }, ext.states.entry(staticDir, 'eve/R2')), false);
+      assert.equal(ext.mine.has(ext.states.record(staticDir, 'eve/R2')!), false);
       assert.doesNotMatch(ext.statusBar.text ?? '', /yours/);
     } finally {
       fs.rmSync(lock, { recursive: true, force: true });

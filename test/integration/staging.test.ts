@@ -93,12 +93,26 @@ describe('staging from VS Code', function () {
     assert.match(tip, /Contents: 3 artifacts, 299 KiB/);
   });
 
-  it('Cancel midway through a new build leaves nothing behind, and no lock', async () => {
+  /** Runs `work` with the notifications it shows taken down instead of shown. */
+  async function telling(work: () => Thenable<unknown>): Promise<string[]> {
+    const said: string[] = [];
+    const notify = ext.prompts.notify;
+    ext.prompts.notify = async (severity, message) => (said.push(`${severity}: ${message}`), undefined);
+    try {
+      await work();
+    } finally {
+      ext.prompts.notify = notify;
+    }
+    return said;
+  }
+
+  it('Cancel midway through a new build leaves nothing behind, and no lock, and says so', async () => {
     const abort = new AbortController();
     midway = () => abort.abort();
-    await vscode.commands.executeCommand('devserverStaging.stageBuild', undefined, undefined, { staticDir, tag: 'eve/R8', sources: [`${server.base}/image.bin`], signal: abort.signal });
+    const said = await telling(() => vscode.commands.executeCommand('devserverStaging.stageBuild', undefined, undefined, { staticDir, tag: 'eve/R8', sources: [`${server.base}/image.bin`], signal: abort.signal }));
     assert.ok(abort.signal.aborted, 'cancelled midway, not finished first');
     assert.equal(fs.existsSync(path.join(staticDir, 'eve/R8')), false);
+    assert.deepEqual(said, ['info: Staging eve/R8 was cancelled; no build was created.']);
   });
 
   it('Cancel midway through Add Artifacts keeps every artifact staged before, byte for byte', async () => {
@@ -107,8 +121,9 @@ describe('staging from VS Code', function () {
     const hashes = [...before.keys()].filter((p) => fs.statSync(p).isFile()).map((p) => `${p}:${sha(p)}`);
     const abort = new AbortController();
     midway = () => abort.abort();
-    await vscode.commands.executeCommand('devserverStaging.addArtifacts', undefined, undefined, { staticDir, tag: 'eve/R7', sources: [`${server.base}/extra.bin`], signal: abort.signal });
+    const said = await telling(() => vscode.commands.executeCommand('devserverStaging.addArtifacts', undefined, undefined, { staticDir, tag: 'eve/R7', sources: [`${server.base}/extra.bin`], signal: abort.signal }));
     assert.ok(abort.signal.aborted);
+    assert.deepEqual(said, ['info: Adding artifacts to eve/R7 was cancelled; the build is as it was.']);
     assert.deepEqual(snapshot(dir), before);
     assert.deepEqual([...before.keys()].filter((p) => fs.statSync(p).isFile()).map((p) => `${p}:${sha(p)}`), hashes);
     assert.equal(fs.existsSync(path.join(dir, 'devserver.lock')), false);

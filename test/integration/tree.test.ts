@@ -130,6 +130,15 @@ describe('the Staging Areas tree', function () {
     assert.match((stale.tooltip as vscode.MarkdownString).value, /Acquired: .*60 min/);
   });
 
+  it('gives a legacy lock no heartbeat in its tooltip (the Python devserver has none), but when it was taken', async function () {
+    if (!fx.legacy) this.skip();
+    const node = await nodeOf(TAGS.legacy);
+    const tip = ((await ext.tree.resolveTreeItem(itemOf(node), node)).tooltip as vscode.MarkdownString).value;
+    assert.doesNotMatch(tip, /Heartbeat/);
+    assert.match(tip, /Taken: \d+ (ms|s|min) ago/);
+    assert.match(tip, /Python devserver on /);
+  });
+
   it('shows a lock taken by another process within a second, and its release', async () => {
     const lock = path.join(fx.staticDir, TAGS.free2, 'devserver.lock');
     await nodeOf(TAGS.free2);

@@ -15,7 +15,7 @@ import type { Node, RowNode } from '../../src/tree/provider';
 import { cleanup, cli, killAll, tempDir, waitFor } from '../helpers';
 import { api } from './activate.test';
 import { holdWithCli, makeBuild } from './fixture';
-import { labelOf, nodeOf as walk } from './walk';
+import { labelOf, nodeOf as walk, pageText } from './walk';
 
 let ext: DevserverStagingApi;
 let staticDir: string;
@@ -72,7 +72,7 @@ describe('the view of builds', function () {
     const eve = await nodeOf('eve');
     assert.equal(itemOf(eve).description, '1 of 4 builds · 1 held');
     assert.deepEqual(await labels(eve), ['R10-1.0.0']);
-    assert.match(ext.view.message ?? '', /Filtered: tag contains “R1”, held by others — 1 builds shown/);
+    assert.match(ext.view.message ?? '', /Filtered: tag contains “R1”, held by others — 1 build shown/);
     await vscode.commands.executeCommand('devserverStaging.filter', { text: 'r120 EVE' });
     assert.deepEqual(await labels(await nodeOf('eve')), ['R120-2.0.0', 'R120-1.0.0']);
     await vscode.commands.executeCommand('devserverStaging.clearFilter');
@@ -115,7 +115,7 @@ describe('the view of builds', function () {
 
   it('shows a build\'s details: artifacts with size, sha256 and source, and its stagings', async () => {
     const uri = await vscode.commands.executeCommand<vscode.Uri>('devserverStaging.showBuildDetails', await nodeOf('lab/octopus/R1-0.0.1'));
-    const text = (await vscode.workspace.openTextDocument(uri)).getText();
+    const text = await pageText(uri);
     const sha = createHash('sha256').update('staged for the view test\n').digest('hex');
     // (The page escapes Markdown: a dot comes as "\\.", which linkify cannot read as part of a host name.)
     assert.match(text, /^# lab\/octopus\/R1-0\\\.0\\\.1/);
@@ -177,6 +177,9 @@ describe('the view of builds', function () {
     assert.equal(row.contextValue, 'build.free.damaged');
     assert.match(String(row.description), /^damaged/);
     assert.equal((row.iconPath as vscode.ThemeIcon).id, 'error');
+    // Counted in the status bar too, until it is found whole.
+    assert.match(ext.statusBar.text ?? '', /, 1 damaged$/);
+    assert.match(ext.statusBar.label ?? '', /; 1 damaged/);
     await vscode.commands.executeCommand('devserverStaging.filter', { states: ['damaged'] });
     assert.deepEqual(await labels((await ext.tree.getChildren())[0]), ['lab']);
     await vscode.commands.executeCommand('devserverStaging.clearFilter');
@@ -184,6 +187,7 @@ describe('the view of builds', function () {
     const [whole] = await vscode.commands.executeCommand<{ ok: boolean }[]>('devserverStaging.verifyBuild', await nodeOf(tag));
     assert.equal(whole?.ok, true);
     assert.equal(itemOf(await nodeOf(tag)).contextValue, 'build.free');
+    assert.doesNotMatch(ext.statusBar.text ?? '', /damaged/);
   });
 
   it('Stage Build refuses a tag inside an existing build, as the core does', async () => {
@@ -199,7 +203,7 @@ describe('the view of builds', function () {
     const tip = ((await ext.tree.resolveTreeItem(itemOf(node), node)).tooltip as vscode.MarkdownString).value;
     assert.match(tip, /Last held: by \S+@\S+ for \d+ (ms|s) \(released, /);
     const uri = await vscode.commands.executeCommand<vscode.Uri>('devserverStaging.showBuildDetails', node);
-    const text = (await vscode.workspace.openTextDocument(uri)).getText();
+    const text = await pageText(uri);
     assert.match(text, /## History/);
     assert.match(text, /\| released \| \S+@\S+, pid \d+ \| held [^|]*; history test \|/);
     assert.match(text, /\| acquired \|/);
@@ -211,6 +215,8 @@ describe('the view of builds', function () {
     await waitFor(() => (ext.states.entry(staticDir, tag)?.state === 'held' ? true : undefined), 5_000, `${tag} held`);
     const waiting = vscode.commands.executeCommand('devserverStaging.lockWhenFree', await nodeOf(tag));
     await waitFor(async () => ((await queueOf(staticDir, tag)).length === 1 ? true : undefined), 5_000, 'this window in the queue');
+    // The row says that this window waits, and where in line.
+    await waitFor(async () => (/^you are next in line · \S+@\S+$/.test(String(itemOf(await nodeOf(tag)).description)) ? true : undefined), 5_000, 'the row saying this window waits');
     holder.kill('SIGTERM');
     const lease = await waiting;
     assert.ok(lease !== undefined, 'the lock came');

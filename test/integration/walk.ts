@@ -1,6 +1,6 @@
 /** Walking the extension's tree as VS Code does, from a static directory's root down to a tag. */
 import { strict as assert } from 'assert';
-import type * as vscode from 'vscode';
+import * as vscode from 'vscode';
 import type { DevserverStagingApi } from '../../src/extension';
 import type { RowNode as AreaNode } from '../../src/tree/provider';
 import type { Node } from '../../src/tree/provider';
@@ -26,4 +26,18 @@ export async function nodeOf(ext: DevserverStagingApi, staticDir: string, tag: s
 /** A row's label as text, whether VS Code was given a string or a label with highlights. */
 export function labelOf(item: vscode.TreeItem): string {
   return typeof item.label === 'string' ? item.label : (item.label?.label ?? '');
+}
+
+/**
+ * A build's details page as the preview shows it once read whole: the page first says it is being
+ * read, and changes when the manifest and history are in.
+ */
+export async function pageText(uri: vscode.Uri, timeoutMs = 20_000): Promise<string> {
+  const doc = await vscode.workspace.openTextDocument(uri);
+  const deadline = Date.now() + timeoutMs;
+  while (doc.getText().includes('Reading the lock, the manifest and the history…')) {
+    if (Date.now() > deadline) throw new Error(`the details page ${uri.toString()} was still being read after ${timeoutMs} ms`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  return doc.getText();
 }

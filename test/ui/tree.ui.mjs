@@ -93,6 +93,29 @@ export async function runUiCheck({ updateScreenshots = false, log = console.log,
       else failed++;
       log(`    ${ok ? '✔' : '✘'} on screen: ${what}`);
     };
+    // The question before a destructive action: a quick pick whose first row, Cancel, is the one
+    // Enter chooses. Its title and rows as text, and the row that has the focus.
+    const pick = page.locator('.quick-input-widget').first();
+    const pickText = async () => {
+      await pick.waitFor({ timeout: 10_000 });
+      await page.waitForTimeout(300);
+      const title = await pick.locator('.quick-input-title').first().innerText().catch(() => '');
+      const focused = await pick.locator('.quick-input-list .monaco-list-row.focused').first().innerText().catch(() => '');
+      // The list draws only the rows in view: read them, scroll to the end, read the rest.
+      const read = () => pick.locator('.quick-input-list .monaco-list-row').evaluateAll((els) => els.map((e) => (e.innerText ?? '').replace(/\s+/g, ' ').trim()));
+      const rows = await read();
+      await pick.locator('.quick-input-list').first().hover();
+      for (let step = 0; step < 30; step++) {
+        await page.mouse.wheel(0, 100);
+        await page.waitForTimeout(60);
+        for (const r of await read()) if (!rows.includes(r)) rows.push(r);
+      }
+      for (let step = 0; step < 40; step++) await page.mouse.wheel(0, -100);
+      // Off the list: a row's hover would cover the next rows in the screenshot.
+      await page.mouse.move(900, 500);
+      await page.waitForTimeout(600);
+      return { title, rows, text: `${title}\n${rows.join('\n')}`, focused: focused.trim() };
+    };
     await shoot('tree-view.png');
 
     // The held build's tooltip: holder, purpose, ages.
@@ -126,20 +149,18 @@ export async function runUiCheck({ updateScreenshots = false, log = console.log,
     await page.waitForTimeout(300);
     await shoot('context-menu.png', { x: 0, y: 0, width: 820, height: 560 });
 
-    // Force Release… from that menu: the modal must name the holder before anything happens.
+    // Force Release… from that menu: the question must name the holder before anything happens,
+    // with Cancel focused: Enter cancels.
     await menu.getByText('Force Release…').first().click();
-    const dialog = page.locator('.monaco-dialog-box').first();
-    await check('the force-release dialog naming the holder and its age', async () => {
-      await dialog.waitFor({ timeout: 5_000 });
-      const text = await dialog.innerText();
-      return text.includes('octopus-release/R119-15633.0.0') && text.includes('chrome-bot@buildbot-7') && text.includes('another machine');
+    let question = { text: '', focused: '' };
+    await check('the force-release question naming the holder and its age, with Cancel focused', async () => {
+      question = await pickText();
+      return question.text.includes('octopus-release/R119-15633.0.0') && question.text.includes('chrome-bot@buildbot-7') && question.text.includes('another machine') && question.focused === 'Cancel';
     });
-    await page.waitForTimeout(300);
     await shoot('force-release-dialog.png', { x: 0, y: 0, width: vp.width, height: vp.height });
-    // Cancel: the lock must still be there.
-    await page.keyboard.press('Escape');
-    await page.waitForTimeout(300);
-    await check('the stale lock still there after Cancel', async () => fs.existsSync(path.join(demo.staticDir, 'octopus-release', 'R119-15633.0.0', 'devserver.lock')));
+    await page.keyboard.press('Enter');
+    await page.waitForTimeout(500);
+    await check('the stale lock still there after Enter (Cancel)', async () => fs.existsSync(path.join(demo.staticDir, 'octopus-release', 'R119-15633.0.0', 'devserver.lock')));
 
     // Filter… from the view's title: type words of the tag, Enter; only matching builds remain,
     // the view says so, and Clear Filter takes the funnel's place.
@@ -187,12 +208,44 @@ export async function runUiCheck({ updateScreenshots = false, log = console.log,
     await page.waitForTimeout(300);
     await shoot('binary-artifact.png', { x: 0, y: 0, width: vp.width, height: vp.height });
     await page.locator('.notification-toast .codicon-notifications-clear, .notification-toast .codicon-close').first().click().catch(() => undefined);
-    await page.keyboard.press('F1');
-    await page.keyboard.type('View: Close All Editors');
-    await page.waitForTimeout(500);
-    await page.keyboard.press('Enter');
+    // The artifact opened as text is read-only: a keystroke, with auto save on, never reaches the build.
+    const palette = async (command) => {
+      await page.keyboard.press('F1');
+      await page.keyboard.type(command);
+      await page.waitForTimeout(500);
+      await page.keyboard.press('Enter');
+      await page.waitForTimeout(500);
+    };
+    const artifact = path.join(demo.staticDir, 'eve-release', 'R10-12871.0.0', 'autotest.tar');
+    const stagedBytes = fs.readFileSync(artifact);
+    await palette('File: Toggle Auto Save');
+    await page.locator('.editor-instance .view-lines').first().click();
+    await page.keyboard.type('x');
+    await check('a keystroke in an opened artifact is refused (read-only editor), and nothing reaches the build with auto save on', async () => {
+      const said = await page.locator('.monaco-editor-overlaymessage').first().innerText({ timeout: 3_000 }).catch(() => '');
+      await page.waitForTimeout(1_500);
+      const open = await tabs();
+      const parts = { refusedInWords: /read-only/i.test(said), buildUnchanged: fs.readFileSync(artifact).equals(stagedBytes), oneTab: open.length === 1, notDirty: !/modified|dirty/i.test(open[0] ?? '') };
+      // Which of them failed, when one did: the build changed is a defect, a message missed is not.
+      if (!Object.values(parts).every(Boolean)) log(`      ${JSON.stringify({ ...parts, said, open })}`);
+      return Object.values(parts).every(Boolean);
+    });
+    await palette('File: Toggle Auto Save');
+    await palette('View: Close All Editors');
     await row('R10-12871.0.0').click();
     await page.waitForTimeout(300);
+
+    // Go to Build… from the title bar while a row is selected: it asks which build, and goes there.
+    await row('R9-12739.0.0').click();
+    await page.locator('.action-label[aria-label^="Go to Build"]').first().click();
+    await check('Go to Build with a row selected asks which build (no error), and selects the one chosen', async () => {
+      await page.locator('.quick-input-widget input:visible').first().waitFor({ timeout: 5_000 });
+      await page.keyboard.type('octopus-release/R119');
+      await page.waitForTimeout(500);
+      await page.keyboard.press('Enter');
+      await page.locator('.monaco-list-row[aria-selected="true"][aria-label^="R119-15633.0.0 stale"]').first().waitFor({ timeout: 5_000 });
+      return (await page.locator('.notification-toast', { hasText: 'is not a build the view knows' }).count()) === 0;
+    });
 
     // Destroy… on a free, a held and a stale build: the one question says whose lock breaks.
     const user = os.userInfo().username;
@@ -204,20 +257,24 @@ export async function runUiCheck({ updateScreenshots = false, log = console.log,
     await visibleMenu.waitFor({ timeout: 5_000 });
     await page.waitForTimeout(300);
     await visibleMenu.getByText('Destroy…').first().click();
-    await check('the destroy dialog naming the held and the stale build, with a button that says a lock breaks', async () => {
-      await dialog.waitFor({ timeout: 5_000 });
-      const text = await dialog.innerText();
+    await check('the destroy question naming the held and the stale build, with an action that says a lock breaks, and Cancel focused', async () => {
+      question = await pickText();
+      const text = question.text;
       return (
         text.includes(`Destroy 3 builds? 1 is held by ${user}@${os.hostname()}, 1 is stale.`) &&
-        text.includes('octopus-release/R119-15633.0.0 — stale: last held by chrome-bot@buildbot-7') &&
-        text.includes('Destroy 3, Breaking 1 Lock')
+        text.includes('octopus-release/R119-15633.0.0 stale: last held by chrome-bot@buildbot-7') &&
+        text.includes('Destroy 3, Breaking 1 Lock') &&
+        question.focused === 'Cancel'
       );
     });
-    await page.waitForTimeout(300);
+    // Off the question: a hovered row's tooltip would cover the rows below it.
+    await page.mouse.move(900, 500);
+    await page.waitForTimeout(600);
     await shoot('destroy-dialog.png', { x: 0, y: 0, width: vp.width, height: vp.height });
-    await page.keyboard.press('Escape');
-    await page.waitForTimeout(300);
-    await check('the three builds still there after Cancel', async () => [HELD_TAG, 'eve-release/R9-12739.0.0', 'octopus-release/R119-15633.0.0'].every((t) => fs.existsSync(path.join(demo.staticDir, t))));
+    // Delete, then Enter, as the issue's user pressed them: nothing goes.
+    await page.keyboard.press('Enter');
+    await page.waitForTimeout(500);
+    await check('the three builds still there after Enter (Cancel)', async () => [HELD_TAG, 'eve-release/R9-12739.0.0', 'octopus-release/R119-15633.0.0'].every((t) => fs.existsSync(path.join(demo.staticDir, t))));
 
     // Clean Up… on the static directory: keep 1, no age limit; the preview lists what goes and what
     // stays because it is locked.
@@ -232,16 +289,18 @@ export async function runUiCheck({ updateScreenshots = false, log = console.log,
     await page.keyboard.press('Enter');
     await page.waitForTimeout(300);
     await page.keyboard.press('Enter');
-    await check('the clean-up preview with sizes, reasons, the total freed, and the locked builds it keeps', async () => {
-      await dialog.waitFor({ timeout: 10_000 });
-      const text = await dialog.innerText();
-      return /Remove \d+ builds from .* and free [\d.]+ KiB\?/.test(text) && text.includes('not among the 1 most recently used') && text.includes('Kept, because they are locked:') && text.includes(`${HELD_TAG} — held by ${user}@`);
+    await check('the clean-up preview with sizes, reasons, the total freed, and the locked builds it keeps, with Cancel focused', async () => {
+      for (let i = 0; i < 20 && !/Remove \d+ builds/.test(question.text); i++) question = await pickText();
+      const text = question.text;
+      return /Remove \d+ builds from .* and free [\d.]+ KiB\?/.test(text) && text.includes('not among the 1 most recently used') && text.includes('Kept, because they are locked:') && text.includes(`${HELD_TAG} held by ${user}@`) && question.focused === 'Cancel';
     });
-    await page.waitForTimeout(300);
+    // Off the question: a hovered row's tooltip would cover the rows below it.
+    await page.mouse.move(900, 500);
+    await page.waitForTimeout(600);
     await shoot('clean-up-preview.png', { x: 0, y: 0, width: vp.width, height: vp.height });
-    await page.keyboard.press('Escape');
-    await page.waitForTimeout(300);
-    await check('nothing removed after Cancel', async () => fs.readdirSync(path.join(demo.staticDir, 'eve-release')).length === 5);
+    await page.keyboard.press('Enter');
+    await page.waitForTimeout(500);
+    await check('nothing removed after Enter (Cancel)', async () => fs.readdirSync(path.join(demo.staticDir, 'eve-release')).length === 5);
 
     // Verify Build on a staged build one of whose files was changed afterwards: the row says
     // damaged, with its own icon, until a verification finds it whole.
@@ -267,32 +326,74 @@ export async function runUiCheck({ updateScreenshots = false, log = console.log,
     await shoot('tree-damaged.png', { x: 0, y: 0, width: vp.width, height: vp.height });
     await page.locator('.notification-toast .codicon-notifications-clear, .notification-toast .codicon-close').first().click().catch(() => undefined);
 
-    // From the command palette, as a user would: lock a build for this window, then reload the
-    // window. The old window's extension host ends, and with it the lock.
-    const freeLock = path.join(demo.staticDir, 'eve-release', 'R9-12739.0.0', 'devserver.lock');
-    await page.keyboard.press('F1');
-    await page.keyboard.type('Devserver Staging: Lock for This Window');
-    await page.waitForTimeout(500);
-    await page.keyboard.press('Enter');
-    await page.waitForTimeout(800);
-    await page.keyboard.type('R9-12739');
-    await page.waitForTimeout(500);
-    // A quick pick of several: tick the build, then OK.
-    await page.locator('.quick-input-list .monaco-list-row').first().locator('.monaco-checkbox').first().click();
-    await page.locator('.quick-input-widget .monaco-button', { hasText: 'OK' }).first().click();
-    await check('Lock for This Window from the palette takes the lock as this window', async () => {
-      for (let i = 0; i < 50 && !fs.existsSync(path.join(freeLock, 'owner.json')); i++) await page.waitForTimeout(100);
+    // From the command palette, as a user would: lock a build for this window.
+    const lockFromPalette = async (version) => {
+      const lock = path.join(demo.staticDir, 'eve-release', version, 'devserver.lock');
+      await page.keyboard.press('F1');
+      await page.keyboard.type('Devserver Staging: Lock for This Window');
+      await page.waitForTimeout(500);
+      await page.keyboard.press('Enter');
+      await page.waitForTimeout(800);
+      await page.keyboard.type(version);
+      await page.waitForTimeout(500);
+      // A quick pick of several: tick the build, then OK.
+      await page.locator('.quick-input-list .monaco-list-row').first().locator('.monaco-checkbox').first().click();
+      await page.locator('.quick-input-widget .monaco-button', { hasText: 'OK' }).first().click();
+      for (let i = 0; i < 50 && !fs.existsSync(path.join(lock, 'owner.json')); i++) await page.waitForTimeout(100);
+      return lock;
+    };
+    const freeLock = await lockFromPalette('R9-12739.0.0');
+    await check('Lock for This Window from the palette takes the lock as this window, shown as yours', async () => {
+      await row('R9-12739.0.0 held by you').waitFor({ timeout: 5_000 });
       return JSON.parse(fs.readFileSync(path.join(freeLock, 'owner.json'), 'utf8')).clientId.startsWith('vscode:');
     });
+
+    // Another process force-releases it: the row, the folder and the status bar stop saying yours
+    // at once, and the user is told who did it and when, until the notification is dismissed.
+    await row('eve-release').hover();
+    execFileSync(process.execPath, [path.join(root, 'dist', 'cli.js'), '-d', demo.staticDir, 'force-release', 'eve-release/R9-12739.0.0']);
+    await check('a lock force-released by another process leaves yours at once: the row, the folder and the status bar', async () => {
+      await row('R9-12739.0.0').filter({ hasNotText: 'held by you' }).waitFor({ timeout: 3_000 });
+      for (let i = 0; i < 30; i++) {
+        const labels = await page.$$eval('.monaco-list-row', (els) => els.map((e) => e.getAttribute('aria-label') ?? ''));
+        const text = (await status.innerText()).replace(/\s+/g, ' ');
+        if (labels.some((l) => /^R9-12739\.0\.0\s*$/.test(l)) && !labels.some((l) => /yours/.test(l)) && !/yours/.test(text)) return true;
+        await page.waitForTimeout(100);
+      }
+      return false;
+    });
+    const lostToast = page.locator('.notification-toast', { hasText: 'This window lost its lock on eve-release/R9-12739.0.0' }).first();
+    await check('the lost lock said in words: who force-released it and when, no errno or descriptor path', async () => {
+      await lostToast.waitFor({ timeout: 15_000 });
+      const text = await lostToast.innerText();
+      return new RegExp(`${user}@${os.hostname()} \\(pid \\d+\\) force-released it at`).test(text) && !/ENOENT|errno|\/proc\/self\/fd|Lost the lock/.test(text) && text.includes('Show Build Details');
+    });
+    await page.mouse.move(900, 300);
+    await shoot('lost-lock.png', { x: 0, y: 0, width: vp.width, height: vp.height });
+    await check('the lost lock\'s notification stays on screen until dismissed (past VS Code\'s 15 s for others)', async () => {
+      if (!(await page.evaluate(() => document.hasFocus()))) return false; // unfocused, nothing would be hidden: nothing to prove
+      await page.waitForTimeout(16_000);
+      return lostToast.isVisible();
+    });
+    await lostToast.locator('.codicon-notifications-clear, .codicon-close').first().click().catch(() => undefined);
+
+    // Then reload the window: the old window's extension host ends, and with it the lock it holds;
+    // the folders left expanded come back expanded.
+    const heldLock = await lockFromPalette('R10-12871.0.0');
     await page.waitForTimeout(1000);
     await page.keyboard.press('F1');
     await page.keyboard.type('Developer: Reload Window');
     await page.waitForTimeout(500);
     await page.keyboard.press('Enter');
     await check('the lock released when its window goes away (reload)', async () => {
-      if (!fs.existsSync(freeLock)) return false; // never taken: nothing to prove
-      for (let i = 0; i < 100 && fs.existsSync(freeLock); i++) await page.waitForTimeout(100);
-      return !fs.existsSync(freeLock);
+      if (!fs.existsSync(heldLock)) return false; // never taken: nothing to prove
+      for (let i = 0; i < 100 && fs.existsSync(heldLock); i++) await page.waitForTimeout(100);
+      return !fs.existsSync(heldLock);
+    });
+    await check('the folders left expanded come back expanded after the reload', async () => {
+      await page.locator('.activitybar [aria-label^="Devserver Staging"]').first().waitFor({ timeout: 60_000 });
+      await row('R9-12739.0.0').waitFor({ timeout: 30_000 });
+      return row('R119-15633.0.0 stale').isVisible();
     });
     for (const file of shots) {
       log(`      screenshot: ${path.relative(process.cwd(), file)}`);

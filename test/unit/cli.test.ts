@@ -156,7 +156,10 @@ describe('devserver-stage', () => {
     assert.equal(text.code, 0);
     assert.match(text.stdout, /^STATE\s+TAG\s+HOLDER/);
     assert.match(text.stdout, /held\s+eve\/R11\s+\S+@\S+:\d+\s+\d+ s\s+nightly/);
-    assert.match(text.stdout, /free\s+eve\/R9/);
+    // Bare directories, neither staged nor locked, are folders.
+    assert.match(text.stdout, /folder\s+eve\/R9/);
+    // At the top, the board is a folder: it has no lock, free or otherwise.
+    assert.match((await cli(staticDir, ['list'])).stdout, /^folder\s+eve\s*$/m);
     const json = JSON.parse((await cli(staticDir, ['--json', 'list', 'eve'])).stdout) as { tag: string; state: string }[];
     assert.deepEqual(
       json.map((e) => [e.tag, e.state]),

@@ -8,13 +8,13 @@
 import { strict as assert } from 'assert';
 import * as fs from 'fs';
 import * as path from 'path';
-import { acquire, forceRelease, LockStates, naturalOrder, stage, threadWatcher, type AreaRecord, type Counts, type StateChange } from '../../src/core';
+import { acquire, forceRelease, LockStates, naturalOrder, stage, threadWatcher, type AreaRecord, type Counts, type Lease, type StateChange } from '../../src/core';
 import { ThreadWatcher } from '../../src/core/watch/threadWatcher';
 import { NewsBatch } from '../../src/core/watch/watchProtocol';
 import { inThreadWatcher, type WatchEvent, type WatcherFactory } from '../../src/core/watch/watcher';
-import { Mine } from '../../src/model/mine';
+import { Mine, type WindowLease } from '../../src/model/mine';
 import { matches, sortBuilds, NO_FILTER } from '../../src/model/view';
-import { cleanup, run, tempDir, waitFor } from '../helpers';
+import { cleanup, cli, run, tempDir, waitFor } from '../helpers';
 import { PYTHON, python } from '../fixtures';
 
 const timing = { staleMs: 4_000, refreshMs: 1_000 };
@@ -143,11 +143,13 @@ for (const [where, watcher] of WATCHERS) {
       build(staticDir, 'eve/R1');
       build(staticDir, 'eve/R2');
       states = await scanned(staticDir, watcher);
+      const leases = new Map<string, WindowLease>();
+      const mine = new Mine((d, t) => (d === staticDir ? leases.get(t) : undefined));
       const lease = await acquire(staticDir, 'eve/R1', { ...timing, createOnce: false, clientId: 'vscode:test-window' });
-      const mine = new Mine((d, t) => (d === staticDir && t === 'eve/R1' ? lease : undefined));
+      leases.set('eve/R1', { token: lease.holder.token, since: Date.now() });
       try {
         await waitFor(() => (states!.entry(staticDir, 'eve/R1')?.state === 'held' ? true : undefined), 3_000, 'R1 held');
-        const isMine = (r: AreaRecord): boolean => mine.has(r, r.lock);
+        const isMine = (r: AreaRecord): boolean => mine.has(r);
         states.invalidate();
         assert.deepEqual(states.counts(staticDir, 'eve', isMine), { builds: 2, held: 0, stale: 0, legacy: 0, mine: 1 });
         let release!: () => void;
@@ -272,14 +274,14 @@ for (const [where, watcher] of WATCHERS) {
       const spoof = await acquire(staticDir, 'eve/R1', { ...timing, createOnce: false, clientId });
       // This window's own lock on R2, then broken and taken by another holder before the window has noticed.
       const own = await acquire(staticDir, 'eve/R2', { ...timing, createOnce: false, clientId });
-      const leases = new Map([['eve/R2', own]]);
+      const leases = new Map<string, WindowLease>([['eve/R2', { token: own.holder.token, since: Date.now() }]]);
       const mine = new Mine((d, t) => (d === staticDir ? leases.get(t) : undefined));
-      const isMine = (r: AreaRecord): boolean => mine.has(r, r.lock);
+      const isMine = (r: AreaRecord): boolean => mine.has(r);
       let other: Awaited<ReturnType<typeof acquire>> | undefined;
       try {
         await waitFor(() => (states!.entry(staticDir, 'eve/R1')?.holder?.clientId === clientId && states!.entry(staticDir, 'eve/R2')?.holder?.token === own.holder.token ? true : undefined), 3_000, 'both locks seen');
-        assert.equal(mine.has({ staticDir, tag: 'eve/R1' }, states.entry(staticDir, 'eve/R1')), false, 'a record naming this window is not this window\'s lock');
-        assert.equal(mine.has({ staticDir, tag: 'eve/R2' }, states.entry(staticDir, 'eve/R2')), true, 'the lease\'s own lock is');
+        assert.equal(mine.has(states.record(staticDir, 'eve/R1')!), false, 'a record naming this window is not this window\'s lock');
+        assert.equal(mine.has(states.record(staticDir, 'eve/R2')!), true, 'the lease\'s own lock is');
         states.invalidate();
         assert.deepEqual(states.counts(staticDir, 'eve', isMine, mine.refs()), { builds: 2, held: 1, stale: 0, legacy: 0, mine: 1 });
         await forceRelease(staticDir, 'eve/R2', { ...timing, expect: { token: own.holder.token } });
@@ -287,9 +289,9 @@ for (const [where, watcher] of WATCHERS) {
         const otherToken = other.holder.token;
         await waitFor(() => (states!.entry(staticDir, 'eve/R2')?.holder?.token === otherToken ? true : undefined), 3_000, 'the new holder seen');
         // The attack happened: the lease is still this window's, and the record names this window.
-        assert.equal(leases.get('eve/R2'), own);
+        assert.equal(leases.get('eve/R2')?.token, own.holder.token);
         assert.equal(states.entry(staticDir, 'eve/R2')?.holder?.clientId, clientId);
-        assert.equal(mine.has({ staticDir, tag: 'eve/R2' }, states.entry(staticDir, 'eve/R2')), false, 'another instance is not this window\'s lock');
+        assert.equal(mine.has(states.record(staticDir, 'eve/R2')!), false, 'another instance is not this window\'s lock');
         states.invalidate();
         assert.deepEqual(states.counts(staticDir, 'eve', isMine, mine.refs()), { builds: 2, held: 2, stale: 0, legacy: 0, mine: 0 });
       } finally {
@@ -299,13 +301,47 @@ for (const [where, watcher] of WATCHERS) {
       }
     });
 
+    it('a lock this window held stops being yours as soon as the model sees it broken, before its lease hears of it', async () => {
+      build(staticDir, 'eve/R1');
+      build(staticDir, 'eve/R2');
+      states = await scanned(staticDir, watcher);
+      const leases = new Map<string, WindowLease>();
+      const mine = new Mine((d, t) => (d === staticDir ? leases.get(t) : undefined), () => [...leases.keys()].map((tag) => ({ staticDir, tag })));
+      const isMine = (r: AreaRecord): boolean => mine.has(r);
+      // Heartbeats far apart: the leases learn of the loss long after the model has seen it.
+      const slow = { staleMs: 120_000, refreshMs: 60_000 };
+      const ours = [await acquire(staticDir, 'eve/R1', { ...slow, createOnce: false }), await acquire(staticDir, 'eve/R2', { ...slow, createOnce: false })];
+      for (const l of ours) leases.set(l.tag, { token: l.holder.token, since: Date.now() });
+      let theirs: Lease | undefined;
+      try {
+        await waitFor(() => (ours.every((l) => states!.entry(staticDir, l.tag)?.holder?.token === l.holder.token) ? true : undefined), 3_000, 'both held');
+        states.invalidate();
+        assert.deepEqual(states.counts(staticDir, 'eve', isMine, mine.refs()), { builds: 2, held: 0, stale: 0, legacy: 0, mine: 2 });
+        // Another process force-releases R1; R2 is force-released and taken by another holder.
+        const fr = await cli(staticDir, ['force-release', 'eve/R1']);
+        assert.equal(fr.code, 0, fr.stderr);
+        await forceRelease(staticDir, 'eve/R2', slow);
+        theirs = await acquire(staticDir, 'eve/R2', { ...slow, createOnce: false });
+        await waitFor(() => (states!.entry(staticDir, 'eve/R1')?.state === 'free' && states!.entry(staticDir, 'eve/R2')?.holder?.token === theirs!.holder.token ? true : undefined), 3_000, 'R1 free and R2 held by the other');
+        assert.deepEqual(ours.map((l) => l.state), ['held', 'held'], 'the leases have not heard yet: the model alone saw it');
+        assert.equal(isMine(states.record(staticDir, 'eve/R1')!), false);
+        assert.equal(isMine(states.record(staticDir, 'eve/R2')!), false);
+        assert.deepEqual(states.counts(staticDir, 'eve', isMine, mine.refs()), { builds: 2, held: 1, stale: 0, legacy: 0, mine: 0 });
+        assert.deepEqual(states.totals(isMine, mine.refs()), { builds: 2, held: 1, stale: 0, legacy: 0, mine: 0 });
+      } finally {
+        await theirs?.release();
+        for (const l of ours) await l.release().catch(() => undefined);
+      }
+    });
+
     it('counts an area this window says it holds as mine before the watcher has seen its lock', async () => {
       build(staticDir, 'eve/R1');
       build(staticDir, 'eve/R2');
       states = await scanned(staticDir, watcher);
       const held = [{ staticDir, tag: 'eve/R2' }];
-      const mine = new Mine((d, t) => (d === staticDir && t === 'eve/R2' ? { holder: { token: 'not-seen-yet' } } : undefined), () => held);
-      const isMine = (r: AreaRecord): boolean => mine.has(r, r.lock);
+      const taken = { token: 'not-seen-yet', since: Date.now() };
+      const mine = new Mine((d, t) => (d === staticDir && t === 'eve/R2' ? taken : undefined), () => held);
+      const isMine = (r: AreaRecord): boolean => mine.has(r);
       assert.equal(states.entry(staticDir, 'eve/R2')?.state, 'free');
       assert.deepEqual(states.counts(staticDir, 'eve', isMine, mine.refs()), { builds: 2, held: 0, stale: 0, legacy: 0, mine: 1 });
       assert.deepEqual(states.totals(isMine, mine.refs()), { builds: 2, held: 0, stale: 0, legacy: 0, mine: 1 });

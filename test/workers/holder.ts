@@ -2,10 +2,12 @@
  * A lock holder in its own process, steered over IPC by a test.
  * argv[2]: JSON { staticDir, tag, ...AcquireOptions }.
  * Sends { type: 'acquired', pid, token } or { type: 'error', code, message };
- * later { type: 'lost', code, message, atMs } if the lock is lost.
+ * later { type: 'lost', code, message, atMs } if the lock is lost, then { type: 'explained', loss, sentence }
+ * (who broke it, from explainLoss).
  * Accepts 'release' and 'release-destroy'; replies { type: 'released' } and exits.
  */
 import { acquire, type AcquireOptions } from '../../src/core/lock';
+import { explainLoss, lossSentence } from '../../src/core/loss';
 
 interface Args extends AcquireOptions {
   staticDir: string;
@@ -27,7 +29,10 @@ async function main(): Promise<void> {
     process.disconnect?.();
     return;
   }
-  lease.on('lost', (reason) => send({ type: 'lost', code: reason.code, message: reason.message, atMs: Date.now() }));
+  lease.on('lost', (reason) => {
+    send({ type: 'lost', code: reason.code, message: reason.message, atMs: Date.now() });
+    void explainLoss(lease, lease.timing).then((loss) => send({ type: 'explained', loss, sentence: lossSentence(loss) }));
+  });
   send({ type: 'acquired', pid: process.pid, token: lease.holder.token });
   process.on('message', (m) => {
     if (m !== 'release' && m !== 'release-destroy') return;

@@ -26,8 +26,11 @@ import { MAX_SCANNED_FOLDERS, ScannedDirs, checkScanRoot, dirIdentity } from './
 import { inThreadWatcher, WATCH_THREAD_STOPPED, type WatchEvent, type Watcher, type WatcherFactory } from './watcher';
 
 export interface StateChange extends AreaRef {
-  /** `state`: the area's own lock (or marks) changed. `children`: what is inside it came or went. */
-  what: 'state' | 'children';
+  /**
+   * `state`: the area's own lock (or marks) changed. `children`: what is inside it came or went.
+   * `usage`: a build's measured size or last use changed (only builds someone had measured).
+   */
+  what: 'state' | 'children' | 'usage';
 }
 
 /** Where the model reports what it could not do; the extension passes its log. */
@@ -74,6 +77,10 @@ const SETTLE_MS = 15;
  * file's size, and a staging of thousands of files must not turn into thousands of listings.
  */
 const SETTLE_LISTING_MS = 200;
+/** Builds measured again one by one when fewer than this lack a measure; more, and their folder is walked once. */
+const MEASURE_ONE_BY_ONE = 32;
+/** Builds whose lock or files changed are measured again after this, together. */
+const REMEASURE_MS = 250;
 /** How often holders on this machine are checked for having died. */
 const LIVENESS_MS = 1_000;
 /**
@@ -99,12 +106,17 @@ export class LockStates implements Disposable {
    * counts and the status bar need, without a pass over every record on each event.
    */
   private readonly lockedSet = new Set<AreaRecord>();
+  /** Builds a verification found damaged (`markDamaged`). */
+  private readonly damagedSet = new Set<AreaRecord>();
   private readonly tallies = new Map<string, Tally>();
   /** Areas whose listing has begun: events from then on may change it. */
   private readonly listed = new Set<string>();
   private readonly pending = new Map<string, Pending>();
   private readonly queues = new Map<string, Promise<unknown>>();
   private readonly measuring = new Map<string, Promise<void>>();
+  /** Measured builds whose lock or files changed since: measured again, each alone (`REMEASURE_MS`). */
+  private readonly stale = new Map<string, AreaRecord>();
+  private remeasureTimer: NodeJS.Timeout | undefined;
   private readonly watcher: Watcher<AreaRef>;
   /** Grows with every reset: a listing begun before one is dropped when it ends. */
   private generation = 0;
@@ -253,6 +265,11 @@ export class LockStates implements Disposable {
     return [...this.lockedSet];
   }
 
+  /** Every known build a verification found damaged. */
+  damagedBuilds(): AreaRecord[] {
+    return [...this.damagedSet];
+  }
+
   /**
    * The builds at or below an area counted by state. `mine` says which are this window's; they
    * are counted as mine and not as held. Only builds whose lock is not free and the areas in
@@ -313,34 +330,76 @@ export class LockStates implements Disposable {
   markDamaged(staticDir: string, tag: string, summary: string | undefined): void {
     const r = this.records.get(keyOf(staticDir, tag));
     if (r === undefined || r.damaged === summary) return;
-    if (summary === undefined) delete r.damaged;
-    else r.damaged = summary;
+    if (summary === undefined) {
+      delete r.damaged;
+      this.damagedSet.delete(r);
+    } else {
+      r.damaged = summary;
+      this.damagedSet.add(r);
+    }
     this.changed([{ staticDir, tag, what: 'state' }]);
   }
 
   /**
-   * Measures size and last use of the builds at or below an area (a walk of their files), once;
-   * the records say it and a change event names each build measured.
+   * Measures size and last use of the builds at or below an area that have no measure yet (a walk
+   * of their files): a few one by one, many by one walk of the area. The records say it, and a
+   * change event names each build whose measure changed. Once measured, a build is measured again
+   * on its own when its lock or its files change, and nothing else is.
    */
   measure(staticDir: string, tag: string): Promise<void> {
     const key = keyOf(staticDir, tag);
     const running = this.measuring.get(key);
     if (running !== undefined) return running;
     const job = (async () => {
+      // After the scan: every folder's count comes before any walk of builds' files.
+      await this.settled();
+      const missing = this.buildsUnder(staticDir, tag).filter((r) => r.usage === undefined);
+      if (missing.length === 0 || this.disposed) return;
+      if (missing.length < MEASURE_ONE_BY_ONE) await this.measureEach(missing);
       // Asynchronously: a build of 100,000 files is walked while the view stays responsive.
-      const measured = await usage(staticDir, { ...this.timing, async: true, ...(tag === '' ? {} : { subpath: tag }) });
-      if (this.disposed) return;
-      const changes: StateChange[] = [];
-      for (const u of measured) {
-        const r = this.records.get(keyOf(staticDir, u.tag));
-        if (r === undefined) continue;
-        r.usage = { bytes: u.bytes, lastUsedMs: u.lastUsedMs };
-        changes.push({ staticDir, tag: u.tag, what: 'state' });
-      }
-      this.changed(changes);
+      else this.changed(this.take(staticDir, await usage(staticDir, { ...this.timing, async: true, ...(tag === '' ? {} : { subpath: tag }) })));
     })().finally(() => this.measuring.delete(key));
     this.measuring.set(key, job);
     return job;
+  }
+
+  /** Measures builds one by one, and reports those whose measure changed. */
+  private async measureEach(builds: readonly AreaRecord[]): Promise<void> {
+    const changes: StateChange[] = [];
+    for (const r of builds) {
+      const measured = await usage(r.staticDir, { ...this.timing, async: true, subpath: r.tag }).catch(() => []);
+      changes.push(...this.take(r.staticDir, measured));
+    }
+    this.changed(changes);
+  }
+
+  /** Puts measures into the records: the changes for those that differ from what was known. */
+  private take(staticDir: string, measured: readonly { tag: string; bytes: number; lastUsedMs: number }[]): StateChange[] {
+    if (this.disposed) return [];
+    const changes: StateChange[] = [];
+    for (const u of measured) {
+      const r = this.records.get(keyOf(staticDir, u.tag));
+      if (r === undefined || r.kind !== 'build' || (r.usage?.bytes === u.bytes && r.usage.lastUsedMs === u.lastUsedMs)) continue;
+      r.usage = { bytes: u.bytes, lastUsedMs: u.lastUsedMs };
+      changes.push({ staticDir, tag: u.tag, what: 'usage' });
+    }
+    return changes;
+  }
+
+  /**
+   * A measured build whose lock changed hands may have been staged into, and one whose files
+   * changed has: it is measured again (alone), keeping its last measure until then, so that its
+   * row neither loses its size nor moves meanwhile.
+   */
+  private remeasure(r: AreaRecord): void {
+    if (r.usage === undefined || this.disposed) return;
+    this.stale.set(keyOf(r.staticDir, r.tag), r);
+    this.remeasureTimer ??= setTimeout(() => {
+      this.remeasureTimer = undefined;
+      const due = [...this.stale.values()].filter((b) => this.records.get(keyOf(b.staticDir, b.tag)) === b);
+      this.stale.clear();
+      void this.measureEach(due).catch(() => undefined);
+    }, REMEASURE_MS);
   }
 
   /**
@@ -399,9 +458,11 @@ export class LockStates implements Disposable {
     this.generation++;
     this.records.clear();
     this.lockedSet.clear();
+    this.damagedSet.clear();
     this.tallies.clear();
     this.listed.clear();
     this.pending.clear();
+    this.stale.clear();
     this.countCache.clear();
     this.scanned.clear();
     this.duplicates.clear();
@@ -499,8 +560,7 @@ export class LockStates implements Disposable {
         // (A judgement begun after this listing began is newer than what it says.)
         if (stateKey(before.lock) !== stateKey(e)) {
           changes.push({ staticDir, tag: e.tag, what: 'state' });
-          // A build whose lock changed hands may have been staged into: measure again on request.
-          delete before.usage;
+          this.remeasure(before);
         }
         this.update(before, () => {
           before.lock = e;
@@ -595,7 +655,7 @@ export class LockStates implements Disposable {
     const old = r.artifacts;
     r.artifacts = files;
     if (old !== undefined && artifactsKey(old) !== artifactsKey(files)) {
-      delete r.usage;
+      this.remeasure(r);
       if (notify) this.changed([{ staticDir, tag, what: 'children' }]);
     }
   }
@@ -620,7 +680,7 @@ export class LockStates implements Disposable {
     });
     this.scheduleTimers();
     if (stateKey(before) !== stateKey(r.lock)) {
-      delete r.usage;
+      this.remeasure(r);
       this.changed([{ staticDir, tag, what: 'state' }]);
     }
   }
@@ -678,6 +738,7 @@ export class LockStates implements Disposable {
       const r = this.records.get(key);
       if (r !== undefined) {
         this.account(r, -1);
+        this.damagedSet.delete(r);
         this.records.delete(key);
       }
       this.listed.delete(key);
@@ -845,6 +906,7 @@ export class LockStates implements Disposable {
     clearTimeout(this.listingTimer);
     clearTimeout(this.pollTimer);
     clearTimeout(this.staleTimer);
+    clearTimeout(this.remeasureTimer);
     clearInterval(this.livenessTimer);
     this.watcher.dispose();
     this._onDidChange.dispose();

@@ -1,0 +1,140 @@
+/**
+ * Why a lock a holder had is no longer its own, said in words: who broke it and when, as the
+ * static directory's history recorded it, or else what is found where the lock was. A heartbeat
+ * that fails meets an errno on a path through a descriptor (`/proc/self/fd/…`), which tells the
+ * user nothing; front ends show this instead.
+ */
+import { errnoCode } from './errors';
+import { printable, printableTime } from './format';
+import { history, type HistoryActor, type HistoryEvent } from './history';
+import { inspect } from './inspect';
+import { UNREACHED_ERRNOS, describeHolder } from './lock';
+import type { Holder, LockInfo, Timing } from './types';
+
+/**
+ * How the lock went. `force-released`, `taken-over` (judged stale), `destroyed` (force-released
+ * with its build): recorded in the history by whoever did it. `replaced`: another holder has it
+ * now, and nobody recorded how. `removed`: it is gone, and nobody recorded how (an older tool, a
+ * hand, the build removed). `unreachable`: the static directory could not be reached.
+ */
+export type LossKind = 'force-released' | 'taken-over' | 'destroyed' | 'replaced' | 'removed' | 'unreachable';
+
+export interface LockLoss {
+  staticDir: string;
+  tag: string;
+  /** `<staticDir>/<tag>` */
+  dir: string;
+  kind: LossKind;
+  /** Who did it, where the history says: the process that force-released, took over or destroyed. */
+  by?: HistoryActor;
+  /** When (ISO 8601): the history's time where it was recorded, else when the holder found out. */
+  at: string;
+  /** Whether `at` is the history's record of the event (else only when it was found). */
+  recorded: boolean;
+  /** Who holds the area's lock now, for `replaced`. */
+  now?: LockInfo;
+}
+
+/** The lease whose lock went: enough to find its end in the history. */
+export interface LostLease {
+  staticDir: string;
+  tag: string;
+  dir: string;
+  fence: number;
+  holder: Pick<Holder, 'pid' | 'hostname' | 'token'>;
+}
+
+export interface ExplainOptions extends Partial<Timing> {
+  /**
+   * How long to look for the history's record of it: the breaker writes it right after the
+   * removal, and the holder may find its lock gone first. Default 2 s.
+   */
+  waitMs?: number;
+}
+
+const LOOK_EVERY_MS = 200;
+/** A destroy that follows the force-release it began with, by the same process, within this. */
+const DESTROY_WITHIN_MS = 60_000;
+
+/** Whether `e` ended this lease: a force-release or takeover of the lock with its fencing token. */
+function endedIt(e: HistoryEvent, lease: LostLease): boolean {
+  if (e.kind !== 'force-released' && e.kind !== 'taken-over') return false;
+  if (e.fence !== lease.fence) return false;
+  const p = e.previous;
+  return p === undefined || ((p.pid === undefined || p.pid === lease.holder.pid) && (p.hostname === undefined || p.hostname === lease.holder.hostname));
+}
+
+const sameActor = (a: HistoryActor, b: HistoryActor): boolean => a.pid === b.pid && a.hostname === b.hostname && a.user === b.user;
+
+/** The history's account of how the lease's lock ended, if it has one yet. */
+async function recorded(lease: LostLease): Promise<Pick<LockLoss, 'kind' | 'by' | 'at'> | undefined> {
+  const events = await history(lease.staticDir, { tag: lease.tag, limit: 50, warn: () => undefined }).catch(() => []);
+  for (let i = events.length - 1; i >= 0; i--) {
+    const e = events[i];
+    if (!endedIt(e, lease)) continue;
+    const t = Date.parse(e.time);
+    // Destroy --force removes the lock first, then the build: said as the destroy it was.
+    const destroyed = events.slice(i + 1).some((d) => d.kind === 'destroyed' && sameActor(d.holder, e.holder) && Math.abs(Date.parse(d.time) - t) <= DESTROY_WITHIN_MS);
+    return { kind: destroyed ? 'destroyed' : e.kind === 'taken-over' ? 'taken-over' : 'force-released', by: e.holder, at: e.time };
+  }
+  return undefined;
+}
+
+/**
+ * How a lease's lock was lost, and by whom: from the history (waiting up to `waitMs` for its
+ * record), else from what is found at the area now. Never rejects.
+ */
+export async function explainLoss(lease: LostLease, options: ExplainOptions = {}): Promise<LockLoss> {
+  const base = { staticDir: lease.staticDir, tag: lease.tag, dir: lease.dir };
+  const deadline = Date.now() + (options.waitMs ?? 2_000);
+  for (;;) {
+    const found = await recorded(lease);
+    if (found !== undefined) return { ...base, ...found, recorded: true };
+    let now: LockInfo | undefined;
+    try {
+      now = await inspect(lease.staticDir, lease.tag, options);
+    } catch (err) {
+      const code = errnoCode(err);
+      if (code !== undefined && UNREACHED_ERRNOS.has(code)) return { ...base, kind: 'unreachable', at: new Date().toISOString(), recorded: false };
+    }
+    if (Date.now() >= deadline) {
+      const at = new Date().toISOString();
+      if (now !== undefined && now.exists && now.state !== 'free' && now.holder?.token !== lease.holder.token) return { ...base, kind: 'replaced', at, recorded: false, now };
+      return { ...base, kind: 'removed', at, recorded: false };
+    }
+    await new Promise((resolve) => setTimeout(resolve, LOOK_EVERY_MS));
+  }
+}
+
+/** Who did it, for text: `user@host (pid 42, purpose)`, as the history recorded them. */
+export function describeActor(a: HistoryActor): string {
+  return describeHolder({ state: 'held', holder: { ...a, acquiredAt: '', token: '', staleMs: 0, refreshMs: 0 } });
+}
+
+/**
+ * How the lock went, in words that follow "it was", for text output and logs (the editor words its
+ * own): `force-released by bob@vm (pid 42) at 2026-…Z`. Co-users' fields go through `printable`.
+ */
+export function lossWords(l: LockLoss): string {
+  const who = l.by !== undefined ? describeActor(l.by) : 'another process';
+  const when = printableTime(l.at);
+  switch (l.kind) {
+    case 'force-released':
+      return `force-released by ${who} at ${when}`;
+    case 'taken-over':
+      return `taken over by ${who} at ${when}, who found it stale (its heartbeat had stopped for longer than the stale threshold)`;
+    case 'destroyed':
+      return `force-released by ${who} at ${when}, who destroyed the build`;
+    case 'replaced':
+      return `removed by another process, which recorded nothing; ${l.now !== undefined ? describeHolder(l.now) : 'another process'} holds it now (found at ${when})`;
+    case 'removed':
+      return `removed by another process, which recorded nothing (found at ${when})`;
+    case 'unreachable':
+      return `not refreshed, because ${printable(l.staticDir)} could not be reached (found at ${when})`;
+  }
+}
+
+/** One sentence for the command line: `Lost the lock on <dir>: it was <how>. Work done under it may be incomplete.` */
+export function lossSentence(l: LockLoss): string {
+  return `Lost the lock on ${printable(l.dir)}: it was ${lossWords(l)}. Work done under it may be incomplete.`;
+}
