@@ -1,7 +1,7 @@
 /**
  * Shared pieces of the adversarial suites (test/unit/attack-*.test.ts): canary trees outside the
  * static directory hashed before and after, commands run under a deadline, and checks of an area
- * against its manifest. They only rely on the documented on-disk protocol (README.md).
+ * against its manifest. They only rely on the documented on-disk protocol (docs/protocol.md).
  */
 import { spawn, spawnSync, type SpawnOptions } from 'child_process';
 import * as crypto from 'crypto';

@@ -1,6 +1,6 @@
 /**
  * The on-disk protocol: names every party sharing a static directory must agree on.
- * The README's "On-disk protocol" section describes the same thing for other tools.
+ * docs/protocol.md describes the same thing for other tools.
  */
 import { sha256Hex } from './crypto';
 import type { Timing } from './types';

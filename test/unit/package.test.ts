@@ -347,21 +347,36 @@ describe('the README', () => {
     assert.deepEqual(files.filter((f) => !map.includes(`| \`${f}\` |`)), [], 'test/unit/README.md has a row for each');
   });
 
-  it('names every command and option of devserver-stage', async function () {
+  it('links to every document of docs/, and each link of a document leads to a file that is there', () => {
+    const docs = fs.readdirSync(path.join(ROOT, 'docs')).filter((f) => f.endsWith('.md'));
+    assert.ok(docs.length >= 5, docs.join(' '));
+    for (const d of docs) assert.ok(text.includes(`](docs/${d})`), `the README links to docs/${d}`);
+    for (const d of ['README.md', ...docs.map((f) => `docs/${f}`)]) {
+      const body = fs.readFileSync(path.join(ROOT, d), 'utf8');
+      for (const m of body.matchAll(/\]\(([^)#\s]+)(#[^)\s]*)?\)/g)) {
+        if (/^[a-z]+:/i.test(m[1])) continue;
+        assert.ok(fs.existsSync(path.join(ROOT, path.dirname(d), m[1])), `${d} links to ${m[1]}, which is there`);
+      }
+    }
+  });
+
+  it('names every command and option of devserver-stage in docs/cli.md, and every command in its own section', async function () {
     this.timeout(60_000);
+    const reference = fs.readFileSync(path.join(ROOT, 'docs', 'cli.md'), 'utf8');
     const top = await run(process.execPath, [CLI, '--help']);
     assert.equal(top.code, 0, top.stderr);
     const section = (help: string, name: string): string => help.split(`${name}:\n`)[1]?.split('\n\n')[0] ?? '';
     const commands = [...section(top.stdout, 'Commands').matchAll(/^ {2}([a-z][\w-]*)/gm)].map((m) => m[1]).filter((c) => c !== 'help');
     assert.ok(commands.length >= 10, commands.join(' '));
     const optionsOf = (help: string): string[] => [...section(help, 'Options').matchAll(/^ {2}(?:-\w, )?(--[\w-]+)/gm)].map((m) => m[1]).filter((o) => o !== '--help');
-    for (const option of optionsOf(top.stdout)) assert.ok(text.includes(`\`${option}`) || text.includes(`, \`${option}`), `the README has the global option ${option}`);
+    for (const option of optionsOf(top.stdout)) assert.ok(reference.includes(`\`${option}`) || reference.includes(`, \`${option}`), `docs/cli.md has the global option ${option}`);
     for (const command of commands) {
-      assert.ok(text.includes(`| \`${command}`), `the README's table has ${command}`);
+      assert.ok(reference.includes(`| \`${command}`), `docs/cli.md's table has ${command}`);
+      assert.ok(text.includes(`\`${command}\``), `the README's section on the command-line tool names ${command}`);
       const help = await run(process.execPath, [CLI, command, '--help']);
       assert.equal(help.code, 0, help.stderr);
-      const row = text.split('\n').find((l) => l.startsWith(`| \`${command}`))!;
-      for (const option of optionsOf(help.stdout)) assert.ok(row.includes(option), `the README's row of ${command} has ${option}`);
+      const row = reference.split('\n').find((l) => l.startsWith(`| \`${command}`))!;
+      for (const option of optionsOf(help.stdout)) assert.ok(row.includes(option), `docs/cli.md's row of ${command} has ${option}`);
     }
   });
 });
@@ -386,6 +401,11 @@ const SHIPPED = [
   'extension/l10n/bundle.l10n.json',
   'extension/readme.md',
   'extension/SECURITY.md',
+  // The documents the README links to.
+  ...fs
+    .readdirSync(path.join(ROOT, 'docs'))
+    .filter((f) => f.endsWith('.md'))
+    .map((f) => `extension/docs/${f}`),
   'extension/changelog.md',
   'extension/LICENSE.txt',
   'extension/dist/extension.js',
