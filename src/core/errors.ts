@@ -41,7 +41,7 @@ export type NextStep =
   | { kind: 'repair-manifest'; file: string; tag?: string }
   /** Destroy the build and stage it anew. */
   | { kind: 'destroy'; tag?: string }
-  /** Verify the build with a reader that takes its whole manifest. */
+  /** Verify the build with the command-line tool, which reads its whole manifest. */
   | { kind: 'verify'; tag?: string }
   /** Free space on the filesystem of `dir` (or stage onto a larger one). */
   | { kind: 'free-space'; dir: string }
@@ -118,13 +118,13 @@ function stepWords(step: NextStep): string {
     case 'destroy':
       return 'destroy the build and stage it anew';
     case 'verify':
-      return 'verify the build with a reader that takes the whole manifest';
+      return 'the command-line tool reads it in full';
     case 'free-space':
       return 'free some space or stage onto a larger filesystem';
     case 'raise-size-limit':
       return 'raise the size limit if the build really is that large';
     case 'give-static-dir':
-      return 'name one';
+      return 'give the static directory to use';
   }
 }
 
