@@ -35,7 +35,7 @@ export class CommandContext {
   staticDir(): string {
     const dir = this.globals.staticDir;
     if (dir === undefined || dir === '') {
-      throw new StagingError('EBADSTATICDIR', 'No static directory given: pass --static-dir DIR or set DEVSERVER_STATIC_DIR.');
+      throw new StagingError('EBADSTATICDIR', 'No static directory given.', { reason: 'no-static-dir', next: [{ kind: 'give-static-dir' }] });
     }
     return dir;
   }

@@ -6,6 +6,7 @@ import * as fs from 'fs';
 import * as os from 'os';
 import type { StagingError } from '../core/errors';
 import { jsonText, messageText, terminalText } from '../core/format';
+import { cliMessage } from './nextSteps';
 
 /** The code of errors in how the tool was called (unknown command or option, missing or bad argument). */
 export const USAGE_CODE = 'EUSAGE';
@@ -38,11 +39,13 @@ export class Interrupted extends Error {
 export function formatError(err: unknown, json: boolean): string {
   if (err instanceof Interrupted) return formatError(err.error, json);
   const e = (typeof err === 'object' && err !== null ? err : {}) as Partial<StagingError> & { message?: unknown };
-  const message = typeof e.message === 'string' ? e.message : String(err);
+  const message = typeof e.message === 'string' ? cliMessage({ ...e, message: e.message }) : String(err);
   if (!json) return messageLine(message);
   const body: Record<string, unknown> = { code: typeof e.code === 'string' ? e.code : 'EIO', message };
   if (e.path !== undefined) body.path = e.path;
   if (e.lock !== undefined) body.lock = e.lock;
+  if (e.reason !== undefined) body.reason = e.reason;
+  if (e.next !== undefined) body.next = e.next;
   return `${jsonText({ error: body })}\n`;
 }
 
@@ -63,9 +66,10 @@ export function messageLine(message: string): string {
 export function warner(write: (line: string) => void, json: boolean): (warning: StagingError) => void {
   const said = new Set<string>();
   return (w) => {
-    if (said.has(w.message)) return;
-    said.add(w.message);
-    write(json ? `${jsonText({ warning: { code: w.code, message: w.message, ...(w.path !== undefined ? { path: w.path } : {}) } })}\n` : messageLine(`warning: ${w.message}`));
+    const message = cliMessage(w);
+    if (said.has(message)) return;
+    said.add(message);
+    write(json ? `${jsonText({ warning: { code: w.code, message, ...(w.path !== undefined ? { path: w.path } : {}) } })}\n` : messageLine(`warning: ${message}`));
   };
 }
 

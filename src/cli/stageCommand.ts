@@ -10,6 +10,7 @@ import { commandMain } from './context';
 import { queueNotice } from './format';
 import { Interrupted, STOPPING, jsonText, messageLine, printable, stderr, stdout, useStreams } from './output';
 import { StageProgressView, type ProgressOutput } from './progress';
+import { cliMessage } from './nextSteps';
 import { formatBytes, formatCount, formatRate } from './units';
 
 export type StageCommandOptions = Omit<StageOptions, 'signal' | 'onProgress'>;
@@ -78,7 +79,7 @@ export async function runStage(staticDir: string, tag: string, sources: readonly
       signal: controller.signal,
       onProgress: (p) => view.update(p),
       // A warning goes on a line of its own, not into the progress line.
-      warn: (w) => (options.warn !== undefined ? (view.clear(), options.warn(w)) : say(`warning: ${w.message}`)),
+      warn: (w) => (options.warn !== undefined ? (view.clear(), options.warn(w)) : say(`warning: ${cliMessage(w)}`)),
     });
   } catch (err) {
     view.clear();

@@ -5,6 +5,7 @@
 import type { AreaUsage, PruneResult } from '../core/usage';
 import { formatDuration, messageText, printable } from '../core/format';
 import { formatBytes } from './units';
+import { cliMessage } from './nextSteps';
 
 /** Rows in aligned columns under a header; the last column is not padded. */
 export function table(header: readonly string[], rows: readonly string[][], rightAligned: ReadonlySet<number> = new Set()): string {
@@ -54,7 +55,7 @@ export function formatPrune(r: PruneResult): string {
   const rows: string[][] = [
     ...r.removed.map((c) => [r.dryRun ? 'would remove' : 'removed', printable(c.tag), formatBytes(c.bytes), messageText(c.reason)]),
     ...r.skipped.map((c) => ['skipped', printable(c.tag), formatBytes(c.bytes), messageText(c.skippedBecause)]),
-    ...r.failed.map((c) => ['failed', printable(c.tag), formatBytes(c.bytes), messageText(`${c.error.code}: ${c.error.message}`)]),
+    ...r.failed.map((c) => ['failed', printable(c.tag), formatBytes(c.bytes), messageText(`${c.error.code}: ${cliMessage(c.error)}`)]),
   ];
   const plural = (n: number): string => `${n} area${n === 1 ? '' : 's'}`;
   const totals = [`${r.dryRun ? 'Would remove' : 'Removed'} ${plural(r.removed.length)}, ${formatBytes(r.bytes)}`];

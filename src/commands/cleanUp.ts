@@ -1,7 +1,7 @@
 import * as vscode from 'vscode';
 import { parseDuration } from '../cli/units';
 import { formatBytes, formatDuration, prune, type PruneResult } from '../core';
-import { withoutCliHints } from '../errors';
+import { errorMessage } from '../errors';
 import { dialogDetail } from '../prompts';
 import type { Node } from '../tree/provider';
 import { registerCommand, type Uses } from './command';
@@ -42,7 +42,7 @@ function keptBecause(s: Skipped): string {
   if (lock !== undefined && s.state === 'held') return vscode.l10n.t('held by {0}', holderOf(lock));
   if (lock !== undefined && s.state === 'stale') return vscode.l10n.t('its lock is stale (last held by {0}): kept in case its holder comes back', holderOf(lock));
   if (lock !== undefined && s.state === 'legacy') return vscode.l10n.t('legacy lock of {0}', holderOf(lock));
-  return withoutCliHints(s.skippedBecause);
+  return s.skippedBecause;
 }
 
 /**
@@ -159,7 +159,7 @@ export function cleanUpCommand(ctx: Uses<'windowLocks'>): vscode.Disposable {
       result.removed.length === 1 ? vscode.l10n.t('Removed 1 build from {0} ({1}).', where, formatBytes(result.bytes)) : vscode.l10n.t('Removed {0} builds from {1} ({2}).', result.removed.length, where, formatBytes(result.bytes)),
       ...(locked.length > 0 ? [vscode.l10n.t('Kept, because locked: {0}.', locked.map((s) => `${s.tag} (${keptBecause(s)})`).join('; '))] : []),
       ...(changed.length > 0 ? [vscode.l10n.t('Kept, because they changed after you were asked: {0}.', changed.map((s) => `${s.tag} (${keptBecause(s)})`).join('; '))] : []),
-      ...(result.failed.length > 0 ? [vscode.l10n.t('Failed: {0}.', result.failed.map((f) => `${f.tag} (${withoutCliHints(f.error.message)})`).join('; '))] : []),
+      ...(result.failed.length > 0 ? [vscode.l10n.t('Failed: {0}.', result.failed.map((f) => `${f.tag} (${errorMessage(f.error)})`).join('; '))] : []),
     ];
     const showLog = vscode.l10n.t('Show Log');
     void prompts.notify(result.failed.length > 0 ? 'warning' : 'info', parts.join(' '), showLog).then((choice) => {

@@ -6,7 +6,7 @@
 import * as os from 'os';
 import * as path from 'path';
 import * as vscode from 'vscode';
-import { MANIFEST_FILE, isStagingError, type ErrorCode, type StagingError } from '../core';
+import { MANIFEST_FILE, isStagingError, type ErrorCode, type NextStep, type StagingError } from '../core';
 import { errorMessage } from '../errors';
 import { clipboardText } from '../shown';
 import { holderOf, locate, sinceOf } from './targets';
@@ -37,6 +37,42 @@ const forceReleaseAction = (staticDir: string, tag: string): ErrorAction => run(
 const cleanUpAction = (p: string): ErrorAction => run(vscode.l10n.t('Clean Up…'), 'devserverStaging.cleanUp', undefined, undefined, { path: p });
 const openSettings = (): ErrorAction => run(vscode.l10n.t('Open Settings'), 'workbench.action.openSettings', 'devserverStaging.staticDirs');
 
+/**
+ * The button that takes a next step of the core, where the editor has one: the core says what can
+ * be done, the extension offers its own command for it. Steps about builds outside the configured
+ * static directories get none.
+ */
+function stepAction(step: NextStep, err: StagingError, where: Where): ErrorAction | undefined {
+  switch (step.kind) {
+    case 'wait':
+    case 'join-line':
+      return run(vscode.l10n.t('Lock When Free'), 'devserverStaging.lockWhenFree', undefined, undefined, { staticDir: step.staticDir, tag: step.tag });
+    case 'force-release':
+      return forceReleaseAction(step.staticDir, step.tag);
+    case 'add':
+      return run(vscode.l10n.t('Add Artifacts…'), 'devserverStaging.addArtifacts', undefined, undefined, { staticDir: step.staticDir, tag: step.tag });
+    case 'repair-manifest':
+      return run(vscode.l10n.t('Open Manifest'), 'vscode.open', vscode.Uri.file(step.file));
+    case 'destroy': {
+      const at = err.path !== undefined ? where(path.basename(err.path) === MANIFEST_FILE ? path.dirname(err.path) : err.path) : undefined;
+      return at !== undefined && at.tag !== '' ? run(vscode.l10n.t('Destroy…'), 'devserverStaging.destroy', undefined, undefined, { staticDir: at.staticDir, tag: at.tag }) : undefined;
+    }
+    case 'free-space':
+      return where(step.dir) !== undefined ? cleanUpAction(step.dir) : undefined;
+    case 'give-static-dir':
+      return run(vscode.l10n.t('Add Static Directory…'), 'devserverStaging.chooseStaticDir');
+    case 'verify':
+    case 'raise-size-limit':
+      // Neither has a command here: the editor verifies with the same bounded reader, and sets no size limit.
+      return undefined;
+  }
+}
+
+/** The buttons of an error's next steps, in the core's order. */
+function stepActions(err: StagingError, where: Where): ErrorAction[] {
+  return (err.next ?? []).map((s) => stepAction(s, err, where)).filter((a): a is ErrorAction => a !== undefined);
+}
+
 /** Errors of the filesystem, by errno: the same words whether the core or the editor met them. */
 function fsError(errno: string | undefined, p: string | undefined, fallback: string, where: Where): ShownError | undefined {
   const shown = p ?? vscode.l10n.t('a file');
@@ -57,13 +93,15 @@ function fsError(errno: string | undefined, p: string | undefined, fallback: str
 type Describe = (err: StagingError, where: Where) => ShownError | undefined;
 
 const BY_CODE: Partial<Record<ErrorCode, Describe>> = {
-  ELOCKED(err) {
+  ELOCKED(err, where) {
     const lock = err.lock;
     if (lock === undefined) return undefined;
     const tag = lock.tag;
     const since = sinceOf(lock);
     const message =
-      lock.state === 'legacy'
+      err.next?.some((s) => s.kind === 'join-line') === true
+        ? vscode.l10n.t('{0} is free, but others are waiting for it in line, and those who wait go first: Lock When Free takes a place in that line.', tag)
+        : lock.state === 'legacy'
         ? vscode.l10n.t('{0} has a legacy lock of {1}. Locks of the Python devserver are never taken over: force-release it if its holder is gone.', tag, holderOf(lock))
         : lock.state === 'stale'
           ? vscode.l10n.t('{0} has a stale lock of {1} that could not be taken over{2}.', tag, holderOf(lock), lock.staleReason !== undefined ? ` (${lock.staleReason})` : '')
@@ -72,9 +110,8 @@ const BY_CODE: Partial<Record<ErrorCode, Describe>> = {
             : vscode.l10n.t('{0} is held by {1}.', tag, holderOf(lock));
     const purpose = lock.holder?.purpose;
     const said = purpose !== undefined && purpose !== '' ? `${message} ${vscode.l10n.t('Its purpose: “{0}”.', purpose)}` : message;
-    // Waiting in line is the everyday answer to a held lock; breaking it, the exception.
-    const wait = run(vscode.l10n.t('Lock When Free'), 'devserverStaging.lockWhenFree', undefined, undefined, { staticDir: lock.staticDir, tag });
-    return { message: said, actions: lock.state === 'legacy' ? [forceReleaseAction(lock.staticDir, tag)] : [wait, forceReleaseAction(lock.staticDir, tag)] };
+    // Waiting in line is the everyday answer to a held lock, breaking it the exception: the core's steps come in that order.
+    return { message: said, actions: stepActions(err, where) };
   },
   EEXIST(err, where) {
     const at = where(err.path);
@@ -93,37 +130,32 @@ const BY_CODE: Partial<Record<ErrorCode, Describe>> = {
   EBADSTATICDIR(err) {
     const dir = err.path;
     if (dir === undefined) return { message: vscode.l10n.t('No static directory is configured.'), actions: [run(vscode.l10n.t('Add Static Directory…'), 'devserverStaging.chooseStaticDir')] };
-    if (/does not exist/.test(err.message)) {
+    if (err.reason === 'missing') {
       return {
         message: vscode.l10n.t('The static directory {0} does not exist.', dir),
         actions: [run(vscode.l10n.t('Create Directory'), 'devserverStaging.createStaticDir', undefined, undefined, { dir }), openSettings()],
       };
     }
-    if (/not a directory/.test(err.message)) return { message: vscode.l10n.t('The static directory {0} is not a directory.', dir), actions: [openSettings()] };
+    if (err.reason === 'not-a-directory') return { message: vscode.l10n.t('The static directory {0} is not a directory.', dir), actions: [openSettings()] };
     return { message: errorMessage(err), actions: [openSettings()] };
   },
   ETOOBIG(err, where) {
-    // Which limit: the free space of the filesystem, or the size limit of one staging.
-    if (/filesystem fills/.test(err.message)) {
-      return { message: errorMessage(err).replace(/Free some space or /, vscode.l10n.t('Clean up old builds or ')), actions: err.path !== undefined && where(err.path) !== undefined ? [cleanUpAction(err.path)] : [] };
-    }
-    return { message: errorMessage(err).replace(/ Raise the size limit[^.]*\./, ''), actions: [] };
+    // Which limit: the free space of the filesystem, or the size limit of one staging (not set in the editor).
+    if (err.reason === 'free-space') return { message: `${err.facts} ${vscode.l10n.t('Clean up old builds or stage onto a larger filesystem.')}`, actions: stepActions(err, where) };
+    return { message: err.reason === 'max-size' ? err.facts : errorMessage(err), actions: stepActions(err, where) };
   },
   ECORRUPT(err, where) {
     const file = err.path;
     if (file === undefined) return undefined;
     const at = where(path.basename(file) === MANIFEST_FILE ? path.dirname(file) : file);
-    const what = /is damaged: (.*?)\. Nothing was changed/s.exec(err.message)?.[1];
+    const what = err.detail;
     const build = at?.tag ?? path.dirname(file);
     return {
       message:
         (what !== undefined ? vscode.l10n.t('The manifest of {0} is damaged: {1}. Nothing was changed.', build, what) : vscode.l10n.t('The manifest of {0} is damaged. Nothing was changed.', build)) +
         ' ' +
         vscode.l10n.t('To repair it, move the manifest aside and stage the build’s sources again with Add Artifacts…, or destroy the build and stage it anew.'),
-      actions: [
-        run(vscode.l10n.t('Open Manifest'), 'vscode.open', vscode.Uri.file(file)),
-        ...(at !== undefined ? [run(vscode.l10n.t('Destroy…'), 'devserverStaging.destroy', undefined, undefined, { staticDir: at.staticDir, tag: at.tag })] : []),
-      ],
+      actions: stepActions(err, where),
     };
   },
   EUNFINISHED(err, where) {
@@ -152,7 +184,7 @@ export function describeError(err: unknown, staticDirs: readonly string[]): Show
   if (isStagingError(err)) {
     const shown = BY_CODE[err.code]?.(err, where);
     if (shown !== undefined) return shown;
-    return { message: errorMessage(err), actions: [] };
+    return { message: errorMessage(err), actions: stepActions(err, where) };
   }
   const errno = errnoCodeOf(err);
   return fsError(errno, (err as NodeJS.ErrnoException | undefined)?.path, errorMessage(err), where) ?? { message: errorMessage(err), actions: [] };

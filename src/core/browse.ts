@@ -156,9 +156,8 @@ export async function readOpenedArtifacts(area: Area, build: Dir, maxBytes = MAX
     throw new StagingError(
       'ENOMANIFEST',
       `The build ${area.tag} (${area.dir}) has no manifest (${MANIFEST_FILE}), so there is nothing to verify it against: ` +
-        'it was not staged by this tool, or its staging never finished. To record its artifacts, stage its sources again ' +
-        `with \`devserver-stage stage --add ${area.tag} SOURCE...\` (files already there are hashed and recorded).`,
-      { path: shown },
+        'it was not staged by this tool, or its staging never finished.',
+      { path: shown, next: [{ kind: 'add', staticDir: area.staticDir, tag: area.tag }] },
     );
   }
   return parseArtifacts(bytes, shown, options);

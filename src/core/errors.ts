@@ -23,6 +23,52 @@ export type ErrorCode =
   | 'EUNFINISHED' // the area holds a staging cut off mid-commit whose undo could not finish yet (a full disk, an I/O error); nothing of it is lost
   | 'EIO'; // any other filesystem failure, with the cause attached
 
+/**
+ * What the user can do about a failure, as data: the core says it in plain words (`nextStepWords`),
+ * the command-line tool with its flags and commands, the extension with its buttons. A step names
+ * the build it is about where the core knows it.
+ */
+export type NextStep =
+  /** Wait for the lock on `tag` to be released. */
+  | { kind: 'wait'; staticDir: string; tag: string }
+  /** Wait for `tag` too, to take a place in the line of those who wait for it. */
+  | { kind: 'join-line'; staticDir: string; tag: string }
+  /** Force-release the lock on `tag` if its holder is gone. */
+  | { kind: 'force-release'; staticDir: string; tag: string }
+  /** Stage the build's sources again into it, so its artifacts are recorded. */
+  | { kind: 'add'; staticDir: string; tag: string }
+  /** Move the damaged manifest `file` aside and stage the build's sources again into it. */
+  | { kind: 'repair-manifest'; file: string; tag?: string }
+  /** Destroy the build and stage it anew. */
+  | { kind: 'destroy'; tag?: string }
+  /** Verify the build with the command-line tool, which reads its whole manifest. */
+  | { kind: 'verify'; tag?: string }
+  /** Free space on the filesystem of `dir` (or stage onto a larger one). */
+  | { kind: 'free-space'; dir: string }
+  /** Raise the size limit of one staging, now `maxBytes`. */
+  | { kind: 'raise-size-limit'; maxBytes: number }
+  /** Name a static directory: none was given. */
+  | { kind: 'give-static-dir' };
+
+/** Which failure of its code an error is, where callers tell them apart. */
+export type ErrorReason =
+  | 'no-static-dir' // EBADSTATICDIR: none given
+  | 'missing' // EBADSTATICDIR: it does not exist
+  | 'not-a-directory' // EBADSTATICDIR: it is something else
+  | 'free-space' // ETOOBIG: the staging would leave its filesystem with less than the margin
+  | 'max-size' // ETOOBIG: the staging would write more than its size limit
+  | 'manifest-size'; // ETOOBIG: a manifest too large to parse where it was asked for
+
+export interface StagingErrorExtra {
+  path?: string;
+  lock?: LockInfo;
+  cause?: unknown;
+  changed?: true;
+  next?: readonly NextStep[];
+  reason?: ErrorReason;
+  detail?: string;
+}
+
 export class StagingError extends Error {
   override readonly name = 'StagingError';
   readonly code: ErrorCode;
@@ -32,14 +78,60 @@ export class StagingError extends Error {
   readonly lock?: LockInfo;
   /** For ELOCKED: the lock is not the one the caller named (an `expect` option), so nothing was done. */
   readonly changed?: true;
+  /** What the user can do next, the alternatives in order; the message ends with them in words. */
+  readonly next?: readonly NextStep[];
+  /** Which failure of its code this is, where that matters to a caller. */
+  readonly reason?: ErrorReason;
+  /** For ECORRUPT: what is wrong with the record, in words. */
+  readonly detail?: string;
+  /** The message without its next steps: what happened. */
+  readonly facts: string;
 
-  constructor(code: ErrorCode, message: string, extra: { path?: string; lock?: LockInfo; cause?: unknown; changed?: true } = {}) {
-    super(message, extra.cause === undefined ? undefined : { cause: extra.cause });
+  /** `facts` say what happened; the words of `next`, if any, are added to make the message. */
+  constructor(code: ErrorCode, facts: string, extra: StagingErrorExtra = {}) {
+    const next = extra.next !== undefined && extra.next.length > 0 ? extra.next : undefined;
+    super(next === undefined ? facts : `${facts} ${nextStepWords(next)}`, extra.cause === undefined ? undefined : { cause: extra.cause });
     this.code = code;
+    this.facts = facts;
     if (extra.path !== undefined) this.path = extra.path;
     if (extra.lock !== undefined) this.lock = extra.lock;
     if (extra.changed === true) this.changed = true;
+    if (next !== undefined) this.next = next;
+    if (extra.reason !== undefined) this.reason = extra.reason;
+    if (extra.detail !== undefined) this.detail = extra.detail;
   }
+}
+
+/** One next step as a clause of plain words, naming no command or flag. */
+function stepWords(step: NextStep): string {
+  switch (step.kind) {
+    case 'wait':
+      return 'wait for it to be released';
+    case 'join-line':
+      return 'wait for it too to take a place in line';
+    case 'force-release':
+      return 'force-release it if its holder is gone';
+    case 'add':
+      return 'to record its artifacts, stage its sources again into it (files already there are hashed and recorded)';
+    case 'repair-manifest':
+      return "to repair it, move it aside and stage the build's sources again into the build (files already there are hashed again and recorded; overwrite those that differ)";
+    case 'destroy':
+      return 'destroy the build and stage it anew';
+    case 'verify':
+      return 'the command-line tool reads it in full';
+    case 'free-space':
+      return 'free some space or stage onto a larger filesystem';
+    case 'raise-size-limit':
+      return 'raise the size limit if the build really is that large';
+    case 'give-static-dir':
+      return 'give the static directory to use';
+  }
+}
+
+/** Next steps as one sentence of alternatives: "Wait for it to be released, or force-release it if its holder is gone." */
+export function nextStepWords(next: readonly NextStep[], words: (step: NextStep) => string = stepWords): string {
+  const text = next.map(words).join(', or ');
+  return `${text.charAt(0).toUpperCase()}${text.slice(1)}.`;
 }
 
 export function isStagingError(err: unknown, code?: ErrorCode): err is StagingError {

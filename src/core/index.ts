@@ -32,7 +32,7 @@ export type { VerifyOptions, VerifyProblem, VerifyProblemKind, VerifyProgress, V
 export { findBuildAbove } from './nesting';
 export { parseTag, isInside } from './tags';
 export { StagingError, isStagingError } from './errors';
-export type { ErrorCode } from './errors';
+export type { ErrorCode, ErrorReason, NextStep } from './errors';
 export { isOnThisMachine, isHolderAlive } from './holder';
 export { BUILD_MARKS, clampTiming, isProtocolName, isBookkeeping, DEFAULT_TIMING, LOCK_NAME, LOCK_TARGET, OWNER_FILE, META_DIR, AUDIT_LOG, HISTORY_DIR } from './protocol';
 export type { Holder, LegacyHolder, ListEntry, LockInfo, LockState, QueueEntry, Timing, Waiter } from './types';

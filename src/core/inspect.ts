@@ -74,7 +74,7 @@ export async function list(staticDir: string, subpath = '', options: Partial<Tim
   }
   const [{ entries, undecodable }, skew] = await Promise.all([
     readEntriesInSlices(dir, io.sync).catch((err: unknown) => {
-      if (errnoCode(err) === 'ENOENT') throw new StagingError('EBADSTATICDIR', `The directory ${dir} does not exist.`, { path: dir });
+      if (errnoCode(err) === 'ENOENT') throw new StagingError('EBADSTATICDIR', `The directory ${dir} does not exist.`, { path: dir, reason: 'missing' });
       throw asStagingError(err, 'list', dir);
     }),
     fsClockSkew(realStaticDir),

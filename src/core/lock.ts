@@ -10,7 +10,7 @@ import * as path from 'path';
 import * as lockfile from 'proper-lockfile';
 import { openDirIfThere, openDirWhere, type Dir } from './anchored';
 import { fsClockSkew } from './clock';
-import { StagingError, asStagingError, errnoCode } from './errors';
+import { StagingError, asStagingError, errnoCode, type NextStep } from './errors';
 import { printable } from './format';
 import { proposeToken, settleToken, stagedToken, type FenceContext } from './fence';
 import { makeHolder } from './holder';
@@ -303,14 +303,13 @@ export function describeHolder(info: Pick<LockInfo, 'state' | 'holder' | 'legacy
 
 function lockedError(info: LockInfo, line?: { shown: string; ahead: readonly QueueEntry[] }): StagingError {
   const what = info.state === 'legacy' ? 'a legacy devserver lock' : 'a lock';
-  const hint =
-    info.state === 'legacy'
-      ? ' Legacy locks are never taken over automatically: force-release it if its holder is gone.'
-      : ' Wait for it to be released (--wait), or force-release it if its holder is gone.';
+  const at = { staticDir: info.staticDir, tag: info.tag };
+  const legacy = info.state === 'legacy' ? ' Legacy locks are never taken over automatically.' : '';
+  const next: NextStep[] = info.state === 'legacy' ? [{ kind: 'force-release', ...at }] : [{ kind: 'wait', ...at }, { kind: 'force-release', ...at }];
   // A stale lock stands in the way only when it could not be taken over: say why.
   const stale = info.state === 'stale' && info.staleReason !== undefined ? ` It is stale (${info.staleReason}).` : '';
   const waiting = line !== undefined && line.ahead.length > 0 ? ` ${capitalized(inLine(line))}.` : '';
-  return new StagingError('ELOCKED', `${info.dir} is held: ${what} by ${describeHolder(info)}.${stale}${waiting}${hint}`, { path: info.lockPath, lock: info });
+  return new StagingError('ELOCKED', `${info.dir} is held: ${what} by ${describeHolder(info)}.${stale}${waiting}${legacy}`, { path: info.lockPath, lock: info, next });
 }
 
 /** `2 are waiting for it in line (<queue>), the first user@host (pid 42)`. */
@@ -330,11 +329,9 @@ async function queuedError(area: Area, opened: OpenedLockArea, timing: Timing, l
   const nowFs = Date.now() + (await fsClockSkew(area.realStaticDir));
   const { info } = await judgeLock({ ...area, opened: opened.dir }, timing, nowFs);
   if (info.state !== 'free') return lockedError(info, line);
-  const then =
-    waitedMs > 0
-      ? ` This one waited ${Math.round(waitedMs / 1000)} s and they were still ahead of it.`
-      : ' Those who wait go first: wait for it too (--wait) to take a place in line.';
-  return new StagingError('ELOCKED', `${area.dir} is free, but ${inLine(line)}.${then}`, { path: line.shown, lock: info });
+  const then = waitedMs > 0 ? ` This one waited ${Math.round(waitedMs / 1000)} s and they were still ahead of it.` : ' Those who wait go first.';
+  const next: NextStep[] = waitedMs > 0 ? [] : [{ kind: 'join-line', staticDir: area.staticDir, tag: area.tag }];
+  return new StagingError('ELOCKED', `${area.dir} is free, but ${inLine(line)}.${then}`, { path: line.shown, lock: info, next });
 }
 
 function sleep(ms: number, signal?: AbortSignal): Promise<void> {
@@ -483,9 +480,15 @@ function nestingError(area: Area, { info, relation }: NestingConflict): StagingE
   const tag = path.relative(area.staticDir, info.dir).split(path.sep).join('/');
   return new StagingError(
     'ELOCKED',
-    `${area.dir} cannot be locked: ${tag}, ${where}, is held by ${describeHolder(info)}, and holding an area covers everything below it. ` +
-      'Wait for it to be released (--wait), or force-release it if its holder is gone.',
-    { path: info.lockPath, lock: info },
+    `${area.dir} cannot be locked: ${tag}, ${where}, is held by ${describeHolder(info)}, and holding an area covers everything below it.`,
+    {
+      path: info.lockPath,
+      lock: info,
+      next: [
+        { kind: 'wait', staticDir: area.staticDir, tag: area.tag },
+        { kind: 'force-release', staticDir: area.staticDir, tag },
+      ],
+    },
   );
 }
 

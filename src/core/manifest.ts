@@ -136,11 +136,8 @@ export async function judgeManifest(text: ManifestText, file: string, options: J
   const corrupt = (what: string): StagingError =>
     new StagingError(
       'ECORRUPT',
-      `The manifest ${file} is damaged: ${what}. Nothing was changed. To repair it, move it aside ` +
-        `(mv '${file}' '${file}.damaged') and stage the build's sources again with \`devserver-stage stage --add TAG SOURCE...\` ` +
-        '(files already there are hashed again and recorded; add --overwrite where they differ), ' +
-        'or remove the area with `devserver-stage destroy TAG` and stage it anew.',
-      { path: file },
+      `The manifest ${file} is damaged: ${what}. Nothing was changed.`,
+      { path: file, detail: what, next: [{ kind: 'repair-manifest', file }, { kind: 'destroy' }] },
     );
   const maxParse = options.maxParse ?? Infinity;
   const sliced = text.length >= SLICED_FROM ? await parseInSlices(text, maxParse) : undefined;
@@ -149,9 +146,8 @@ export async function judgeManifest(text: ManifestText, file: string, options: J
     return {
       damaged: new StagingError(
         'ETOOBIG',
-        `The manifest ${file} was not read here: it is not laid out as this tool writes manifests, and parsing it would take more than ${maxParse} bytes at once. ` +
-          'The command-line tool reads it in full (`devserver-stage verify TAG` checks the build against it).',
-        { path: file },
+        `The manifest ${file} was not read here: it is not laid out as this tool writes manifests, and parsing it would take more than ${maxParse} bytes at once.`,
+        { path: file, reason: 'manifest-size', next: [{ kind: 'verify' }] },
       ),
     };
   }

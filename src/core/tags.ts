@@ -98,7 +98,7 @@ const staticCache = new Map<string, Promise<{ realStaticDir: string; io: Io }>>(
 /** Resolves and checks the static directory; the answer is cached because it is asked on every call. */
 export async function resolveStaticDir(staticDir: unknown): Promise<{ staticDir: string; realStaticDir: string; io: Io }> {
   if (typeof staticDir !== 'string' || staticDir.length === 0) {
-    throw new StagingError('EBADSTATICDIR', 'No static directory given: pass --static-dir DIR or set DEVSERVER_STATIC_DIR.');
+    throw new StagingError('EBADSTATICDIR', 'No static directory given.', { reason: 'no-static-dir', next: [{ kind: 'give-static-dir' }] });
   }
   if (staticDir.includes('\0')) throw new StagingError('EBADSTATICDIR', 'The static directory path contains a NUL character.');
   const abs = path.resolve(staticDir);
@@ -120,11 +120,11 @@ async function checkStaticDir(abs: string): Promise<{ realStaticDir: string; io:
     st = await statOf(real);
   } catch (err) {
     if (errnoCode(err) === 'ENOENT') {
-      throw new StagingError('EBADSTATICDIR', `The static directory ${abs} does not exist; create it or point to another one.`, { path: abs });
+      throw new StagingError('EBADSTATICDIR', `The static directory ${abs} does not exist; create it or point to another one.`, { path: abs, reason: 'missing' });
     }
     throw asStagingError(err, 'open the static directory', abs);
   }
-  if (!st.isDirectory()) throw new StagingError('EBADSTATICDIR', `The static directory ${abs} is not a directory.`, { path: abs });
+  if (!st.isDirectory()) throw new StagingError('EBADSTATICDIR', `The static directory ${abs} is not a directory.`, { path: abs, reason: 'not-a-directory' });
   return { realStaticDir: real, io: await ioForStaticDir(real, st.dev) };
 }
 

@@ -575,7 +575,7 @@ export async function prune(staticDir: string, options: PruneOptions = {}): Prom
     } catch (err) {
       if (isStagingError(err, 'ELOCKED')) {
         const lock = err.lock;
-        if (lock === undefined) skip(candidate, err.message);
+        if (lock === undefined) skip(candidate, err.facts);
         // destroy refuses an area with a lock held somewhere inside it, too.
         else if (lock.dir !== candidate.dir) skip(candidate, `${printable(tagOf(root, lock.dir))} inside it is held by ${describeHolder(lock)}`);
         else skip(candidate, heldBecause(lock.state, lock));

@@ -226,6 +226,18 @@ describe('the view of builds', function () {
     await vscode.commands.executeCommand('devserverStaging.releaseWindowLock', await nodeOf(tag));
   });
 
+  it('Lock When Free named by an error’s button (static directory and tag, no row) waits for that build', async () => {
+    const tag = 'kevin/R100-1.0.0';
+    const holder = await holdWithCli(staticDir, tag);
+    await waitFor(() => (ext.states.entry(staticDir, tag)?.state === 'held' ? true : undefined), 5_000, `${tag} held`);
+    const waiting = vscode.commands.executeCommand('devserverStaging.lockWhenFree', undefined, undefined, { staticDir, tag });
+    await waitFor(async () => ((await queueOf(staticDir, tag)).length === 1 ? true : undefined), 5_000, 'this window in the queue');
+    holder.kill('SIGTERM');
+    assert.ok((await waiting) !== undefined, 'the lock came');
+    assert.ok(ext.windowLocks.has(staticDir, tag));
+    await vscode.commands.executeCommand('devserverStaging.releaseWindowLock', await nodeOf(tag));
+  });
+
   it('Lock When Free cancelled gives its place in the queue up', async () => {
     const tag = 'kevin/R100-1.0.0';
     const holder = await holdWithCli(staticDir, tag);

@@ -152,7 +152,7 @@ const gone =
 
 /** Commands, and what each must give in each variant. */
 const COMMANDS: { name: string; args: (s: Sandbox) => string[]; expect: Record<Variant, Expect> }[] = [
-  { name: 'list', args: () => ['list'], expect: same({ code: 0, says: /free\s+board\b/ }) },
+  { name: 'list', args: () => ['list'], expect: same({ code: 0, says: /folder\s+board\b/ }) },
   { name: 'list board', args: () => ['list', 'board'], expect: same({ code: 0, says: /held\s+board\/b3\s+\?[\s\S]*legacy\s+board\/b4\s+python@unknown/ }) },
   { name: '--json list board', args: () => ['--json', 'list', 'board'], expect: same({ code: 0, says: /"tag": "board\/b3"[\s\S]*"unreadable": "[^"]*owner\.json/ }) },
   // A free area: no lock to judge, so no clock to measure.

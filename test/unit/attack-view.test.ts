@@ -540,7 +540,8 @@ describe('attack: the readers of a build (verify, the model, the details page)',
       fs.writeFileSync(`${file}.new`, JSON.stringify({ ...sound, x: new Array(2_100_000).fill({}) }));
       fs.renameSync(`${file}.new`, file);
       assert.ok(fs.statSync(file).size > 6 * 1024 * 1024);
-      const err = await rejectsWith(readBuildArtifacts(staticDir, 'eve/R1', undefined, { maxParse: 4 * 1024 * 1024 }), 'ETOOBIG', /devserver-stage verify/);
+      const err = await rejectsWith(readBuildArtifacts(staticDir, 'eve/R1', undefined, { maxParse: 4 * 1024 * 1024 }), 'ETOOBIG', /The command-line tool reads it in full\./);
+      assert.deepEqual([err.reason, err.next], ['manifest-size', [{ kind: 'verify' }]]);
       assert.ok(err.message.includes(file), err.message);
       // Without the limit (the command line), it is read in full: the same ten artifacts.
       assert.equal((await readBuildArtifacts(staticDir, 'eve/R1')).length, 10);

@@ -94,7 +94,7 @@ describe('devserver-stage', () => {
     const code = await exited;
     assert.equal(code, 1);
     assert.match(stderr, /Lost the lock on .*victim/);
-    assert.match(stderr, /Stopping sh/);
+    assert.match(stderr, /force-released by .* Stopped sh \(pid \d+\)\./);
   });
 
   it('lock forwards SIGTERM to the command and releases the lock', async () => {

@@ -1,19 +1,14 @@
 /**
  * What the extension shows a VS Code user: never a hint meant for the command line ("--wait",
- * "devserver-stage prune"), whether written in the extension or passed on from the core; and
- * artifacts looked at before they are opened, safely.
+ * "devserver-stage prune") written in the extension (next-steps.test.ts holds the core to the
+ * same); and artifacts looked at before they are opened, safely.
  */
 import { strict as assert } from 'assert';
 import { spawnSync } from 'child_process';
 import * as fs from 'fs';
 import * as path from 'path';
-import { acquire } from '../../src/core/lock';
-import { parseManifest } from '../../src/core/manifest';
-import { limitOf } from '../../src/core/stage/space';
-import { resolveStaticDir } from '../../src/core/tags';
 import { sniff, MAX_TEXT_BYTES } from '../../src/commands/sniff';
-import { CLI_HINT, errorMessage, withoutCliHints } from '../../src/errors';
-import { ROOT, cleanup, tempDir } from '../helpers';
+import { CLI_HINT, ROOT, cleanup, tempDir } from '../helpers';
 
 /** The extension's own sources: all of src/ but the core and the command line. */
 function extensionSources(): string[] {
@@ -35,44 +30,12 @@ describe('words a VS Code user reads', () => {
     assert.ok(files.some((f) => f.endsWith('extension.ts')) && files.length > 20, 'the sources were found');
     const found: string[] = [];
     for (const f of files) {
-      // CLI_HINT itself is the pattern, not a message.
-      for (const l of literals(fs.readFileSync(f, 'utf8'))) if (CLI_HINT.test(l) && !l.includes('\\b')) found.push(`${path.relative(ROOT, f)}: ${l}`);
+      for (const l of literals(fs.readFileSync(f, 'utf8'))) if (CLI_HINT.test(l)) found.push(`${path.relative(ROOT, f)}: ${l}`);
     }
     for (const f of ['package.nls.json', 'l10n/bundle.l10n.json']) {
       for (const [k, v] of Object.entries(JSON.parse(fs.readFileSync(path.join(ROOT, f), 'utf8')) as Record<string, string>)) if (CLI_HINT.test(v)) found.push(`${f} ${k}: ${v}`);
     }
     assert.deepEqual(found, []);
-  });
-
-  it('the core’s messages lose their command-line hints, and keep the rest', async () => {
-    const dir = tempDir('dss-words-');
-    try {
-      fs.mkdirSync(path.join(dir, 'eve', 'R1'), { recursive: true });
-      const lease = await acquire(dir, 'eve/R1', { createOnce: false });
-      const messages: string[] = [];
-      await acquire(dir, 'eve/R1', { createOnce: false }).catch((e: unknown) => messages.push(errorMessage(e)));
-      await acquire(dir, 'eve/R1/inner', { createOnce: false }).catch((e: unknown) => messages.push(errorMessage(e)));
-      await lease.release();
-      await parseManifest('{', '/srv/static/eve/R1/.devserver-staging.manifest.json').catch((e: unknown) => messages.push(errorMessage(e)));
-      messages.push(errorMessage(limitOf(1024, undefined).tooBig('x.tar', '/srv/static/eve/R1')));
-      messages.push(errorMessage(limitOf(1 << 30, { freeBytes: 300 << 20, marginBytes: 256 << 20 }).tooBig('x.tar', '/srv/static/eve/R1')));
-      await resolveStaticDir('').catch((e: unknown) => messages.push(errorMessage(e)));
-      assert.equal(messages.length, 6, messages.join('\n'));
-      for (const m of messages) {
-        assert.doesNotMatch(m, CLI_HINT, m);
-        assert.ok(m.length > 20 && m.endsWith('.'), m);
-      }
-      assert.match(messages[0], /is held: a lock by \S+@\S+ \(pid \d+\)/);
-      assert.match(messages[2], /is damaged: it is not JSON/);
-      assert.match(messages[5], /^No static directory given\.$/);
-    } finally {
-      cleanup(dir);
-    }
-  });
-
-  it('leaves paths alone that merely look like hints', () => {
-    const text = 'Could not read /srv/devserver-stage/x--y. Check it.';
-    assert.equal(withoutCliHints(text), text);
   });
 });
 

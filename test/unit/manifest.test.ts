@@ -5,6 +5,7 @@
 import { strict as assert } from 'assert';
 import * as fs from 'fs';
 import * as path from 'path';
+import type { StagingError } from '../../src/core/errors';
 import { parseManifest } from '../../src/core/manifest';
 import { stage } from '../../src/core/stage/stage';
 import { MANIFEST_FILE, type Manifest } from '../../src/core/stage/types';
@@ -58,7 +59,8 @@ describe('a damaged manifest', () => {
           assert.equal(err.path, file, what);
           assert.match(err.message, says, what);
           assert.ok(err.message.includes(file), `${what}: names the file`);
-          assert.match(err.message, /move it aside[\s\S]*devserver-stage stage --add[\s\S]*devserver-stage destroy/, `${what}: says how to repair`);
+          assert.match(err.message, /move it aside and stage the build's sources again[\s\S]*, or destroy the build and stage it anew\.$/, `${what}: says how to repair`);
+          assert.deepEqual((err as StagingError).next, [{ kind: 'repair-manifest', file }, { kind: 'destroy' }], what);
           return true;
         },
         what,
@@ -89,6 +91,7 @@ describe('a damaged manifest', () => {
     assert.equal(body.error.code, 'ECORRUPT');
     assert.equal(body.error.path, manifestPath);
     assert.match(body.error.message, /artifact "zz" is null/);
+    assert.match(body.error.message, /\(mv '.*'\) and stage the build's sources again with `devserver-stage stage --add TAG SOURCE\.\.\.`[\s\S]*`devserver-stage destroy TAG`/, 'the tool words the repair with its commands');
     assert.deepEqual(snapshot(dir), before, 'the area is as it was');
 
     const [area] = await usage(staticDir);

@@ -40,10 +40,13 @@ describe('staging keeps a safety margin of free space', () => {
     const e1 = byFree.tooBig('bomb.tar.gz#zeros', '/srv/static/eve/R1');
     assert.equal(e1.code, 'ETOOBIG');
     assert.match(e1.message, /would write more than 84\.0 MiB into \/srv\/static\/eve\/R1; stopped before the filesystem fills: it had 100 MiB free, and staging always leaves 16\.0 MiB of it free/);
-    assert.match(e1.message, /Free some space \(devserver-stage du, devserver-stage prune\)/);
+    assert.deepEqual([e1.reason, e1.next], ['free-space', [{ kind: 'free-space', dir: '/srv/static/eve/R1' }]]);
+    assert.match(e1.message, /Free some space or stage onto a larger filesystem\./);
     const byMax = limitOf(10 * MiB, { freeBytes: 100 * MiB, marginBytes: 16 * MiB });
     assert.equal(byMax.by, 'max-size');
-    assert.match(byMax.tooBig('x', '/d').message, /more than the size limit of 10\.0 MiB \(--max-size\).*Raise the size limit/);
+    const e2 = byMax.tooBig('x', '/d');
+    assert.match(e2.message, /more than the size limit of 10\.0 MiB into \/d; stopped\. Raise the size limit/);
+    assert.deepEqual([e2.reason, e2.next], ['max-size', [{ kind: 'raise-size-limit', maxBytes: 10 * MiB }]]);
     const full = limitOf(10 * MiB, { freeBytes: 5 * MiB, marginBytes: 16 * MiB });
     assert.equal(full.bytes, 0, 'below the margin already: nothing may be written');
     assert.equal(limitOf(10 * MiB, undefined).bytes, 10 * MiB, 'without statfs, only max-size');
@@ -198,7 +201,7 @@ describe('staging keeps a safety margin of free space', () => {
       // And where --max-size is the lower limit, the error names it.
       const capped = await run(process.execPath, [CLI, 'stage', '--add', '--max-size', '5M', 'eve/fits', more], { env: { ...process.env, DEVSERVER_STATIC_DIR: staticDir } });
       assert.equal(capped.code, 1);
-      assert.match(capped.stderr, /size limit of 5\.0 MiB \(--max-size\)/);
+      assert.match(capped.stderr, /size limit of 5\.0 MiB into .*Raise the size limit \(--max-size\)/);
     });
 
     it('the core reads the free space of the area’s own filesystem', async () => {

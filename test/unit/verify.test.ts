@@ -262,7 +262,8 @@ describe('verify', () => {
     fs.mkdirSync(path.join(staticDir, 'eve', 'R3'));
     fs.writeFileSync(path.join(staticDir, 'eve', 'R3', 'image.bin'), 'x');
     const e = await rejectsWith(verify(staticDir, 'eve/R3'), 'ENOMANIFEST', 'eve/R3');
-    assert.match(e.message, /stage --add eve\/R3/);
+    assert.deepEqual(e.next, [{ kind: 'add', staticDir, tag: 'eve/R3' }]);
+    assert.match(e.message, /stage its sources again/);
     fs.writeFileSync(path.join(area, MANIFEST_FILE), '{"version":1,"artifacts":{"x":null}}');
     await rejectsWith(verify(staticDir, 'eve/R1'), 'ECORRUPT', MANIFEST_FILE);
     fs.rmSync(path.join(area, MANIFEST_FILE));

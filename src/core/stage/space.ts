@@ -5,7 +5,7 @@
  * before its rollback gives the space back.
  */
 import * as fs from 'fs';
-import { StagingError } from '../errors';
+import { StagingError, type NextStep } from '../errors';
 import { formatBytes } from '../format';
 
 /** The margin is this share of the filesystem's size, */
@@ -67,12 +67,12 @@ export function limitOf(maxBytes: number, free: { freeBytes: number; marginBytes
     tooBig(source, dir) {
       const message =
         by === 'max-size'
-          ? `Staging ${source} would write more than the size limit of ${formatBytes(maxBytes)} (--max-size) into ${dir}; stopped. ` +
-            'Raise the size limit if the build really is that large.'
+          ? `Staging ${source} would write more than the size limit of ${formatBytes(maxBytes)} into ${dir}; stopped.`
           : `Staging ${source} would write more than ${formatBytes(bytes)} into ${dir}; stopped before the filesystem fills: ` +
             `it had ${formatBytes(free!.freeBytes)} free, and staging always leaves ${formatBytes(free!.marginBytes)} of it free ` +
-            `(${MARGIN_RULE}). Free some space (devserver-stage du, devserver-stage prune) or stage onto a larger filesystem.`;
-      return new StagingError('ETOOBIG', message, { path: dir });
+            `(${MARGIN_RULE}).`;
+      const next: NextStep = by === 'max-size' ? { kind: 'raise-size-limit', maxBytes } : { kind: 'free-space', dir };
+      return new StagingError('ETOOBIG', message, { path: dir, reason: by, next: [next] });
     },
   };
 }
