@@ -13,7 +13,7 @@ import * as fs from 'fs';
 import * as path from 'path';
 import { performance } from 'perf_hooks';
 import * as lockfile from 'proper-lockfile';
-import { acquire } from '../src/core/lock';
+import { acquire } from '../src/core/lock/lock';
 import { runAlone } from './alone';
 import { median, type Row } from './stats';
 

@@ -6,7 +6,7 @@
  * sends { type: 'released' }. Exits when the channel closes.
  */
 import { performance } from 'perf_hooks';
-import { acquire } from '../src/core/lock';
+import { acquire } from '../src/core/lock/lock';
 
 interface Wait {
   type: 'wait';

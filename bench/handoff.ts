@@ -16,7 +16,7 @@ import { spawn, type ChildProcess } from 'child_process';
 import * as fs from 'fs';
 import * as path from 'path';
 import { performance } from 'perf_hooks';
-import { acquire } from '../src/core/lock';
+import { acquire } from '../src/core/lock/lock';
 import { median, p95, type Row } from './stats';
 
 const wallMs = (): number => performance.timeOrigin + performance.now();

@@ -8,8 +8,8 @@
  */
 import * as fs from 'fs';
 import * as path from 'path';
-import { flushHistory, history, lastHeld, recordHistory, type HistoryEvent, type NewHistoryEvent } from '../src/core/history';
-import { HISTORY_DIR, META_DIR, historyDirOf, historySegmentName } from '../src/core/protocol';
+import { flushHistory, history, lastHeld, recordHistory, type HistoryEvent, type NewHistoryEvent } from '../src/core/log/history';
+import { HISTORY_DIR, META_DIR, historyDirOf, historySegmentName } from '../src/core/base/protocol';
 import { interleave, median, p95, type Row } from './stats';
 
 const TAG = 'eve-release/R120-15662.0.0';

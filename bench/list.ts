@@ -9,7 +9,7 @@
 import * as fs from 'fs';
 import * as path from 'path';
 import { performance } from 'perf_hooks';
-import { list } from '../src/core/inspect';
+import { list } from '../src/core/lock/inspect';
 import { runAlone } from './alone';
 import { longestBlock, measuresThreadCpu } from './blocks';
 import { interleave, median, p95, ratioOf, type Candidate, type Row } from './stats';

@@ -7,7 +7,7 @@
  */
 import * as path from 'path';
 import * as lockfile from 'proper-lockfile';
-import { acquire } from '../src/core/lock';
+import { acquire } from '../src/core/lock/lock';
 
 interface Go {
   type: 'go';

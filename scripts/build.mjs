@@ -56,7 +56,7 @@ const lockfileOnlyWhereUsed = {
 
 /*
  * proper-lockfile falls back to graceful-fs when it is not given an `fs`; the core always gives it
- * one (src/core/lockfs.ts), so graceful-fs would only be loaded to patch Node's fs for the whole
+ * one (src/core/lock/lockfs.ts), so graceful-fs would only be loaded to patch Node's fs for the whole
  * process (in VS Code, for every extension in the host) and cost a lock-taking command about
  * 6 ms of start-up. Its require is pointed at Node's own fs.
  */

@@ -5,7 +5,7 @@
  * tree's rows, the clipboard); Markdown surfaces (the details page, tooltips) have markdown.ts.
  * Free of `vscode`, so that unit tests check each against the grammar VS Code reads it with.
  */
-import { messageText, printable } from './core/format';
+import { messageText, printable } from './core/base/format';
 
 /**
  * VS Code makes `[label](command:…)`, `(https://…)` and `(file:…)` into links in a notification's

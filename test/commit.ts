@@ -2,14 +2,14 @@
  * What the tests of cut-off commits share: an old build and an addition that replaces some of its
  * artifacts and adds others (whole new directories, files into directories it has, a link), the
  * area's bytes as old-or-new, and stagers stopped at a named step of their commit
- * (`DEVSERVER_STAGING_PAUSE_AT`, see src/core/steps.ts) and then killed or continued.
+ * (`DEVSERVER_STAGING_PAUSE_AT`, see src/core/base/steps.ts) and then killed or continued.
  */
 import { strict as assert } from 'assert';
 import { spawn, type ChildProcess } from 'child_process';
 import * as crypto from 'crypto';
 import * as fs from 'fs';
 import * as path from 'path';
-import { procStat } from '../src/core/holder';
+import { procStat } from '../src/core/base/holder';
 import { artifactsOnDisk, sha256 } from './attack';
 import { writeArchives } from './fixtures';
 import { CLI, track, waitFor } from './helpers';

@@ -8,7 +8,7 @@ import * as fs from 'fs';
 import * as http from 'http';
 import type { AddressInfo, Socket } from 'net';
 import * as path from 'path';
-import { FENCE_FILE } from '../src/core/protocol';
+import { FENCE_FILE } from '../src/core/base/protocol';
 import type { Readable } from 'stream';
 import { PART_PREFIX } from '../src/core/stage/types';
 import { run } from './helpers';

@@ -8,8 +8,8 @@ import * as os from 'os';
 import * as path from 'path';
 import { strict as assert } from 'assert';
 import Mocha = require('mocha');
-import { StagingError } from '../src/core/errors';
-import { FENCE_FILE, META_DIR, OWNER_FILE } from '../src/core/protocol';
+import { StagingError } from '../src/core/base/errors';
+import { FENCE_FILE, META_DIR, OWNER_FILE } from '../src/core/base/protocol';
 
 export const ROOT = path.resolve(__dirname, '..', '..');
 

@@ -7,7 +7,7 @@
  * This file is loaded on every run: it must stay free of anything heavier than the constants it
  * shows in help.
  */
-import { DEFAULT_TIMING, MAX_MANIFEST_BYTES } from '../core/protocol';
+import { DEFAULT_TIMING, MAX_MANIFEST_BYTES } from '../core/base/protocol';
 import { MARGIN_RULE } from '../core/stage/space';
 import { DEFAULT_MAX_BYTES } from '../core/stage/types';
 import type { CommandMain } from './context';

@@ -5,8 +5,8 @@
  * the same code that made it: the built tool loads each command from a bundle of its own, with its
  * own copy of the modules it shares with the entry.
  */
-import { StagingError, isStagingError } from '../core/errors';
-import type { Timing } from '../core/types';
+import { StagingError, isStagingError } from '../core/base/errors';
+import type { Timing } from '../core/base/types';
 import { EXIT, Interrupted, formatError, jsonText, outputFailed, readPrintable, stderr, stdout, warner } from './output';
 
 export interface GlobalOptions {

@@ -1,5 +1,5 @@
 /** `devserver-stage destroy TAG [--force]`: removes an area atomically, recorded in the audit log first. */
-import { flushHistory } from '../core/history';
+import { flushHistory } from '../core/log/history';
 import { destroy } from '../core/remove';
 import { commandMain } from './context';
 import { printable } from './output';

@@ -2,12 +2,12 @@
  * `devserver-stage force-release TAG`: removes whoever's lock is on TAG, recorded in the audit log
  * first. `--line`: clears TAG's line instead (clearLine), recorded the same way.
  */
-import { StagingError, isStagingError } from '../core/errors';
-import { flushHistory } from '../core/history';
-import { describeHolder } from '../core/lock';
-import { clearLine, describeWaiter, queueOf, type ClearedLine } from '../core/queue';
+import { StagingError, isStagingError } from '../core/base/errors';
+import { flushHistory } from '../core/log/history';
+import { describeHolder } from '../core/lock/lock';
+import { clearLine, describeWaiter, queueOf, type ClearedLine } from '../core/lock/queue';
 import { forceRelease } from '../core/remove';
-import type { QueueEntry } from '../core/types';
+import type { QueueEntry } from '../core/base/types';
 import { EXIT } from './output';
 import { commandMain } from './context';
 import { printable } from './output';

@@ -3,10 +3,10 @@
  * field a co-user can write goes through `printable` (a time through `printableTime`, a reason
  * that quotes such fields through `messageText`): one value, one cell, one line.
  */
-import { describeHolder } from '../core/lock';
-import { formatDuration, messageText, printable, printableTime } from '../core/format';
-import { describeWaiter, type OnQueue } from '../core/queue';
-import type { ListEntry, LockInfo, QueueEntry } from '../core/types';
+import { describeHolder } from '../core/lock/lock';
+import { formatDuration, messageText, printable, printableTime } from '../core/base/format';
+import { describeWaiter, type OnQueue } from '../core/lock/queue';
+import type { ListEntry, LockInfo, QueueEntry } from '../core/base/types';
 
 export { formatDuration };
 

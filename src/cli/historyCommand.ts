@@ -3,8 +3,8 @@
  * stdout, or with --json one JSON object per line (JSON lines, as the history is stored), so that
  * `tail -n 1` and `jq -c` work on it as on the files.
  */
-import { history, type HistoryActor, type HistoryEvent, type HistoryPrevious, type HistoryQuery } from '../core/history';
-import { formatBytes, formatDuration } from '../core/format';
+import { history, type HistoryActor, type HistoryEvent, type HistoryPrevious, type HistoryQuery } from '../core/log/history';
+import { formatBytes, formatDuration } from '../core/base/format';
 import { commandMain } from './context';
 import { jsonText, printable, printableTime, stdout } from './output';
 import { columnWidths, tableLine } from './usageFormat';

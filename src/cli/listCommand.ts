@@ -1,5 +1,5 @@
 /** `devserver-stage list [SUBPATH]`: the subdirectories with their lock states. */
-import { list } from '../core/inspect';
+import { list } from '../core/lock/inspect';
 import { commandMain } from './context';
 import { formatList } from './format';
 

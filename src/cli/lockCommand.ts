@@ -4,12 +4,12 @@
  */
 import { spawn } from 'child_process';
 import * as os from 'os';
-import { acquire, type AcquireOptions } from '../core/lock';
-import { isStagingError } from '../core/errors';
+import { acquire, type AcquireOptions } from '../core/lock/lock';
+import { isStagingError } from '../core/base/errors';
 import { explainLoss, lossSentence } from '../core/loss';
-import { flushHistory } from '../core/history';
-import { processStartOf } from '../core/holder';
-import { CommandRecordFile, isGroupAlive } from '../core/lifetime';
+import { flushHistory } from '../core/log/history';
+import { processStartOf } from '../core/base/holder';
+import { CommandRecordFile, isGroupAlive } from '../core/lock/lifetime';
 import { commandMain } from './context';
 import { queueNotice } from './format';
 import { Interrupted, STOPPING, messageLine, printable, stderr } from './output';

@@ -2,8 +2,8 @@
  * The core's next steps as a terminal user takes them: with the tool's flags and commands. The
  * core words them without (`nextStepWords`); this is the one place that names them.
  */
-import { nextStepWords, type NextStep } from '../core/errors';
-import { printable } from '../core/format';
+import { nextStepWords, type NextStep } from '../core/base/errors';
+import { printable } from '../core/base/format';
 
 /** `TAG` where the core did not know the build. */
 const tagOf = (tag: string | undefined): string => (tag !== undefined ? printable(tag) : 'TAG');

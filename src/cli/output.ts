@@ -4,8 +4,8 @@
  */
 import * as fs from 'fs';
 import * as os from 'os';
-import type { StagingError } from '../core/errors';
-import { jsonText, messageText, terminalText } from '../core/format';
+import type { StagingError } from '../core/base/errors';
+import { jsonText, messageText, terminalText } from '../core/base/format';
 import { cliMessage } from './nextSteps';
 
 /** The code of errors in how the tool was called (unknown command or option, missing or bad argument). */
@@ -95,7 +95,7 @@ export function jsonRequested(argv: readonly string[]): boolean {
  * a holder's field, a reason) in text, `printableTime` for a time read from the disk, `messageLine`
  * for a message, `jsonText` for JSON; `terminalText` is the net under all of them (`Output.write`).
  */
-export { jsonText, messageText, parsedTime, printable, printableTime, readPrintable, terminalText } from '../core/format';
+export { jsonText, messageText, parsedTime, printable, printableTime, readPrintable, terminalText } from '../core/base/format';
 
 let writeFailed = false;
 

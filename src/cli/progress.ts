@@ -6,7 +6,7 @@
  */
 import type { StageProgress } from '../core/stage/types';
 import type { VerifyProgress } from '../core/verify';
-import { printable } from '../core/format';
+import { printable } from '../core/base/format';
 import { formatBytes, formatCount, formatRate } from './units';
 
 /** Where progress goes: whole lines through `write`, the line redrawn in place through `draw` (see `Output`). */

@@ -3,7 +3,7 @@
  * least recently used areas, never held ones. That one of the two rules is given is checked by the
  * parser (commands.ts).
  */
-import { flushHistory } from '../core/history';
+import { flushHistory } from '../core/log/history';
 import { prune } from '../core/usage';
 import { commandMain } from './context';
 import { EXIT } from './output';

@@ -2,8 +2,8 @@
  * `devserver-stage stage TAG SOURCE...`: stage artifacts with progress on stderr, a summary on
  * stdout, and Ctrl-C that stops cleanly.
  */
-import { isStagingError } from '../core/errors';
-import { flushHistory } from '../core/history';
+import { isStagingError } from '../core/base/errors';
+import { flushHistory } from '../core/log/history';
 import { stage } from '../core/stage/stage';
 import type { StageOptions, StageResult } from '../core/stage/types';
 import { commandMain } from './context';

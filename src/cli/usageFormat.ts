@@ -3,7 +3,7 @@
  * disk (`printable`), reasons and errors sentences that may quote them (`messageText`).
  */
 import type { AreaUsage, PruneResult } from '../core/usage';
-import { formatDuration, messageText, printable } from '../core/format';
+import { formatDuration, messageText, printable } from '../core/base/format';
 import { formatBytes } from './units';
 import { cliMessage } from './nextSteps';
 

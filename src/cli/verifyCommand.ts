@@ -3,8 +3,8 @@
  * summary on stdout (the result as JSON with --json), progress on stderr when it is a terminal.
  * Exit 0 when the build is intact, 1 when it is damaged.
  */
-import { flushHistory, type HistoryOptions } from '../core/history';
-import type { Timing } from '../core/types';
+import { flushHistory, type HistoryOptions } from '../core/log/history';
+import type { Timing } from '../core/base/types';
 import { describeEntryType, verify, type VerifyProblem, type VerifyResult } from '../core/verify';
 import { commandMain } from './context';
 import { jsonText, messageText, printable, stderr, stdout, useStreams } from './output';

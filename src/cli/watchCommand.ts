@@ -5,11 +5,11 @@
  * inotify where the filesystem has it, polling where it does not (NFS, sshfs).
  */
 import * as os from 'os';
-import { StagingError } from '../core/errors';
+import { StagingError } from '../core/base/errors';
 import { LockStates } from '../core/watch/states';
 import { isAtOrBelow } from '../core/watch/records';
 import type { StateChange } from '../core/watch/states';
-import type { Timing } from '../core/types';
+import type { Timing } from '../core/base/types';
 import { commandMain } from './context';
 import { EXIT, STOPPING, messageLine, printable, stderr, terminalText, useStreams } from './output';
 import { watchReader } from './readerGone';

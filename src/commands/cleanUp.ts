@@ -1,6 +1,5 @@
 import * as vscode from 'vscode';
-import { parseDuration } from '../cli/units';
-import { formatBytes, formatDuration, prune, type PruneResult } from '../core';
+import { formatBytes, formatDuration, parseDuration, prune, type PruneResult } from '../core';
 import { errorMessage } from '../errors';
 import { dialogDetail } from '../prompts';
 import type { Node } from '../tree/provider';

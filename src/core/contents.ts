@@ -6,12 +6,12 @@
  * artifacts takes about half a second, opening and fstat'ing it well under a millisecond.
  */
 import * as path from 'path';
-import { readRecordUnlessSeen } from './anchored';
-import { openBuild, readBuildDir } from './browse';
-import { fsClockSkew } from './clock';
-import { judgeManifest } from './manifest';
-import { MANIFEST_FILE, isBookkeeping } from './protocol';
-import { resolveArea } from './tags';
+import { readRecordUnlessSeen } from './fs/anchored';
+import { openBuild, readBuildDir } from './build/browse';
+import { fsClockSkew } from './fs/clock';
+import { judgeManifest } from './build/manifest';
+import { MANIFEST_FILE, isBookkeeping } from './base/protocol';
+import { resolveArea } from './fs/tags';
 import { keyOf } from './watch/records';
 
 export interface BuildContents {

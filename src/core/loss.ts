@@ -4,12 +4,12 @@
  * that fails meets an errno on a path through a descriptor (`/proc/self/fd/…`), which tells the
  * user nothing; front ends show this instead.
  */
-import { errnoCode } from './errors';
-import { printable, printableTime } from './format';
-import { history, type HistoryActor, type HistoryEvent } from './history';
-import { inspect } from './inspect';
-import { UNREACHED_ERRNOS, describeHolder } from './lock';
-import type { Holder, LockInfo, Timing } from './types';
+import { errnoCode } from './base/errors';
+import { printable, printableTime } from './base/format';
+import { history, type HistoryActor, type HistoryEvent } from './log/history';
+import { inspect } from './lock/inspect';
+import { UNREACHED_ERRNOS, describeHolder } from './lock/lock';
+import type { Holder, LockInfo, Timing } from './base/types';
 
 /**
  * How the lock went. `force-released`, `taken-over` (judged stale), `destroyed` (force-released

@@ -5,20 +5,20 @@
  */
 import * as fs from 'fs';
 import * as path from 'path';
-import { fenceOf, removeInstance } from './takeover';
-import { ioFor } from './io';
-import { step } from './steps';
-import { resolveArea, type Area } from './tags';
-import type { LockInfo, LockState, Timing } from './types';
-import { openDir, openPath, type Dir } from './anchored';
-import { type AuditEntry, recordFailure, recordIntent } from './audit';
-import { fsClockSkew } from './clock';
-import { recordHistory, removalEvent, type HistoryOptions } from './history';
-import { StagingError, asStagingError } from './errors';
-import { judgeLock, lockPathOf } from './judge';
-import { acquire, describeHolder } from './lock';
-import { findHeldInside } from './nesting';
-import { STAGING_MARKS, TIMESTAMP_FILE, clampTiming } from './protocol';
+import { fenceOf, removeInstance } from './lock/takeover';
+import { ioFor } from './fs/io';
+import { step } from './base/steps';
+import { resolveArea, type Area } from './fs/tags';
+import type { LockInfo, LockState, Timing } from './base/types';
+import { openDir, openPath, type Dir } from './fs/anchored';
+import { type AuditEntry, recordFailure, recordIntent } from './log/audit';
+import { fsClockSkew } from './fs/clock';
+import { recordHistory, removalEvent, type HistoryOptions } from './log/history';
+import { StagingError, asStagingError } from './base/errors';
+import { judgeLock, lockPathOf } from './lock/judge';
+import { acquire, describeHolder } from './lock/lock';
+import { findHeldInside } from './lock/nesting';
+import { STAGING_MARKS, TIMESTAMP_FILE, clampTiming } from './base/protocol';
 
 function previousOf(info: LockInfo): NonNullable<AuditEntry['previous']> {
   const p: NonNullable<AuditEntry['previous']> = { state: info.state };

@@ -4,23 +4,23 @@
  */
 import * as fs from 'fs';
 import * as path from 'path';
-import { openDir, openDirIfThere, openPath, readRecordBytes, readRecordBytesSync, type Dir } from './anchored';
-import { fsClockSkew } from './clock';
-import { formatDuration, naturalOrder, printable } from './format';
-import { StagingError, asStagingError, errnoCode, isStagingError } from './errors';
-import { inspect } from './inspect';
-import { asyncIo, ioFor, type Io } from './io';
-import { readEntriesInSlices } from './browse';
-import { eachInSlices, pause } from './slices';
-import { fsPath } from './rawNames';
-import type { HistoryOptions } from './history';
-import { judgeLock } from './judge';
-import { describeHolder } from './lock';
-import { FENCE_FILE, LOCK_NAME, MANIFEST_FILE, TIMESTAMP_FILE, clampTiming, isAreaMark, isBookkeeping, isLockName, isProtocolName } from './protocol';
+import { openDir, openDirIfThere, openPath, readRecordBytes, readRecordBytesSync, type Dir } from './fs/anchored';
+import { fsClockSkew } from './fs/clock';
+import { formatDuration, naturalOrder, printable } from './base/format';
+import { StagingError, asStagingError, errnoCode, isStagingError } from './base/errors';
+import { inspect } from './lock/inspect';
+import { asyncIo, ioFor, type Io } from './fs/io';
+import { readEntriesInSlices } from './build/browse';
+import { eachInSlices, pause } from './base/slices';
+import { fsPath } from './base/rawNames';
+import type { HistoryOptions } from './log/history';
+import { judgeLock } from './lock/judge';
+import { describeHolder } from './lock/lock';
+import { FENCE_FILE, LOCK_NAME, MANIFEST_FILE, TIMESTAMP_FILE, clampTiming, isAreaMark, isBookkeeping, isLockName, isProtocolName } from './base/protocol';
 import { destroy } from './remove';
-import { parseTag, resolveArea, resolveStaticDir } from './tags';
-import type { LockInfo, LockState, Timing } from './types';
-import { MAX_MANIFEST_BYTES, judgeManifest } from './manifest';
+import { parseTag, resolveArea, resolveStaticDir } from './fs/tags';
+import type { LockInfo, LockState, Timing } from './base/types';
+import { MAX_MANIFEST_BYTES, judgeManifest } from './build/manifest';
 
 /** One staging area's footprint. */
 export interface AreaUsage {

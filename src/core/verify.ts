@@ -16,18 +16,18 @@ import * as crypto from 'crypto';
 import * as fs from 'fs';
 import * as os from 'os';
 import { performance } from 'perf_hooks';
-import { openBelow, type Dir } from './anchored';
-import { openBuild, readEntries, readOpenedArtifacts } from './browse';
-import { fsClockSkew } from './clock';
-import { StagingError, asStagingError, errnoCode, isStagingError } from './errors';
-import { recordHistory, thisActor, type HistoryOptions } from './history';
-import { judgeLock } from './judge';
-import { clampTiming, isBookkeeping } from './protocol';
+import { openBelow, type Dir } from './fs/anchored';
+import { openBuild, readEntries, readOpenedArtifacts } from './build/browse';
+import { fsClockSkew } from './fs/clock';
+import { StagingError, asStagingError, errnoCode, isStagingError } from './base/errors';
+import { recordHistory, thisActor, type HistoryOptions } from './log/history';
+import { judgeLock } from './lock/judge';
+import { clampTiming, isBookkeeping } from './base/protocol';
 import { FileHasher, type FileDigest } from './stage/hasher';
-import type { ManifestEntry } from './manifest';
-import { pause } from './slices';
-import { resolveArea } from './tags';
-import type { LockState, Timing } from './types';
+import type { ManifestEntry } from './build/manifest';
+import { pause } from './base/slices';
+import { resolveArea } from './fs/tags';
+import type { LockState, Timing } from './base/types';
 
 /**
  * What is wrong with one artifact:

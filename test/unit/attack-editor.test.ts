@@ -12,9 +12,9 @@ import * as fs from 'fs';
 import * as os from 'os';
 import * as path from 'path';
 import { destroy, forceRelease, inspect, LockStates, prune, shownLock, type LockInfo } from '../../src/core';
-import { readPrintable } from '../../src/core/format';
-import { lastHeld } from '../../src/core/history';
-import { DEFAULT_TIMING, MAX_STALE_MS, MAX_TIMER_MS, META_DIR, HISTORY_DIR, OWNER_FILE, clampTiming, historyDirOf, historySegmentName } from '../../src/core/protocol';
+import { readPrintable } from '../../src/core/base/format';
+import { lastHeld } from '../../src/core/log/history';
+import { DEFAULT_TIMING, MAX_STALE_MS, MAX_TIMER_MS, META_DIR, HISTORY_DIR, OWNER_FILE, clampTiming, historyDirOf, historySegmentName } from '../../src/core/base/protocol';
 import { ScannedDirs } from '../../src/core/watch/scope';
 import { inThreadWatcher } from '../../src/core/watch/watcher';
 import { literal } from '../../src/markdown';
@@ -402,7 +402,7 @@ describe('attack: what co-users write, through the editor', function () {
       for (let i = 0; i < files; i++) fs.writeFileSync(path.join(dir, `f${i}`), '');
       // Each name is asked once whether it is bookkeeping, as the model calls the module.
       const states = new LockStates({ staleMs: 3_000, refreshMs: 1_000 }, { warn: () => undefined }, { watcher: inThreadWatcher });
-      const { result: rows, most, total } = await callsPerTurn(require('../../src/core/protocol') as object, 'isBookkeeping', () => true, () => states.artifactDir(staticDir, tag, '')).finally(() => states.dispose());
+      const { result: rows, most, total } = await callsPerTurn(require('../../src/core/base/protocol') as object, 'isBookkeeping', () => true, () => states.artifactDir(staticDir, tag, '')).finally(() => states.dispose());
       assert.equal(rows.length, files, 'every file a row, the mark of staging not');
       assert.ok(total >= files, `each name was looked at (${total} of ${files})`);
       assert.ok(most < files * 0.8, `at most ${most} of ${files} names made into rows in one turn of the event loop`);

@@ -12,8 +12,8 @@ import { strict as assert } from 'assert';
 import { spawn } from 'child_process';
 import * as fs from 'fs';
 import * as path from 'path';
-import { sha256Hex } from '../../src/core/crypto';
-import { HISTORY_DIR, LOCK_NAME, META_DIR, OWNER_FILE, TIMESTAMP_FILE } from '../../src/core/protocol';
+import { sha256Hex } from '../../src/core/base/crypto';
+import { HISTORY_DIR, LOCK_NAME, META_DIR, OWNER_FILE, TIMESTAMP_FILE } from '../../src/core/base/protocol';
 import { TOOL, cleanup, tempDir, waitFor } from '../helpers';
 
 

@@ -12,10 +12,10 @@ import * as fs from 'fs';
 import * as os from 'os';
 import * as path from 'path';
 import { changes, fingerprint, plantCanaries } from '../attack';
-import { acquire } from '../../src/core/lock';
-import { flushHistory } from '../../src/core/history';
-import { queueDirOf } from '../../src/core/queue';
-import { AUDIT_LOG, HISTORY_DIR, META_DIR, historyDirOf, historyHostName, historySegmentName } from '../../src/core/protocol';
+import { acquire } from '../../src/core/lock/lock';
+import { flushHistory } from '../../src/core/log/history';
+import { queueDirOf } from '../../src/core/lock/queue';
+import { AUDIT_LOG, HISTORY_DIR, META_DIR, historyDirOf, historyHostName, historySegmentName } from '../../src/core/base/protocol';
 import { CLI, cleanup, cli, exitOf, killAll, report, tempDir, track, waitFor } from '../helpers';
 
 interface Sandbox {

@@ -14,10 +14,10 @@ import { spawn, spawnSync } from 'child_process';
 import * as fs from 'fs';
 import * as path from 'path';
 import { changes, fingerprint, plantCanaries } from '../attack';
-import { makeHolder } from '../../src/core/holder';
-import { acquire } from '../../src/core/lock';
-import { queueDirOf } from '../../src/core/queue';
-import { AUDIT_LOG, META_DIR } from '../../src/core/protocol';
+import { makeHolder } from '../../src/core/base/holder';
+import { acquire } from '../../src/core/lock/lock';
+import { queueDirOf } from '../../src/core/lock/queue';
+import { AUDIT_LOG, META_DIR } from '../../src/core/base/protocol';
 import { CLI, cleanup, cli, exitOf, killAll, report, tempDir, track, waitFor } from '../helpers';
 
 /** The judge's threshold in these tests (seconds), and its refresh. */

@@ -16,10 +16,10 @@ import { strict as assert } from 'assert';
 import { spawn, spawnSync, type ChildProcess } from 'child_process';
 import * as fs from 'fs';
 import * as path from 'path';
-import { acquire } from '../../src/core/lock';
-import { flushHistory, history } from '../../src/core/history';
-import { StagingError as StagingErrorClass, type StagingError } from '../../src/core/errors';
-import { HISTORY_DIR, LOCK_NAME, META_DIR, OWNER_FILE, historyDirOf } from '../../src/core/protocol';
+import { acquire } from '../../src/core/lock/lock';
+import { flushHistory, history } from '../../src/core/log/history';
+import { StagingError as StagingErrorClass, type StagingError } from '../../src/core/base/errors';
+import { HISTORY_DIR, LOCK_NAME, META_DIR, OWNER_FILE, historyDirOf } from '../../src/core/base/protocol';
 import { changes, exchanger, fingerprint, plantCanaries } from '../attack';
 import { cleanup, rejectsWith, report, sleep, tempDir } from '../helpers';
 

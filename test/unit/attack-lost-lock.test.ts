@@ -18,7 +18,7 @@ import * as fs from 'fs';
 import * as path from 'path';
 import { checkArea, cliTimed, describeRun, pool, processState, writeRandom } from '../attack';
 import { CLI, cleanup, cli, report, sleep, tempDir } from '../helpers';
-import { FENCE_FILE, LOCK_NAME, OWNER_FILE } from '../../src/core/protocol';
+import { FENCE_FILE, LOCK_NAME, OWNER_FILE } from '../../src/core/base/protocol';
 
 /** Draws of an instant per trial at which the first stager did not hold the lock, before the trial gives up. */
 const MAX_DRAWS = 10;

@@ -3,7 +3,7 @@
  * the stale threshold at the wrong instant, and then acts on what it saw before the pause. So each
  * operation of the protocol (a lock cycle, one that takes over a dead holder's lock, a
  * force-release, a destroy, a `stage --add`) is run once to learn the steps it passes
- * (src/core/steps.ts), then once per step with the process stopping itself there (SIGSTOP). While it
+ * (src/core/base/steps.ts), then once per step with the process stopping itself there (SIGSTOP). While it
  * is stopped for longer than the threshold, another process takes the lock and holds it; then the
  * stopped one is continued and finishes. The kernel referees:
  * - inotify on the area: nothing moves, removes or replaces the new holder's `devserver.lock`
@@ -19,7 +19,7 @@ import * as fs from 'fs';
 import * as path from 'path';
 import { stage } from '../../src/core/stage/stage';
 import { verify } from '../../src/core/verify';
-import { LOCK_NAME } from '../../src/core/protocol';
+import { LOCK_NAME } from '../../src/core/base/protocol';
 import { watchName } from '../attack';
 import { WORKERS, cleanup, exitOf, expectMessage, fingerprint, killAll, report, sleep, startWorker, tempDir, track, waitFor, type Msg } from '../helpers';
 

@@ -12,7 +12,7 @@ import { spawn, spawnSync, type ChildProcess } from 'child_process';
 import * as fs from 'fs';
 import * as path from 'path';
 import { destroy, forceRelease, prune, stage } from '../../src/core';
-import { StagingError } from '../../src/core/errors';
+import { StagingError } from '../../src/core/base/errors';
 import { changes, cliTimed, exchanger, fingerprint } from '../attack';
 import { cleanup, report, tempDir } from '../helpers';
 

@@ -9,7 +9,7 @@ import { strict as assert } from 'assert';
 import { spawn, type ChildProcess } from 'child_process';
 import * as fs from 'fs';
 import * as path from 'path';
-import { LOCK_NAME, OWNER_FILE } from '../../src/core/protocol';
+import { LOCK_NAME, OWNER_FILE } from '../../src/core/base/protocol';
 import { CLI, cleanup, cli, tempDir, waitFor } from '../helpers';
 
 /** What a terminal would obey: C0 but newline and tab, DEL, C1. */

@@ -10,8 +10,8 @@ import * as crypto from 'crypto';
 import * as fs from 'fs';
 import * as path from 'path';
 import { appendAudit } from '../../src/core';
-import { acquire, type Lease } from '../../src/core/lock';
-import { AUDIT_LOG, LOCK_NAME, META_DIR, OWNER_FILE } from '../../src/core/protocol';
+import { acquire, type Lease } from '../../src/core/lock/lock';
+import { AUDIT_LOG, LOCK_NAME, META_DIR, OWNER_FILE } from '../../src/core/base/protocol';
 import { CLI, cleanup, cli, isRoot, rejectsWith, report, run, fingerprint, tempDir, track, waitFor, killAll, type RunResult } from '../helpers';
 
 /** Fails the test instead of hanging: a command that blocks on the log is killed after `ms`. */

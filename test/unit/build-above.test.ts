@@ -5,9 +5,9 @@
 import { strict as assert } from 'assert';
 import * as fs from 'fs';
 import * as path from 'path';
-import { acquire } from '../../src/core/lock';
-import { findBuildAbove } from '../../src/core/nesting';
-import { LOCK_NAME, LOCK_TARGET } from '../../src/core/protocol';
+import { acquire } from '../../src/core/lock/lock';
+import { findBuildAbove } from '../../src/core/lock/nesting';
+import { LOCK_NAME, LOCK_TARGET } from '../../src/core/base/protocol';
 import { stage } from '../../src/core/stage/stage';
 import { MANIFEST_FILE, TIMESTAMP_FILE } from '../../src/core/stage/types';
 import { cleanup, cli, rejectsWith, staticContents, tempDir } from '../helpers';

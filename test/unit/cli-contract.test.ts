@@ -6,9 +6,9 @@ import { strict as assert } from 'assert';
 import { spawn } from 'child_process';
 import * as fs from 'fs';
 import * as path from 'path';
-import { FENCE_FILE } from '../../src/core/protocol';
-import { acquire } from '../../src/core/lock';
-import { inspect } from '../../src/core/inspect';
+import { FENCE_FILE } from '../../src/core/base/protocol';
+import { acquire } from '../../src/core/lock/lock';
+import { inspect } from '../../src/core/lock/inspect';
 import { CLI, catchesSignal, cleanup, cli, run, tempDir, waitFor } from '../helpers';
 
 const PYTHON = fs.existsSync('/usr/bin/python3') ? '/usr/bin/python3' : 'python3';

@@ -5,8 +5,8 @@ import { strict as assert } from 'assert';
 import { spawn } from 'child_process';
 import * as fs from 'fs';
 import * as path from 'path';
-import { acquire } from '../../src/core/lock';
-import { inspect } from '../../src/core/inspect';
+import { acquire } from '../../src/core/lock/lock';
+import { inspect } from '../../src/core/lock/inspect';
 import { CLI, catchesSignal, cleanup, cli, run, tempDir, waitFor } from '../helpers';
 
 describe('devserver-stage', () => {

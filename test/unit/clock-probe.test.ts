@@ -9,9 +9,9 @@ import * as crypto from 'crypto';
 import * as fs from 'fs';
 import * as os from 'os';
 import * as path from 'path';
-import { fsClockSkew, resetClockCache } from '../../src/core/clock';
-import { isPidAlive } from '../../src/core/holder';
-import { HISTORY_DIR, META_DIR } from '../../src/core/protocol';
+import { fsClockSkew, resetClockCache } from '../../src/core/fs/clock';
+import { isPidAlive } from '../../src/core/base/holder';
+import { HISTORY_DIR, META_DIR } from '../../src/core/base/protocol';
 import { CLI, cleanup, cli, report, sleep, fingerprint, tempDir } from '../helpers';
 
 

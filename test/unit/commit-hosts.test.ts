@@ -11,7 +11,7 @@ import { strict as assert } from 'assert';
 import * as fs from 'fs';
 import * as path from 'path';
 import { verify } from '../../src/core/verify';
-import { LOCK_NAME } from '../../src/core/protocol';
+import { LOCK_NAME } from '../../src/core/base/protocol';
 import { areaJunk, pool } from '../attack';
 import { type Builds, instantsOf, killStopped, makeBuilds, runCli, startCli, stopped, whichBuild } from '../commit';
 import { cleanup, killAll, report, tempDir } from '../helpers';

@@ -19,7 +19,7 @@ import { strict as assert } from 'assert';
 import { spawnSync } from 'child_process';
 import * as fs from 'fs';
 import * as path from 'path';
-import { COMMIT_FILE, FENCE_FILE, LOCK_FENCED_PREFIX, LOCK_NAME } from '../../src/core/protocol';
+import { COMMIT_FILE, FENCE_FILE, LOCK_FENCED_PREFIX, LOCK_NAME } from '../../src/core/base/protocol';
 import { verify } from '../../src/core/verify';
 import { areaJunk, changes, fingerprint, sha256 } from '../attack';
 import { type Builds, type Running, instantsOf, killStopped, makeBuilds, runCli, startCli, stopped, whichBuild, writeRefusedAddition } from '../commit';

@@ -1,5 +1,5 @@
 /**
- * Undoing a cut-off commit by name (src/core/commit.ts), on one host:
+ * Undoing a cut-off commit by name (src/core/lock/commit.ts), on one host:
  * - a stager stopped and SIGKILLed at every named step of its commit: the next holder (another
  *   process) finds exactly the old build before the commit point and exactly the new one after it;
  * - an undo cut off itself at each of its own steps, the next holder's and the stager's own (a
@@ -11,11 +11,11 @@
 import { strict as assert } from 'assert';
 import * as fs from 'fs';
 import * as path from 'path';
-import { undoCommit, undoFencedDir } from '../../src/core/commit';
-import { openDir } from '../../src/core/anchored';
-import { StagingError } from '../../src/core/errors';
-import { acquire } from '../../src/core/lock';
-import { COMMIT_FILE, FENCE_FILE, LOCK_FENCED_PREFIX, LOCK_NAME } from '../../src/core/protocol';
+import { undoCommit, undoFencedDir } from '../../src/core/lock/commit';
+import { openDir } from '../../src/core/fs/anchored';
+import { StagingError } from '../../src/core/base/errors';
+import { acquire } from '../../src/core/lock/lock';
+import { COMMIT_FILE, FENCE_FILE, LOCK_FENCED_PREFIX, LOCK_NAME } from '../../src/core/base/protocol';
 import { verify } from '../../src/core/verify';
 import { areaJunk, changes, fingerprint, plantCanaries } from '../attack';
 import { type Builds, areaBytes, instantsOf, killStopped, makeBuilds, runCli, startCli, stopped, whichBuild, writeRefusedAddition } from '../commit';

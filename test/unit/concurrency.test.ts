@@ -9,10 +9,10 @@ import * as crypto from 'crypto';
 import * as fs from 'fs';
 import * as path from 'path';
 import { performance } from 'perf_hooks';
-import { makeHolder, processStartOf } from '../../src/core/holder';
-import { inspect } from '../../src/core/inspect';
-import { acquire } from '../../src/core/lock';
-import { AUDIT_LOG, CLAIM_PREFIX, FENCE_FILE, LOCK_NAME, META_DIR, OWNER_FILE, WORK_PREFIX } from '../../src/core/protocol';
+import { makeHolder, processStartOf } from '../../src/core/base/holder';
+import { inspect } from '../../src/core/lock/inspect';
+import { acquire } from '../../src/core/lock/lock';
+import { AUDIT_LOG, CLAIM_PREFIX, FENCE_FILE, LOCK_NAME, META_DIR, OWNER_FILE, WORK_PREFIX } from '../../src/core/base/protocol';
 import { forceRelease } from '../../src/core/remove';
 import { type Msg, WORKERS, cleanup, exitOf, expectMessage, exited, isRoot, killAll, readToken, report, sleep, startWorker, stderrOf, tempDir, track, waitFor } from '../helpers';
 

@@ -8,8 +8,8 @@ import { execFileSync } from 'child_process';
 import * as fs from 'fs';
 import * as path from 'path';
 import { ContentsCache, buildContents, type ManifestEntry } from '../../src/core';
-import { judgeManifest, manifestText, noArtifacts } from '../../src/core/manifest';
-import { MANIFEST_FILE } from '../../src/core/protocol';
+import { judgeManifest, manifestText, noArtifacts } from '../../src/core/build/manifest';
+import { MANIFEST_FILE } from '../../src/core/base/protocol';
 import { cleanup, sleep, tempDir } from '../helpers';
 
 async function manifestOf(sizes: readonly number[]): Promise<string> {

@@ -7,9 +7,9 @@ import { strict as assert } from 'assert';
 import * as fs from 'fs';
 import * as os from 'os';
 import * as path from 'path';
-import { history, lastHeld } from '../../src/core/history';
-import { acquire } from '../../src/core/lock';
-import { HISTORY_DIR, META_DIR, historyDirOf, historyHostName, historySegmentName } from '../../src/core/protocol';
+import { history, lastHeld } from '../../src/core/log/history';
+import { acquire } from '../../src/core/lock/lock';
+import { HISTORY_DIR, META_DIR, historyDirOf, historyHostName, historySegmentName } from '../../src/core/base/protocol';
 import { logCoreWarnings } from '../../src/coreWarnings';
 import { cleanup, tempDir } from '../helpers';
 

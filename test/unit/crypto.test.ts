@@ -8,7 +8,7 @@ import { execFileSync } from 'child_process';
 import * as crypto from 'crypto';
 import * as fs from 'fs';
 import * as path from 'path';
-import { randomHex, sha256Hex, systemRandom } from '../../src/core/crypto';
+import { randomHex, sha256Hex, systemRandom } from '../../src/core/base/crypto';
 import { cleanup, tempDir } from '../helpers';
 
 describe('sha256Hex and randomHex', () => {

@@ -19,7 +19,7 @@ import { watchName } from '../attack';
 import { runCli, startCli } from '../commit';
 import { killAll, report, sleep, waitFor } from '../helpers';
 import { startSshfs, whyNoSshfs, type SshfsExport } from '../sshfs';
-import { COMMAND_FILE, FENCE_FILE, LOCK_NAME, OWNER_FILE, WORK_PREFIX } from '../../src/core/protocol';
+import { COMMAND_FILE, FENCE_FILE, LOCK_NAME, OWNER_FILE, WORK_PREFIX } from '../../src/core/base/protocol';
 
 /** The shortest thresholds the core allows: a stopped holder goes stale in 2 s. */
 const TIMING = ['--stale', '2', '--refresh', '1'];

@@ -9,9 +9,9 @@ import { spawn, spawnSync, type ChildProcess } from 'child_process';
 import * as fs from 'fs';
 import * as os from 'os';
 import * as path from 'path';
-import { history, lastHeld, recordHistory, type HistoryEvent, type HistoryKind } from '../../src/core/history';
-import { acquire } from '../../src/core/lock';
-import { HISTORY_DIR, HISTORY_SEGMENT_BYTES, META_DIR, historyDirOf, historyHostName, historySegmentName } from '../../src/core/protocol';
+import { history, lastHeld, recordHistory, type HistoryEvent, type HistoryKind } from '../../src/core/log/history';
+import { acquire } from '../../src/core/lock/lock';
+import { HISTORY_DIR, HISTORY_SEGMENT_BYTES, META_DIR, historyDirOf, historyHostName, historySegmentName } from '../../src/core/base/protocol';
 import { changes, cliTimed, fingerprint, plantCanaries } from '../attack';
 import { type Msg, cleanup, exitOf, expectMessage, isRoot, killAll, report, startWorker, tempDir, track, waitFor } from '../helpers';
 

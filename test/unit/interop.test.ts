@@ -9,9 +9,9 @@ import * as fs from 'fs';
 import * as os from 'os';
 import * as path from 'path';
 import { createInterface } from 'readline';
-import { inspect, list } from '../../src/core/inspect';
-import { acquire, heldLeases } from '../../src/core/lock';
-import { FENCE_FILE, AUDIT_LOG, LOCK_NAME, META_DIR } from '../../src/core/protocol';
+import { inspect, list } from '../../src/core/lock/inspect';
+import { acquire, heldLeases } from '../../src/core/lock/lock';
+import { FENCE_FILE, AUDIT_LOG, LOCK_NAME, META_DIR } from '../../src/core/base/protocol';
 import { forceRelease } from '../../src/core/remove';
 import { cleanup, cli, isRoot, report, run, sleep, snapshot, tempDir } from '../helpers';
 

@@ -8,9 +8,9 @@ import { strict as assert } from 'assert';
 import { spawn, type ChildProcess } from 'child_process';
 import * as fs from 'fs';
 import * as path from 'path';
-import { procStat } from '../../src/core/holder';
-import { FENCE_FILE, COMMAND_FILE, LOCK_NAME, OWNER_FILE, WORK_PREFIX } from '../../src/core/protocol';
-import type { LockInfo } from '../../src/core/types';
+import { procStat } from '../../src/core/base/holder';
+import { FENCE_FILE, COMMAND_FILE, LOCK_NAME, OWNER_FILE, WORK_PREFIX } from '../../src/core/base/protocol';
+import type { LockInfo } from '../../src/core/base/types';
 import { CLI, cleanup, cli, exitOf, killAll, report, tempDir, track, waitFor } from '../helpers';
 
 const TRIALS = 10;

@@ -13,8 +13,8 @@ import * as fs from 'fs';
 import * as http from 'http';
 import type { AddressInfo } from 'net';
 import * as path from 'path';
-import { MAX_MANIFEST_BYTES, manifestText, noArtifacts, type ManifestEntry } from '../../src/core/manifest';
-import { MANIFEST_FILE, TIMESTAMP_FILE } from '../../src/core/protocol';
+import { MAX_MANIFEST_BYTES, manifestText, noArtifacts, type ManifestEntry } from '../../src/core/build/manifest';
+import { MANIFEST_FILE, TIMESTAMP_FILE } from '../../src/core/base/protocol';
 import { TOOL, cleanup, rejectsWith, run, tempDir } from '../helpers';
 
 

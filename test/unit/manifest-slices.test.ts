@@ -5,7 +5,7 @@
  * artifacts in the same order, or the same error naming the same entry.
  */
 import { strict as assert } from 'assert';
-import { SLICED_FROM, judgeManifest, manifestText, noArtifacts, parseInSlices, type JudgedManifest, type Manifest, type ManifestEntry } from '../../src/core/manifest';
+import { SLICED_FROM, judgeManifest, manifestText, noArtifacts, parseInSlices, type JudgedManifest, type Manifest, type ManifestEntry } from '../../src/core/build/manifest';
 
 const FILE = '/srv/static/eve/R1/.devserver-staging.manifest.json';
 

@@ -5,8 +5,8 @@
 import { strict as assert } from 'assert';
 import * as fs from 'fs';
 import * as path from 'path';
-import type { StagingError } from '../../src/core/errors';
-import { parseManifest } from '../../src/core/manifest';
+import type { StagingError } from '../../src/core/base/errors';
+import { parseManifest } from '../../src/core/build/manifest';
 import { stage } from '../../src/core/stage/stage';
 import { MANIFEST_FILE, type Manifest } from '../../src/core/stage/types';
 import { usage } from '../../src/core/usage';

@@ -3,7 +3,7 @@
  * milliseconds to make, on every command line run that sorts): its answer must be the collator's.
  */
 import { strict as assert } from 'assert';
-import { naturalOrder } from '../../src/core/format';
+import { naturalOrder } from '../../src/core/base/format';
 
 const collator = new Intl.Collator('en', { numeric: true, sensitivity: 'variant' });
 const sign = (n: number): number => Math.sign(n) || 0;

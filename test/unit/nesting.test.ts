@@ -8,10 +8,10 @@ import { spawn, type ChildProcess } from 'child_process';
 import * as fs from 'fs';
 import * as os from 'os';
 import * as path from 'path';
-import { acquire } from '../../src/core/lock';
-import { findHeldInside } from '../../src/core/nesting';
-import { DEFAULT_TIMING, LOCK_NAME, OWNER_FILE } from '../../src/core/protocol';
-import { syncIo } from '../../src/core/io';
+import { acquire } from '../../src/core/lock/lock';
+import { findHeldInside } from '../../src/core/lock/nesting';
+import { DEFAULT_TIMING, LOCK_NAME, OWNER_FILE } from '../../src/core/base/protocol';
+import { syncIo } from '../../src/core/fs/io';
 import { CLI, cleanup, cli, expectMessage, killAll, report, startWorker, staticContents, tempDir, track, waitFor, type Msg } from '../helpers';
 
 describe('nested areas', function () {

@@ -7,15 +7,15 @@ import { strict as assert } from 'assert';
 import * as fs from 'fs';
 import * as path from 'path';
 import { nextStepText } from '../../src/cli/nextSteps';
-import { readBuildArtifacts } from '../../src/core/browse';
-import { nextStepWords, type NextStep, type StagingError } from '../../src/core/errors';
-import { makeHolder } from '../../src/core/holder';
-import { acquire } from '../../src/core/lock';
-import { MANIFEST_FILE } from '../../src/core/protocol';
-import { parseManifest } from '../../src/core/manifest';
-import { queueDirOf } from '../../src/core/queue';
+import { readBuildArtifacts } from '../../src/core/build/browse';
+import { nextStepWords, type NextStep, type StagingError } from '../../src/core/base/errors';
+import { makeHolder } from '../../src/core/base/holder';
+import { acquire } from '../../src/core/lock/lock';
+import { MANIFEST_FILE } from '../../src/core/base/protocol';
+import { parseManifest } from '../../src/core/build/manifest';
+import { queueDirOf } from '../../src/core/lock/queue';
 import { limitOf } from '../../src/core/stage/space';
-import { resolveStaticDir } from '../../src/core/tags';
+import { resolveStaticDir } from '../../src/core/fs/tags';
 import { CLI_HINT, cleanup, cli, rejectsWith, tempDir } from '../helpers';
 
 /** One step of each kind: a new kind fails to compile here until it is worded and tested. */

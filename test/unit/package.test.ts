@@ -9,7 +9,7 @@ import * as fs from 'fs';
 import * as path from 'path';
 import * as yauzl from 'yauzl';
 import { EXTENSION_ID, commandsNeedingTrust } from '../../src/commands/trust';
-import { formatBytes } from '../../src/core/format';
+import { formatBytes } from '../../src/core/base/format';
 import { python } from '../fixtures';
 import { CLI, ROOT, cleanup, report, run, tempDir } from '../helpers';
 

@@ -13,10 +13,10 @@ import * as crypto from 'crypto';
 import * as fs from 'fs';
 import * as path from 'path';
 import { performance } from 'perf_hooks';
-import { makeHolder } from '../../src/core/holder';
-import { acquire } from '../../src/core/lock';
-import { queueDirOf, queueOf } from '../../src/core/queue';
-import { META_DIR, QUEUE_DIR } from '../../src/core/protocol';
+import { makeHolder } from '../../src/core/base/holder';
+import { acquire } from '../../src/core/lock/lock';
+import { queueDirOf, queueOf } from '../../src/core/lock/queue';
+import { META_DIR, QUEUE_DIR } from '../../src/core/base/protocol';
 import { CLI, type Msg, WORKERS, catchesSignal, cleanup, cli, expectMessage, exitOf, isRoot, killAll, rejectsWith, report, tempDir, track, waitFor } from '../helpers';
 
 const wallMs = (): number => performance.timeOrigin + performance.now();

@@ -10,12 +10,12 @@ import * as fs from 'fs';
 import * as os from 'os';
 import * as path from 'path';
 import { performance } from 'perf_hooks';
-import { inspect, list } from '../../src/core/inspect';
-import { acquire, heldLeases } from '../../src/core/lock';
-import { history } from '../../src/core/history';
-import { FENCE_FILE, HISTORY_DIR, LOCK_NAME, META_DIR, OWNER_FILE, historyDirOf, historyHostName, historySegmentName } from '../../src/core/protocol';
+import { inspect, list } from '../../src/core/lock/inspect';
+import { acquire, heldLeases } from '../../src/core/lock/lock';
+import { history } from '../../src/core/log/history';
+import { FENCE_FILE, HISTORY_DIR, LOCK_NAME, META_DIR, OWNER_FILE, historyDirOf, historyHostName, historySegmentName } from '../../src/core/base/protocol';
 import { LockStates, POLL_FAST_MS, POLL_IDLE_MS } from '../../src/core/watch/states';
-import type { LockState } from '../../src/core/types';
+import type { LockState } from '../../src/core/base/types';
 import { type Msg, WORKERS, cleanup, exitOf, expectMessage, isRoot, killAll, readToken, report, run, sleep, snapshot, startWorker, tempDir, track, waitFor } from '../helpers';
 import { type SshfsExport, isMounted, startSshfs, unmountFuse, whyNoSshfs, works } from '../sshfs';
 
@@ -311,7 +311,7 @@ describe('a network filesystem shared by two clients (sshfs)', function () {
     assert.ok(sshfsPid !== undefined, 'the sshfs process of the share');
     // A listing in another process, which says every 50 ms that its event loop turns.
     const script = `
-      const { list } = require(${JSON.stringify(path.join(__dirname, '..', '..', 'src', 'core', 'inspect.js'))});
+      const { list } = require(${JSON.stringify(path.join(__dirname, '..', '..', 'src', 'core', 'lock', 'inspect.js'))});
       setInterval(() => process.stdout.write('beat\\n'), 50);
       list(process.argv[1]).then((r) => { process.stdout.write('listed ' + r.map((e) => e.tag).join(',') + '\\n'); process.exit(0); }, (e) => { process.stdout.write('error ' + e.code + '\\n'); process.exit(1); });`;
     let out = '';

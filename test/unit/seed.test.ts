@@ -5,10 +5,10 @@
 import { strict as assert } from 'assert';
 import * as fs from 'fs';
 import * as path from 'path';
-import { acquire, release, withLock } from '../../src/core/lock';
-import { inspect } from '../../src/core/inspect';
+import { acquire, release, withLock } from '../../src/core/lock/lock';
+import { inspect } from '../../src/core/lock/inspect';
 import { destroy, forceRelease } from '../../src/core/remove';
-import { StagingError } from '../../src/core/errors';
+import { StagingError } from '../../src/core/base/errors';
 import { cleanup, rejectsWith, snapshot, tempDir } from '../helpers';
 
 describe('devserver locking cases', () => {

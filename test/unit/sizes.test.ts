@@ -10,8 +10,8 @@ import { strict as assert } from 'assert';
 import { spawnSync } from 'child_process';
 import * as fs from 'fs';
 import * as path from 'path';
-import { queueDirOf } from '../../src/core/queue';
-import { HISTORY_DIR, META_DIR, historyDirOf, historySegmentName } from '../../src/core/protocol';
+import { queueDirOf } from '../../src/core/lock/queue';
+import { HISTORY_DIR, META_DIR, historyDirOf, historySegmentName } from '../../src/core/base/protocol';
 import { WORKERS, cleanup, cli, report, tempDir } from '../helpers';
 
 const TAG = 'eve-release/R120-15662.0.0';

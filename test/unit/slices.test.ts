@@ -8,8 +8,8 @@ import * as fs from 'fs';
 import * as path from 'path';
 import { performance } from 'perf_hooks';
 import { list, naturalOrder } from '../../src/core';
-import { naturalKey, sortNatural } from '../../src/core/natural';
-import { eachInSlices, sortInSlices } from '../../src/core/slices';
+import { naturalKey, sortNatural } from '../../src/core/base/natural';
+import { eachInSlices, sortInSlices } from '../../src/core/base/slices';
 import { cleanup, tempDir } from '../helpers';
 
 /** A deterministic generator, so that a failure can be replayed. */

@@ -10,7 +10,7 @@ import type { AddressInfo } from 'net';
 import * as path from 'path';
 import { pathToFileURL } from 'url';
 import * as tar from 'tar';
-import { StagingError, isStagingError } from '../../src/core/errors';
+import { StagingError, isStagingError } from '../../src/core/base/errors';
 import { CopyPool } from '../../src/core/stage/pool';
 import { SOURCES, openSource, sourcesSize } from '../../src/core/stage/sources';
 import { DEFAULT_MAX_BYTES, PART_PREFIX, type EntrySource, type IncomingEntry, type MeasureTree, type SourceContext } from '../../src/core/stage/types';

@@ -10,7 +10,7 @@ import { spawn, spawnSync, type ChildProcess } from 'child_process';
 import * as crypto from 'crypto';
 import * as fs from 'fs';
 import * as path from 'path';
-import { StagingError } from '../../src/core/errors';
+import { StagingError } from '../../src/core/base/errors';
 import { stage } from '../../src/core/stage/stage';
 import { cleanup, exitOf, isRoot, report, tempDir, WORKERS } from '../helpers';
 

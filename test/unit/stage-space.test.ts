@@ -8,9 +8,9 @@ import { spawn } from 'child_process';
 import * as fs from 'fs';
 import * as path from 'path';
 import { MARGIN_MIN_BYTES, limitOf, safetyMargin, sizeLimit } from '../../src/core/stage/space';
-import { flushHistory } from '../../src/core/history';
+import { flushHistory } from '../../src/core/log/history';
 import { stage } from '../../src/core/stage/stage';
-import { HISTORY_DIR, META_DIR } from '../../src/core/protocol';
+import { HISTORY_DIR, META_DIR } from '../../src/core/base/protocol';
 import { python } from '../fixtures';
 import { CLI, cleanup, isRoot, rejectsWith, report, run, snapshot, tempDir } from '../helpers';
 

@@ -5,8 +5,8 @@
 import { strict as assert } from 'assert';
 import * as fs from 'fs';
 import * as path from 'path';
-import { acquire, type Lease } from '../../src/core/lock';
-import { isStagingError } from '../../src/core/errors';
+import { acquire, type Lease } from '../../src/core/lock/lock';
+import { isStagingError } from '../../src/core/base/errors';
 import { MANIFEST_FILE, TIMESTAMP_FILE } from '../../src/core/stage/types';
 import { prune, usage, type AreaUsage } from '../../src/core/usage';
 import { callsPerTurn, cleanup, snapshot, tempDir } from '../helpers';

@@ -10,7 +10,7 @@ import { spawn } from 'child_process';
 import * as fs from 'fs';
 import * as path from 'path';
 import { WatchQueue, type LineSink, type WatchLine } from '../../src/cli/watchLines';
-import { LOCK_NAME, OWNER_FILE, TIMESTAMP_FILE } from '../../src/core/protocol';
+import { LOCK_NAME, OWNER_FILE, TIMESTAMP_FILE } from '../../src/core/base/protocol';
 import { TOOL, cleanup, exitOf, report, tempDir, waitFor } from '../helpers';
 
 

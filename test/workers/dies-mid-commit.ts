@@ -6,8 +6,8 @@
  *   node dies-mid-commit.js STATIC_DIR TAG
  */
 import * as fs from 'fs';
-import { acquire } from '../../src/core/lock';
-import { COMMIT_FILE } from '../../src/core/commit';
+import { acquire } from '../../src/core/lock/lock';
+import { COMMIT_FILE } from '../../src/core/lock/commit';
 
 async function main(): Promise<void> {
   const [staticDir, tag] = process.argv.slice(2) as [string, string];

@@ -12,8 +12,8 @@
  */
 import * as fs from 'fs';
 import * as path from 'path';
-import { acquire } from '../../src/core/lock';
-import { LOCK_NAME, OWNER_FILE } from '../../src/core/protocol';
+import { acquire } from '../../src/core/lock/lock';
+import { LOCK_NAME, OWNER_FILE } from '../../src/core/base/protocol';
 
 interface Args {
   staticDir: string;

@@ -9,8 +9,8 @@
  * Out: { type: 'done', id, ok, code?, message? }; a lost lease sends { type: 'lost', tag, atMs };
  *      a history warning { type: 'warning', message }.
  */
-import { flushHistory, recordHistory } from '../../src/core/history';
-import { acquire, type Lease } from '../../src/core/lock';
+import { flushHistory, recordHistory } from '../../src/core/log/history';
+import { acquire, type Lease } from '../../src/core/lock/lock';
 import { destroy, forceRelease } from '../../src/core/remove';
 import { stage } from '../../src/core/stage/stage';
 import { verify } from '../../src/core/verify';

@@ -6,7 +6,7 @@
  * (who broke it, from explainLoss).
  * Accepts 'release' and 'release-destroy'; replies { type: 'released' } and exits.
  */
-import { acquire, type AcquireOptions } from '../../src/core/lock';
+import { acquire, type AcquireOptions } from '../../src/core/lock/lock';
 import { explainLoss, lossSentence } from '../../src/core/loss';
 
 interface Args extends AcquireOptions {

@@ -7,10 +7,10 @@
  */
 import * as fs from 'fs';
 import * as path from 'path';
-import { fsClockSkew } from '../../src/core/clock';
-import { inspect } from '../../src/core/inspect';
-import { LOCK_NAME } from '../../src/core/protocol';
-import { resolveStaticDir } from '../../src/core/tags';
+import { fsClockSkew } from '../../src/core/fs/clock';
+import { inspect } from '../../src/core/lock/inspect';
+import { LOCK_NAME } from '../../src/core/base/protocol';
+import { resolveStaticDir } from '../../src/core/fs/tags';
 
 interface Args {
   staticDir: string;

@@ -6,8 +6,8 @@
  * Sends { type: 'done', entered, refused, overlaps, errors } and exits.
  */
 import * as fs from 'fs';
-import { acquire } from '../../src/core/lock';
-import { isStagingError } from '../../src/core/errors';
+import { acquire } from '../../src/core/lock/lock';
+import { isStagingError } from '../../src/core/base/errors';
 
 interface Args {
   staticDir: string;

@@ -1,6 +1,6 @@
 /**
  * One operation of the protocol in its own process, for the tests that stop a process at each of
- * its steps (DEVSERVER_STAGING_PAUSE_AT, see src/core/steps.ts) and let others act meanwhile.
+ * its steps (DEVSERVER_STAGING_PAUSE_AT, see src/core/base/steps.ts) and let others act meanwhile.
  * argv[2]: JSON { staticDir, tag, op, staleMs, refreshMs, source? }, op one of:
  * - cycle: acquire (waiting up to a few seconds), make the critical section's marker
  *   `<staticDir>/inside` (mkdir: the kernel's O_EXCL), remove it, release;
@@ -11,7 +11,7 @@
  */
 import * as fs from 'fs';
 import * as path from 'path';
-import { acquire } from '../../src/core/lock';
+import { acquire } from '../../src/core/lock/lock';
 import { destroy, forceRelease } from '../../src/core/remove';
 import { stage } from '../../src/core/stage/stage';
 

@@ -13,7 +13,7 @@
  */
 import * as fs from 'fs';
 import * as path from 'path';
-import { acquire, type Lease } from '../../src/core/lock';
+import { acquire, type Lease } from '../../src/core/lock/lock';
 
 interface Args {
   staticDir: string;

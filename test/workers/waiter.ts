@@ -14,7 +14,7 @@
 import * as fs from 'fs';
 import * as path from 'path';
 import { performance } from 'perf_hooks';
-import { acquire } from '../../src/core/lock';
+import { acquire } from '../../src/core/lock/lock';
 
 interface Args {
   staticDir: string;

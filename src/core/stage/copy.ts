@@ -6,7 +6,7 @@ import * as crypto from 'crypto';
 import * as fs from 'fs';
 import { Transform, type Readable } from 'stream';
 import { pipeline } from 'stream/promises';
-import { StagingError, asStagingError, isStagingError } from '../errors';
+import { StagingError, asStagingError, isStagingError } from '../base/errors';
 import { changedSourceError } from './sources/errors';
 import { CopyFailure, CopyPool, SMALL_MAX, type CopyTask } from './pool';
 import { limitOf, sizeLimit, type SizeLimit } from './space';

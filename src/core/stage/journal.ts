@@ -19,12 +19,12 @@
 import * as crypto from 'crypto';
 import * as fs from 'fs';
 import * as path from 'path';
-import { createRecord, openBelow, type Dir } from '../anchored';
-import { COMMIT_FILE, COMMIT_PART, commitText, keptWords, undoCommit, type CommitStep, type WorkPlace } from '../commit';
-import { StagingError, asStagingError, errnoCode } from '../errors';
-import { LOCK_NAME } from '../protocol';
-import { asyncIo, type Io } from '../io';
-import { step } from '../steps';
+import { createRecord, openBelow, type Dir } from '../fs/anchored';
+import { COMMIT_FILE, COMMIT_PART, commitText, keptWords, undoCommit, type CommitStep, type WorkPlace } from '../lock/commit';
+import { StagingError, asStagingError, errnoCode } from '../base/errors';
+import { LOCK_NAME } from '../base/protocol';
+import { asyncIo, type Io } from '../fs/io';
+import { step } from '../base/steps';
 import { MANIFEST_FILE, TIMESTAMP_FILE } from './types';
 
 /** Where an artifact is written: a part of its own, or its place in a new directory. */

@@ -4,10 +4,10 @@
  */
 import * as fs from 'fs';
 import * as path from 'path';
-import { StagingError } from '../errors';
-import { asyncIo } from '../io';
-import { isReservedSegment } from '../protocol';
-import { isInside } from '../tags';
+import { StagingError } from '../base/errors';
+import { asyncIo } from '../fs/io';
+import { isReservedSegment } from '../base/protocol';
+import { isInside } from '../fs/tags';
 import type { IncomingEntry } from './types';
 
 /** Linux's limit on a path: a longer one cannot be created, so it is refused up front. */

@@ -5,8 +5,8 @@
  * before its rollback gives the space back.
  */
 import * as fs from 'fs';
-import { StagingError, type NextStep } from '../errors';
-import { formatBytes } from '../format';
+import { StagingError, type NextStep } from '../base/errors';
+import { formatBytes } from '../base/format';
 
 /** The margin is this share of the filesystem's size, */
 export const MARGIN_FRACTION = 0.05;

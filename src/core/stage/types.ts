@@ -4,10 +4,10 @@
  * what lands and how) and the callers (CLI, extension).
  */
 import type { Readable } from 'stream';
-import type { StagingError } from '../errors';
-import type { HistoryOptions } from '../history';
-import type { ManifestEntry } from '../manifest';
-import type { Timing } from '../types';
+import type { StagingError } from '../base/errors';
+import type { HistoryOptions } from '../log/history';
+import type { ManifestEntry } from '../build/manifest';
+import type { Timing } from '../base/types';
 
 /**
  * One thing a source yields: a file with its content, a directory, or a link. Names are as the
@@ -110,7 +110,7 @@ export interface TreeSize {
 export type MeasureTree = (dir: string) => Promise<TreeSize | undefined>;
 
 // The manifest is the core's (verify, browse and du read it too); staging writes it.
-export type { Manifest, ManifestEntry } from '../manifest';
+export type { Manifest, ManifestEntry } from '../build/manifest';
 
 export interface StageProgress {
   /** The artifact being written now, or just finished ('' between artifacts). */
@@ -171,4 +171,4 @@ export interface StageResult {
 export const DEFAULT_MAX_BYTES = 64 * 1024 ** 3;
 
 // The names staging keeps in an area are part of the on-disk protocol: defined there, once.
-export { MANIFEST_FILE, PART_PREFIX, TIMESTAMP_FILE } from '../protocol';
+export { MANIFEST_FILE, PART_PREFIX, TIMESTAMP_FILE } from '../base/protocol';

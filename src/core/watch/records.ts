@@ -2,7 +2,7 @@
  * The picture of a static directory that `LockStates` keeps, one record per area: plain data that
  * the extension's tree and status bar render and `devserver-stage watch` prints.
  */
-import type { ListEntry } from '../types';
+import type { ListEntry } from '../base/types';
 
 /** An area by its static directory and tag; the tag '' is the static directory itself. */
 export interface AreaRef {

@@ -9,9 +9,9 @@
 import * as fs from 'fs';
 import * as os from 'os';
 import * as path from 'path';
-import { StagingError } from '../errors';
-import { printable } from '../format';
-import { fsPath } from '../rawNames';
+import { StagingError } from '../base/errors';
+import { printable } from '../base/format';
+import { fsPath } from '../base/rawNames';
 
 /**
  * Folders one scan lists on its own; beyond them, a folder is listed when someone asks for it (the

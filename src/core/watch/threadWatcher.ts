@@ -17,7 +17,7 @@
  */
 import * as path from 'path';
 import { Worker } from 'worker_threads';
-import { pause } from '../slices';
+import { pause } from '../base/slices';
 import { DirectoryWatcher, WATCH_THREAD_STOPPED, type WatchEvent, type Watcher, type WatcherFactory } from './watcher';
 import type { FromWatches, ToWatches } from './watchProtocol';
 

@@ -6,8 +6,8 @@
  */
 import * as fs from 'fs';
 import type { Disposable } from './emitter';
-import { fsPath } from '../rawNames';
-import { pause } from '../slices';
+import { fsPath } from '../base/rawNames';
+import { pause } from '../base/slices';
 
 /** `data`: what the directory was watched with (the model's area for it). */
 export type WatchEvent<T> = { dir: string; data: T; name: string | null; kind: 'rename' | 'change' };

@@ -10,8 +10,8 @@ import * as zlib from 'zlib';
 import { Parser, type ReadEntry } from 'tar';
 import * as yauzl from 'yauzl';
 import { XzReadableStream } from 'xz-decompress';
-import { StagingError, errnoCode } from '../../errors';
-import { ioFor } from '../../io';
+import { StagingError, errnoCode } from '../../base/errors';
+import { ioFor } from '../../fs/io';
 import type { IncomingEntry } from '../types';
 import { canceledError, fsSourceError, messageOf, sourceError, throwIfAborted } from './errors';
 

@@ -3,7 +3,7 @@
  * a URL, an archive's entry) and what to check, ECANCELED when the staging was stopped. Every
  * source reports its failures through these.
  */
-import { StagingError, errnoCode } from '../../errors';
+import { StagingError, errnoCode } from '../../base/errors';
 
 /** The error to throw once `signal` has aborted: its own StagingError reason, else ECANCELED. */
 export function canceledError(signal: AbortSignal, source: string): StagingError {

@@ -6,7 +6,7 @@
 import * as fs from 'fs';
 import { Readable, Transform } from 'stream';
 import { pipeline } from 'stream/promises';
-import { StagingError, asStagingError, errnoCode } from '../../errors';
+import { StagingError, asStagingError, errnoCode } from '../../base/errors';
 import type { IncomingEntry, SourceContext, SourceOpener } from '../types';
 import { archiveKindOf, archiveKindOfContentType, tarEntries, zipEntries } from './archive';
 import { canceledError, messageOf, sourceError, throwIfAborted } from './errors';

@@ -5,8 +5,8 @@
  */
 import { closeSync, constants, fstatSync, lstatSync, openSync, promises as fsp, readdirSync, readlinkSync, type Stats } from 'fs';
 import * as path from 'path';
-import { fdPath } from '../../anchored';
-import { ioFor, ioForTreeBelow } from '../../io';
+import { fdPath } from '../../fs/anchored';
+import { ioFor, ioForTreeBelow } from '../../fs/io';
 import type { IncomingEntry, MeasureTree, SourceOpener } from '../types';
 import { archiveFileEntries, archiveKindOf } from './archive';
 import { changedSourceError, fsSourceError, sourceError, throwIfAborted } from './errors';

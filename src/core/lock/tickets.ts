@@ -14,14 +14,14 @@
  */
 import * as fs from 'fs';
 import * as path from 'path';
-import { type Dir } from './anchored';
-import { errnoCode } from './errors';
-import { printable } from './format';
-import { isHolderAlive, isOnThisMachine, isPidAlive, parseHolder, parseObject, parseSideName, sideName, thisMachine } from './holder';
-import type { Io } from './io';
-import { QUEUE_PROBE_PREFIX, TICKET_ASIDE_PREFIX, TICKET_DIGITS, MAX_OWNER_BYTES } from './protocol';
-import { pause } from './slices';
-import type { QueueEntry, Timing, Waiter } from './types';
+import { type Dir } from '../fs/anchored';
+import { errnoCode } from '../base/errors';
+import { printable } from '../base/format';
+import { isHolderAlive, isOnThisMachine, isPidAlive, parseHolder, parseObject, parseSideName, sideName, thisMachine } from '../base/holder';
+import type { Io } from '../fs/io';
+import { QUEUE_PROBE_PREFIX, TICKET_ASIDE_PREFIX, TICKET_DIGITS, MAX_OWNER_BYTES } from '../base/protocol';
+import { pause } from '../base/slices';
+import type { QueueEntry, Timing, Waiter } from '../base/types';
 
 export const TICKET_NAME = new RegExp(`^\\d{${TICKET_DIGITS}}$`);
 export const MAX_TICKET = 10 ** TICKET_DIGITS - 1;

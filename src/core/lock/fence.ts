@@ -27,12 +27,12 @@
  * number is taken over the first time such an area is locked.
  */
 import * as path from 'path';
-import type { Dir } from './anchored';
-import { randomHex } from './crypto';
-import { StagingError, asStagingError, errnoCode } from './errors';
-import type { Io } from './io';
-import { FENCE_FILE, TIMESTAMP_FILE } from './protocol';
-import { step } from './steps';
+import type { Dir } from '../fs/anchored';
+import { randomHex } from '../base/crypto';
+import { StagingError, asStagingError, errnoCode } from '../base/errors';
+import type { Io } from '../fs/io';
+import { FENCE_FILE, TIMESTAMP_FILE } from '../base/protocol';
+import { step } from '../base/steps';
 
 /** Inside a work directory: the counter in flight, `fence.<n>`, between consuming and publishing. */
 export const CARRIER_PREFIX = 'fence.';

@@ -18,9 +18,9 @@
  */
 import * as fs from 'fs';
 import * as path from 'path';
-import { StagingError, errnoCode } from './errors';
-import { META_DIR } from './protocol';
-import { decodeName, fsPath } from './rawNames';
+import { StagingError, errnoCode } from '../base/errors';
+import { META_DIR } from '../base/protocol';
+import { decodeName, fsPath } from '../base/rawNames';
 
 const C = fs.constants;
 const O_DIR = C.O_RDONLY | C.O_DIRECTORY;

@@ -20,15 +20,15 @@
  */
 import * as fs from 'fs';
 import * as path from 'path';
-import { readRecord, removeTree, type Dir } from './anchored';
-import { StagingError, errnoCode } from './errors';
+import { readRecord, removeTree, type Dir } from '../fs/anchored';
+import { StagingError, errnoCode } from '../base/errors';
 import { raiseCounter } from './fence';
-import { parseHolder, sideName } from './holder';
-import { asyncIo, type Io } from './io';
+import { parseHolder, sideName } from '../base/holder';
+import { asyncIo, type Io } from '../fs/io';
 import type { LockIdentity } from './judge';
 import { rmTreeSoon } from './lockfs';
-import { CLAIM_PREFIX, LOCK_FENCED_PREFIX, LOCK_NAME, LOCK_TRASH_PREFIX, MAX_OWNER_BYTES, OWNER_FILE, WORK_PREFIX } from './protocol';
-import { step } from './steps';
+import { CLAIM_PREFIX, LOCK_FENCED_PREFIX, LOCK_NAME, LOCK_TRASH_PREFIX, MAX_OWNER_BYTES, OWNER_FILE, WORK_PREFIX } from '../base/protocol';
+import { step } from '../base/steps';
 import { holdsUnfinishedCommit, putAside, removeEmptyLock } from './unlock';
 
 /** More generations than this means something keeps dying mid-takeover; give up rather than loop. */

@@ -6,12 +6,12 @@
  */
 import * as fs from 'fs';
 import * as path from 'path';
-import { type Dir, appendRecord, hardLinked, openDir } from './anchored';
-import { openMeta } from './meta';
-import { StagingError, errnoCode } from './errors';
-import { thisProcess } from './holder';
-import { AUDIT_LOG, META_DIR } from './protocol';
-import type { LockInfo, QueueEntry } from './types';
+import { type Dir, appendRecord, hardLinked, openDir } from '../fs/anchored';
+import { openMeta } from '../fs/meta';
+import { StagingError, errnoCode } from '../base/errors';
+import { thisProcess } from '../base/holder';
+import { AUDIT_LOG, META_DIR } from '../base/protocol';
+import type { LockInfo, QueueEntry } from '../base/types';
 
 export interface AuditEntry {
   time: string;

@@ -4,10 +4,10 @@
  * it; staging, verify, the build views and du read and check it here alone.
  */
 import * as path from 'path';
-import { readRecordBytes } from './anchored';
-import { StagingError, asStagingError, errnoCode } from './errors';
-import { MANIFEST_FILE, MAX_MANIFEST_BYTES } from './protocol';
-import { pause, sortInSlices } from './slices';
+import { readRecordBytes } from '../fs/anchored';
+import { StagingError, asStagingError, errnoCode } from '../base/errors';
+import { MANIFEST_FILE, MAX_MANIFEST_BYTES } from '../base/protocol';
+import { pause, sortInSlices } from '../base/slices';
 
 /** One artifact as the manifest records it. */
 export interface ManifestEntry {
@@ -32,7 +32,7 @@ export interface Manifest {
   artifacts: Record<string, ManifestEntry>;
 }
 
-export { MAX_MANIFEST_BYTES } from './protocol';
+export { MAX_MANIFEST_BYTES } from '../base/protocol';
 
 /**
  * Artifacts by name, in an object without a prototype: an artifact may be named `__proto__`,

@@ -5,7 +5,7 @@
  * set-group-ID bits), whatever the umask of the process that happens to make it first.
  */
 import { type Dir, openOrMakeBelow } from './anchored';
-import { META_DIR } from './protocol';
+import { META_DIR } from '../base/protocol';
 
 /** Opens `.devserver-staging` below the opened static directory, making it where missing; a link or file in its place is refused. */
 export function openMeta(top: Dir, sync = false): Promise<Dir> {

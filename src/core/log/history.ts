@@ -16,11 +16,11 @@
  */
 import * as fs from 'fs';
 import * as path from 'path';
-import { type Dir, appendRecord, notARecord, openBelow, openDir, openDirWhere, openOrMakeBelow, readRecordTail, settle } from './anchored';
-import { fsClockSkew, knownClockSkew } from './clock';
-import { openMeta } from './meta';
-import { StagingError, errnoCode, errnoHint } from './errors';
-import { thisProcess } from './holder';
+import { type Dir, appendRecord, notARecord, openBelow, openDir, openDirWhere, openOrMakeBelow, readRecordTail, settle } from '../fs/anchored';
+import { fsClockSkew, knownClockSkew } from '../fs/clock';
+import { openMeta } from '../fs/meta';
+import { StagingError, errnoCode, errnoHint } from '../base/errors';
+import { thisProcess } from '../base/holder';
 import {
   HISTORY_DIR,
   HISTORY_SEGMENT_BYTES,
@@ -29,10 +29,10 @@ import {
   historyHostName,
   historySegmentName,
   parseHistorySegmentName,
-} from './protocol';
-import { sortInSlices } from './slices';
-import { parseTag, resolveStaticDir } from './tags';
-import type { Holder, LockInfo } from './types';
+} from '../base/protocol';
+import { sortInSlices } from '../base/slices';
+import { parseTag, resolveStaticDir } from '../fs/tags';
+import type { Holder, LockInfo } from '../base/types';
 
 /** The transitions of an area that the history records. */
 export type HistoryKind = 'acquired' | 'released' | 'lost' | 'taken-over' | 'force-released' | 'destroyed' | 'staged' | 'verified';

@@ -3,18 +3,18 @@
  */
 import * as fs from 'fs';
 import * as path from 'path';
-import { isWithin, openDir, readRecord, whereIs, type Dir } from './anchored';
-import { randomHex } from './crypto';
-import { asStagingError, errnoCode } from './errors';
-import { printable } from './format';
-import { isOnThisMachine, parseHolder } from './holder';
-import { cachesAttributes, lstatOf, statOf } from './io';
+import { isWithin, openDir, readRecord, whereIs, type Dir } from '../fs/anchored';
+import { randomHex } from '../base/crypto';
+import { asStagingError, errnoCode } from '../base/errors';
+import { printable } from '../base/format';
+import { isOnThisMachine, parseHolder } from '../base/holder';
+import { cachesAttributes, lstatOf, statOf } from '../fs/io';
 import { isLockAlive } from './lifetime';
-import { probesAllowed } from './probes';
-import { LOCK_NAME, LOCK_PROBE_PREFIX, MAX_OWNER_BYTES, OWNER_FILE, WORK_PREFIX, thresholdOf } from './protocol';
-import { decodeName, fsPath } from './rawNames';
-import type { Area } from './tags';
-import type { Holder, LegacyHolder, LockInfo, Timing } from './types';
+import { probesAllowed } from '../base/probes';
+import { LOCK_NAME, LOCK_PROBE_PREFIX, MAX_OWNER_BYTES, OWNER_FILE, WORK_PREFIX, thresholdOf } from '../base/protocol';
+import { decodeName, fsPath } from '../base/rawNames';
+import type { Area } from '../fs/tags';
+import type { Holder, LegacyHolder, LockInfo, Timing } from '../base/types';
 
 /** What identifies one lock instance, so a takeover removes the lock it judged and no later one. */
 export interface LockIdentity {

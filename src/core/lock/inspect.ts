@@ -3,17 +3,17 @@
  * directory (`list`), cheaply enough for a tree view to call on every change.
  */
 import * as fs from 'fs';
-import { fsClockSkew } from './clock';
-import { StagingError, asStagingError, errnoCode } from './errors';
-import { readEntriesInSlices } from './browse';
-import { asyncIo, ioForTreeBelow, type Io } from './io';
+import { fsClockSkew } from '../fs/clock';
+import { StagingError, asStagingError, errnoCode } from '../base/errors';
+import { readEntriesInSlices } from '../build/browse';
+import { asyncIo, ioForTreeBelow, type Io } from '../fs/io';
 import { judgeLock, lockPathOf } from './judge';
-import { sortNatural } from './natural';
-import { printable } from './format';
-import { eachInSlices } from './slices';
-import { BUILD_MARKS, LOCK_NAME, clampTiming, isProtocolName } from './protocol';
-import { isInside, resolveArea, resolveStaticDir } from './tags';
-import type { ListEntry, LockInfo, Timing } from './types';
+import { sortNatural } from '../base/natural';
+import { printable } from '../base/format';
+import { eachInSlices } from '../base/slices';
+import { BUILD_MARKS, LOCK_NAME, clampTiming, isProtocolName } from '../base/protocol';
+import { isInside, resolveArea, resolveStaticDir } from '../fs/tags';
+import type { ListEntry, LockInfo, Timing } from '../base/types';
 
 
 /**

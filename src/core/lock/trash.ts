@@ -16,15 +16,15 @@
  * then its directory.
  */
 import * as path from 'path';
-import { createRecord, isWithin, openDir, openOrMakeBelow, removeTree, whereIs, type Dir } from './anchored';
+import { createRecord, isWithin, openDir, openOrMakeBelow, removeTree, whereIs, type Dir } from '../fs/anchored';
 import { COMMIT_PART, commitText, undoCommit, type CommitStep } from './commit';
-import { randomHex } from './crypto';
-import { StagingError, asStagingError, errnoCode } from './errors';
-import { sideName } from './holder';
-import type { Io } from './io';
-import { openMeta } from './meta';
-import { COMMIT_FILE, FENCE_FILE, LOCK_NAME, LOCK_TRASH_PREFIX, MANIFEST_FILE, TIMESTAMP_FILE, TRASH_DIR, isProtocolName } from './protocol';
-import { step } from './steps';
+import { randomHex } from '../base/crypto';
+import { StagingError, asStagingError, errnoCode } from '../base/errors';
+import { sideName } from '../base/holder';
+import type { Io } from '../fs/io';
+import { openMeta } from '../fs/meta';
+import { COMMIT_FILE, FENCE_FILE, LOCK_NAME, LOCK_TRASH_PREFIX, MANIFEST_FILE, TIMESTAMP_FILE, TRASH_DIR, isProtocolName } from '../base/protocol';
+import { step } from '../base/steps';
 import { putAside, removeEmptyLock } from './unlock';
 
 /**

@@ -24,10 +24,10 @@
  */
 import * as fs from 'fs';
 import * as path from 'path';
-import { openBelow, readRecord, type Dir } from './anchored';
-import { StagingError, errnoCode, errnoHint } from './errors';
-import { COMMIT_FILE, FENCE_FILE, LOCK_FENCED_PREFIX, MANIFEST_FILE, WORK_PREFIX, isProtocolName } from './protocol';
-import { step } from './steps';
+import { openBelow, readRecord, type Dir } from '../fs/anchored';
+import { StagingError, errnoCode, errnoHint } from '../base/errors';
+import { COMMIT_FILE, FENCE_FILE, LOCK_FENCED_PREFIX, MANIFEST_FILE, WORK_PREFIX, isProtocolName } from '../base/protocol';
+import { step } from '../base/steps';
 
 export { COMMIT_FILE };
 

@@ -7,13 +7,13 @@
  */
 import * as fs from 'fs';
 import { type Dir, openDir, readRecord, refuseUnlessOneLink } from './anchored';
-import { StagingError } from './errors';
-import { randomHex } from './crypto';
+import { StagingError } from '../base/errors';
+import { randomHex } from '../base/crypto';
 import { isLocalFilesystem } from './io';
 import { openMeta } from './meta';
-import { isHolderAlive, isOnThisMachine, isPidAlive, parseHolder, processStartOf, thisMachine } from './holder';
-import { probesAllowed } from './probes';
-import { CLOCK_PROBE } from './protocol';
+import { isHolderAlive, isOnThisMachine, isPidAlive, parseHolder, processStartOf, thisMachine } from '../base/holder';
+import { probesAllowed } from '../base/probes';
+import { CLOCK_PROBE } from '../base/protocol';
 
 const C = fs.constants;
 

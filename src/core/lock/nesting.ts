@@ -11,14 +11,14 @@
  */
 import * as fs from 'fs';
 import * as path from 'path';
-import { openBelow, openDir, type Dir } from './anchored';
-import { asStagingError, errnoCode } from './errors';
-import { asyncIo, type Io } from './io';
+import { openBelow, openDir, type Dir } from '../fs/anchored';
+import { asStagingError, errnoCode } from '../base/errors';
+import { asyncIo, type Io } from '../fs/io';
 import { hasBuildMark } from './inspect';
 import { judgeLock } from './judge';
-import { LOCK_NAME, isProtocolName } from './protocol';
-import { parseTag, resolveStaticDir, type Area } from './tags';
-import type { LockInfo, Timing } from './types';
+import { LOCK_NAME, isProtocolName } from '../base/protocol';
+import { parseTag, resolveStaticDir, type Area } from '../fs/tags';
+import type { LockInfo, Timing } from '../base/types';
 
 export interface NestingConflict {
   /** The lock that stands in the way. */

@@ -4,11 +4,11 @@
  */
 import * as fs from 'fs';
 import * as path from 'path';
-import { StagingError, asStagingError, errnoCode } from './errors';
+import { StagingError, asStagingError, errnoCode } from '../base/errors';
 import { isInside, openDir, openPath, type Dir } from './anchored';
-import { printable } from './format';
+import { printable } from '../base/format';
 import { ioForStaticDir, realpathOf, statOf, type Io } from './io';
-import { isProtocolName } from './protocol';
+import { isProtocolName } from '../base/protocol';
 
 export interface Area {
   /** The static directory as given, made absolute. */

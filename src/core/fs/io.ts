@@ -9,7 +9,7 @@
 import * as fs from 'fs';
 import { promisify } from 'util';
 import { createRecord, createRecordSync, mountPoints, readRecord, readRecordSync, settle } from './anchored';
-import { decodeName, fsPath } from './rawNames';
+import { decodeName, fsPath } from '../base/rawNames';
 
 export interface Io {
   /** True when calls run synchronously (a local filesystem). */

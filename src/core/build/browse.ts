@@ -7,13 +7,13 @@
  */
 import * as fs from 'fs';
 import * as path from 'path';
-import { openBelow, openDir, openPath, type Dir } from './anchored';
-import { StagingError, asStagingError, errnoCode, isStagingError } from './errors';
+import { openBelow, openDir, openPath, type Dir } from '../fs/anchored';
+import { StagingError, asStagingError, errnoCode, isStagingError } from '../base/errors';
 import { MAX_MANIFEST_BYTES, parseArtifacts, readManifestBytes, type JudgeOptions, type ManifestEntry } from './manifest';
-import { MANIFEST_FILE } from './protocol';
-import { decodeName, fsPath, hasRawBytes } from './rawNames';
-import { eachInSlices, pause } from './slices';
-import { resolveArea, type Area } from './tags';
+import { MANIFEST_FILE } from '../base/protocol';
+import { decodeName, fsPath, hasRawBytes } from '../base/rawNames';
+import { eachInSlices, pause } from '../base/slices';
+import { resolveArea, type Area } from '../fs/tags';
 
 function noBuild(area: Area): StagingError {
   return new StagingError('ENOENT', `There is no build ${area.tag} in ${area.staticDir} (no directory ${area.dir}).`, { path: area.dir });

@@ -13,11 +13,11 @@
  */
 import * as fs from 'fs';
 import * as path from 'path';
-import { errnoCode } from './errors';
-import { isHolderAlive, isPidAlive, parseObject, procStat, thisMachine } from './holder';
-import { createRecordSync, readRecordSync } from './anchored';
-import { COMMAND_FILE, WORK_PREFIX } from './protocol';
-import type { CommandRecord, Holder } from './types';
+import { errnoCode } from '../base/errors';
+import { isHolderAlive, isPidAlive, parseObject, procStat, thisMachine } from '../base/holder';
+import { createRecordSync, readRecordSync } from '../fs/anchored';
+import { COMMAND_FILE, WORK_PREFIX } from '../base/protocol';
+import type { CommandRecord, Holder } from '../base/types';
 
 /** A command record is a few dozen bytes; anything larger is not one. */
 const MAX_RECORD_BYTES = 4_096;

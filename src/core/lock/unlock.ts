@@ -25,13 +25,13 @@
  * this to one instance at once (a takeover cut off and another taking over from it) each step is
  * done exactly once, and the others' fail harmlessly.
  */
-import { openBelow, removeTree, type Dir } from './anchored';
-import { errnoCode } from './errors';
+import { openBelow, removeTree, type Dir } from '../fs/anchored';
+import { errnoCode } from '../base/errors';
 import { raiseCounter, restoreCarriers } from './fence';
-import { sideName } from './holder';
-import type { Io } from './io';
-import { COMMIT_FILE, LOCK_FENCED_PREFIX, LOCK_NAME, LOCK_TRASH_PREFIX, OWNER_FILE, WORK_PREFIX } from './protocol';
-import { step } from './steps';
+import { sideName } from '../base/holder';
+import type { Io } from '../fs/io';
+import { COMMIT_FILE, LOCK_FENCED_PREFIX, LOCK_NAME, LOCK_TRASH_PREFIX, OWNER_FILE, WORK_PREFIX } from '../base/protocol';
+import { step } from '../base/steps';
 
 /** Where `putAside` moved a work directory. */
 export interface Aside {

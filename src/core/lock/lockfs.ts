@@ -28,13 +28,13 @@
  * Every path here is named through the area's open directory or the lock's (see anchored.ts).
  */
 import * as fs from 'fs';
-import { openDir, readRecordSync, removeTree, removeTreeSync, type Dir } from './anchored';
-import { errnoCode } from './errors';
+import { openDir, readRecordSync, removeTree, removeTreeSync, type Dir } from '../fs/anchored';
+import { errnoCode } from '../base/errors';
 import { CARRIER_PREFIX, restoreCarriers } from './fence';
-import { sideName } from './holder';
-import type { Io } from './io';
-import { COMMAND_FILE, COMMIT_FILE, FENCE_FILE, LOCK_FENCED_PREFIX, LOCK_NAME, LOCK_NEW_PREFIX, LOCK_TRASH_PREFIX, MAX_OWNER_BYTES, OWNER_FILE } from './protocol';
-import { step } from './steps';
+import { sideName } from '../base/holder';
+import type { Io } from '../fs/io';
+import { COMMAND_FILE, COMMIT_FILE, FENCE_FILE, LOCK_FENCED_PREFIX, LOCK_NAME, LOCK_NEW_PREFIX, LOCK_TRASH_PREFIX, MAX_OWNER_BYTES, OWNER_FILE } from '../base/protocol';
+import { step } from '../base/steps';
 import { holdsUnfinishedCommit, putAside, removeEmptyLock } from './unlock';
 
 /** The process's umask, read once (it is set at start and left alone). */

@@ -8,25 +8,25 @@ import type { Dirent } from 'fs';
 import * as os from 'os';
 import * as path from 'path';
 import * as lockfile from 'proper-lockfile';
-import { openDirIfThere, openDirWhere, type Dir } from './anchored';
-import { fsClockSkew } from './clock';
-import { StagingError, asStagingError, errnoCode, type NextStep } from './errors';
-import { printable } from './format';
+import { openDirIfThere, openDirWhere, type Dir } from '../fs/anchored';
+import { fsClockSkew } from '../fs/clock';
+import { StagingError, asStagingError, errnoCode, type NextStep } from '../base/errors';
+import { printable } from '../base/format';
 import { proposeToken, settleToken, stagedToken, type FenceContext } from './fence';
-import { makeHolder } from './holder';
-import { step } from './steps';
-import { HistorySegment, actorOf, history, recordHistory, removalEvent, type HistoryOptions, type NewHistoryEvent } from './history';
-import { ioFor, type Io } from './io';
+import { makeHolder } from '../base/holder';
+import { step } from '../base/steps';
+import { HistorySegment, actorOf, history, recordHistory, removalEvent, type HistoryOptions, type NewHistoryEvent } from '../log/history';
+import { ioFor, type Io } from '../fs/io';
 import { judgeLock, lockPathOf } from './judge';
 import { clearLitter } from './litter';
 import { closeLockFd, makeLockFs, rememberPrecision, workOf, type LockFsState } from './lockfs';
-import { LOCK_TARGET, WORK_PREFIX, clampTiming } from './protocol';
+import { LOCK_TARGET, WORK_PREFIX, clampTiming } from '../base/protocol';
 import { findHeldAbove, findHeldInside, findNestingConflict, type NestingConflict } from './nesting';
 import { Line, describeWaiter, type OnQueue } from './queue';
 import { fenceOf, removeInstance } from './takeover';
-import { openArea, parseTag, removeCreated, resolveArea, resolveStaticDir, type Area, type CreatedDir } from './tags';
+import { openArea, parseTag, removeCreated, resolveArea, resolveStaticDir, type Area, type CreatedDir } from '../fs/tags';
 import { destroyHeld } from './trash';
-import type { Holder, LockInfo, QueueEntry, Timing } from './types';
+import type { Holder, LockInfo, QueueEntry, Timing } from '../base/types';
 
 export interface AcquireOptions extends Partial<Timing>, HistoryOptions {
   /** The area must not exist yet; it is created by this call (the devserver's default). Default true. */

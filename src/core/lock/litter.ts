@@ -12,13 +12,13 @@
  * Claims (`devserver.lock.claim.*`) are the takeover's and are left to it.
  */
 import * as fs from 'fs';
-import { removeTree, removeTreeSync, type Dir } from './anchored';
+import { removeTree, removeTreeSync, type Dir } from '../fs/anchored';
 import { undoFencedDir } from './commit';
 import { restoreCarriers } from './fence';
-import { isPidAlive, parseSideName, thisMachine } from './holder';
-import type { Io } from './io';
-import { LOCK_FENCED_PREFIX, LOCK_NAME, LOCK_NEW_PREFIX, LOCK_PROBE_PREFIX, LOCK_TRASH_PREFIX, PART_PREFIX } from './protocol';
-import type { Timing } from './types';
+import { isPidAlive, parseSideName, thisMachine } from '../base/holder';
+import type { Io } from '../fs/io';
+import { LOCK_FENCED_PREFIX, LOCK_NAME, LOCK_NEW_PREFIX, LOCK_PROBE_PREFIX, LOCK_TRASH_PREFIX, PART_PREFIX } from '../base/protocol';
+import type { Timing } from '../base/types';
 
 /** A judge's probe lives for a second or so; one a minute old was left by a process that died. */
 const PROBE_LITTER_MS = 60_000;

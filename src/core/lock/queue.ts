@@ -19,18 +19,18 @@
  */
 import * as fs from 'fs';
 import * as path from 'path';
-import { fdPath, isWithin, openBelow, openDir, settle, touchRecord, whereIs, type Dir } from './anchored';
-import { recordFailure, recordIntent } from './audit';
-import { fsClockSkew } from './clock';
-import { StagingError, errnoCode } from './errors';
-import { makeHolder, sideName } from './holder';
-import { asyncIo, cachesAttributes, ioFor, isLocalDevice, type Io } from './io';
+import { fdPath, isWithin, openBelow, openDir, settle, touchRecord, whereIs, type Dir } from '../fs/anchored';
+import { recordFailure, recordIntent } from '../log/audit';
+import { fsClockSkew } from '../fs/clock';
+import { StagingError, errnoCode } from '../base/errors';
+import { makeHolder, sideName } from '../base/holder';
+import { asyncIo, cachesAttributes, ioFor, isLocalDevice, type Io } from '../fs/io';
 import { ATTR_CACHE_MS } from './judge';
-import { LOCK_NAME, META_DIR, areaKey, QUEUE_DIR, QUEUE_PROBE_PREFIX, clampTiming } from './protocol';
-import { pause } from './slices';
-import { resolveArea, type Area } from './tags';
+import { LOCK_NAME, META_DIR, areaKey, QUEUE_DIR, QUEUE_PROBE_PREFIX, clampTiming } from '../base/protocol';
+import { pause } from '../base/slices';
+import { resolveArea, type Area } from '../fs/tags';
 import { MAX_TICKET, TICKET_NAME, type RecordCache, type Ticket, clearLitter, judgeTicket, numbered, readTickets, removeTicket, staleWhateverItSays, ticketName } from './tickets';
-import type { QueueEntry, Timing } from './types';
+import type { QueueEntry, Timing } from '../base/types';
 import { Alarm } from './wake';
 
 export { describeWaiter, parseWaiter } from './tickets';
