@@ -87,7 +87,7 @@ describe('clock probe: never through a link', function () {
   async function runCommands(): Promise<number> {
     const list = await cli(staticDir, ['list']);
     assert.equal(list.code, 0, list.stderr);
-    assert.match(list.stdout, /free +board/);
+    assert.match(list.stdout, /folder +board/);
     const status = await cli(staticDir, ['status', 'board/R1']);
     assert.equal(status.code, 0, status.stderr);
     // $PPID of the command is the CLI itself: the pid its probe was named after.
