@@ -23,7 +23,7 @@ export default tseslint.config(
   {
     // The command line loads each command's file only when that command runs, and the tests and
     // benchmarks load optional modules (koffi) only where they are installed: `require` is the point.
-    files: ['src/cli.ts', 'src/cli/commands.ts', 'test/**/*.ts', 'bench/**/*.ts'],
+    files: ['src/cli/main.ts', 'src/cli/commands.ts', 'test/**/*.ts', 'bench/**/*.ts'],
     rules: { '@typescript-eslint/no-require-imports': 'off' },
   },
   {

@@ -15,7 +15,7 @@ import { readBuildArtifacts } from '../src/core/build/browse';
 import { ContentsCache } from '../src/core/contents';
 import { manifestText, noArtifacts } from '../src/core/build/manifest';
 import { MANIFEST_FILE } from '../src/core/base/protocol';
-import { summarize } from '../src/details/summary';
+import { summarize } from '../src/extension/details/summary';
 import { runAlone } from './alone';
 import { longestBlock, measuresThreadCpu } from './blocks';
 import { interleave, median, p95, ratioOf, type Candidate, type Row } from './stats';

@@ -113,8 +113,8 @@ async function bundle(options) {
 rmSync('dist', { recursive: true, force: true });
 mkdirSync('dist', { recursive: true });
 await Promise.all([
-  bundle({ entryPoints: ['src/extension.ts'], outfile: 'dist/extension.js', external: ['vscode'], plugins: [plainFs, signalExitAssert] }),
-  bundle({ entryPoints: ['src/cli.ts'], outfile: 'dist/cli.js', banner: { js: '#!/usr/bin/env node' }, plugins: [commandsExternal] }),
+  bundle({ entryPoints: ['src/extension/extension.ts'], outfile: 'dist/extension.js', external: ['vscode'], plugins: [plainFs, signalExitAssert] }),
+  bundle({ entryPoints: ['src/cli/main.ts'], outfile: 'dist/cli.js', banner: { js: '#!/usr/bin/env node' }, plugins: [commandsExternal] }),
   bundle({ entryPoints: commandFiles.map((f) => `src/cli/${f}`), outdir: 'dist/cli', plugins: [lockfileOnlyWhereUsed, plainFs, signalExitAssert] }),
   bundle({ entryPoints: { commander: 'node_modules/commander/index.js' }, outdir: 'dist/cli' }),
   bundle({ entryPoints: ['src/core/index.ts'], outfile: 'dist/core.js', plugins: [plainFs, signalExitAssert] }),

@@ -25,8 +25,8 @@ import { monitorEventLoopDelay, performance } from 'perf_hooks';
 import * as v8 from 'v8';
 import * as vm from 'vm';
 import * as vscode from 'vscode';
-import type { DevserverStagingApi } from '../../src/extension';
-import type { Node } from '../../src/tree/provider';
+import type { DevserverStagingApi } from '../../src/extension/extension';
+import type { Node } from '../../src/extension/tree/provider';
 import { BlockProbe } from '../blocks';
 import { median, p95 } from '../stats';
 

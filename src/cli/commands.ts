@@ -1,6 +1,6 @@
 /**
  * Every command of devserver-stage, as data: its arguments, options and help, and the file that
- * runs it. The entry (`src/cli.ts`) parses against this table and loads only the chosen command's
+ * runs it. The entry (`src/cli/main.ts`) parses against this table and loads only the chosen command's
  * file; the full parser (`program.ts`, commander) builds its help and errors from the same table.
  * A new command is one entry here and one file beside it.
  *

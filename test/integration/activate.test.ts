@@ -2,9 +2,9 @@ import { strict as assert } from 'assert';
 import * as fs from 'fs';
 import * as path from 'path';
 import * as vscode from 'vscode';
-import { needsTrust } from '../../src/commands/command';
-import { EXTENSION_ID } from '../../src/commands/trust';
-import type { DevserverStagingApi } from '../../src/extension';
+import { needsTrust } from '../../src/extension/commands/command';
+import { EXTENSION_ID } from '../../src/extension/commands/trust';
+import type { DevserverStagingApi } from '../../src/extension/extension';
 import { ROOT } from '../helpers';
 
 export { EXTENSION_ID };

@@ -8,9 +8,9 @@
 import { strict as assert } from 'assert';
 import * as path from 'path';
 import * as vscode from 'vscode';
-import type { DevserverStagingApi } from '../../src/extension';
-import type { Prompts } from '../../src/prompts';
-import type { Node, RowNode } from '../../src/tree/provider';
+import type { DevserverStagingApi } from '../../src/extension/extension';
+import type { Prompts } from '../../src/extension/prompts';
+import type { Node, RowNode } from '../../src/extension/tree/provider';
 import { cleanup, tempDir, waitFor } from '../helpers';
 import { api } from './activate.test';
 import { makeBuild } from './fixture';

@@ -1,10 +1,10 @@
 /** Walking the extension's tree as VS Code does, from a static directory's root down to a tag. */
 import { strict as assert } from 'assert';
 import * as vscode from 'vscode';
-import type { DevserverStagingApi } from '../../src/extension';
-import type { RowNode as AreaNode } from '../../src/tree/provider';
-import type { Node } from '../../src/tree/provider';
-import type { StaticDirNode } from '../../src/tree/staticDirNode';
+import type { DevserverStagingApi } from '../../src/extension/extension';
+import type { RowNode as AreaNode } from '../../src/extension/tree/provider';
+import type { Node } from '../../src/extension/tree/provider';
+import type { StaticDirNode } from '../../src/extension/tree/staticDirNode';
 
 /** The root of `staticDir` for '', else the node of `tag`; fails when it is not in the tree. */
 export async function nodeOf(ext: DevserverStagingApi, staticDir: string, tag: ''): Promise<StaticDirNode>;

@@ -17,8 +17,8 @@ import { lastHeld } from '../../src/core/log/history';
 import { DEFAULT_TIMING, MAX_STALE_MS, MAX_TIMER_MS, META_DIR, HISTORY_DIR, OWNER_FILE, clampTiming, historyDirOf, historySegmentName } from '../../src/core/base/protocol';
 import { ScannedDirs } from '../../src/core/watch/scope';
 import { inThreadWatcher } from '../../src/core/watch/watcher';
-import { literal } from '../../src/markdown';
-import { clipboardText, dialogLine, logText, notificationText, pickText, rowText } from '../../src/shown';
+import { literal } from '../../src/extension/markdown';
+import { clipboardText, dialogLine, logText, notificationText, pickText, rowText } from '../../src/extension/shown';
 import { CLI, ROOT, callsPerTurn, cleanup, expectMessage, fingerprint, killAll, readToken, rejectsWith, report, run, startWorker, tempDir, track, waitFor } from '../helpers';
 import { installedWorkbench, linksIn, notificationParser, portedNotificationParser, type LinkedNode } from '../vscodeText';
 

@@ -1,6 +1,6 @@
 /**
  * What a hostile co-user, or bad luck, can do to the readers of a build: `verify` (and
- * `devserver-stage verify`), the extension's model of the static directory (src/model/), and the
+ * `devserver-stage verify`), the extension's model of the static directory (src/extension/model/), and the
  * Markdown the details page and tooltips render from names on disk.
  *
  * The kernel is the referee: a file made a sparse terabyte by a co-user while it is read (a small
@@ -22,7 +22,7 @@ import { inspect, list } from '../../src/core/lock/inspect';
 import { stage } from '../../src/core/stage/stage';
 import { MANIFEST_FILE, TIMESTAMP_FILE } from '../../src/core/stage/types';
 import { verify, type VerifyResult } from '../../src/core/verify';
-import { codeSpan, literal } from '../../src/markdown';
+import { codeSpan, literal } from '../../src/extension/markdown';
 import { LockStates } from '../../src/core';
 import { changes, cliTimed, exchanger, fingerprint, hasTool, helperCommand } from '../attack';
 import { cleanup, isRoot, rejectsWith, report, run, tempDir } from '../helpers';

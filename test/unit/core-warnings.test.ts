@@ -10,7 +10,7 @@ import * as path from 'path';
 import { history, lastHeld } from '../../src/core/log/history';
 import { acquire } from '../../src/core/lock/lock';
 import { HISTORY_DIR, META_DIR, historyDirOf, historyHostName, historySegmentName } from '../../src/core/base/protocol';
-import { logCoreWarnings } from '../../src/coreWarnings';
+import { logCoreWarnings } from '../../src/extension/coreWarnings';
 import { cleanup, tempDir } from '../helpers';
 
 /** Lets the warnings emitted so far be delivered: Node emits them on the next tick. */

@@ -4,7 +4,7 @@
  */
 import { strict as assert } from 'assert';
 import type { ManifestEntry } from '../../src/core';
-import { summarize } from '../../src/details/summary';
+import { summarize } from '../../src/extension/details/summary';
 
 function entry(name: string, size: number, stagedAt: string, fence?: number): ManifestEntry {
   return { name, type: 'file', size, sha256: '0'.repeat(64), source: `/out/${name}`, stagedAt, ...(fence !== undefined ? { fence } : {}) };

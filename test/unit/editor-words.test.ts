@@ -7,7 +7,7 @@ import { strict as assert } from 'assert';
 import { spawnSync } from 'child_process';
 import * as fs from 'fs';
 import * as path from 'path';
-import { sniff, MAX_TEXT_BYTES } from '../../src/commands/sniff';
+import { sniff, MAX_TEXT_BYTES } from '../../src/extension/commands/sniff';
 import { CLI_HINT, ROOT, cleanup, tempDir } from '../helpers';
 
 /** The extension's own sources: all of src/ but the core and the command line. */

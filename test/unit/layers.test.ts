@@ -17,7 +17,7 @@ const FRONT = TOP + 1;
 /** A file's layer: its rank, and a name for messages. */
 function layerOf(file: string): { rank: number; name: string } {
   const rel = path.relative(SRC, file).split(path.sep);
-  if (rel[0] !== 'core') return { rank: FRONT, name: rel[0] === 'cli' || rel[0] === 'cli.ts' ? 'cli' : 'extension' };
+  if (rel[0] !== 'core') return { rank: FRONT, name: rel[0] };
   const i = CORE_LAYERS.indexOf(rel[1]);
   return i >= 0 ? { rank: i, name: `core/${rel[1]}` } : { rank: TOP, name: 'core' };
 }
@@ -46,8 +46,14 @@ function resolve(from: string, spec: string): string | undefined {
 describe('the layers of the code', () => {
   const files = sources(SRC);
 
-  it('finds the core in its layers, each a folder with a README that says what it may import', () => {
+  it('finds the core in its layers and the two front ends in theirs, each a folder with a README that says what it may import', () => {
     assert.ok(files.length > 100, `${files.length} source files`);
+    for (const front of ['cli', 'extension']) assert.ok(fs.existsSync(path.join(SRC, front, 'README.md')), `src/${front}/README.md`);
+    assert.deepEqual(
+      fs.readdirSync(SRC).filter((f) => f.endsWith('.ts')),
+      [],
+      'no file loose in src/: the core and the two front ends each have their folder',
+    );
     for (const layer of CORE_LAYERS) {
       const readme = path.join(SRC, 'core', layer, 'README.md');
       assert.ok(fs.existsSync(readme), `src/core/${layer}/README.md`);

@@ -1,5 +1,5 @@
 /**
- * The extension's model of a static directory (src/model/), under plain mocha on real
+ * The extension's model of a static directory (src/extension/model/), under plain mocha on real
  * directories and real locks: which directories are builds and which are folders, what a folder
  * counts, what is bookkeeping, how it follows other processes' locks (with its watches in this
  * thread, as the command line keeps them, and in a worker thread, as the extension does), and the
@@ -12,8 +12,8 @@ import { acquire, forceRelease, LockStates, naturalOrder, stage, threadWatcher, 
 import { ThreadWatcher } from '../../src/core/watch/threadWatcher';
 import { NewsBatch } from '../../src/core/watch/watchProtocol';
 import { inThreadWatcher, type WatchEvent, type WatcherFactory } from '../../src/core/watch/watcher';
-import { Mine, type WindowLease } from '../../src/model/mine';
-import { matches, sortBuilds, NO_FILTER } from '../../src/model/view';
+import { Mine, type WindowLease } from '../../src/extension/model/mine';
+import { matches, sortBuilds, NO_FILTER } from '../../src/extension/model/view';
 import { cleanup, cli, run, tempDir, waitFor } from '../helpers';
 import { PYTHON, python } from '../fixtures';
 

@@ -8,7 +8,7 @@ import { spawnSync } from 'child_process';
 import * as fs from 'fs';
 import * as path from 'path';
 import * as yauzl from 'yauzl';
-import { EXTENSION_ID, commandsNeedingTrust } from '../../src/commands/trust';
+import { EXTENSION_ID, commandsNeedingTrust } from '../../src/extension/commands/trust';
 import { formatBytes } from '../../src/core/base/format';
 import { python } from '../fixtures';
 import { CLI, ROOT, cleanup, report, run, tempDir } from '../helpers';
@@ -253,7 +253,7 @@ describe('the manifest', () => {
     }
     // The wrapper finds this very manifest, and keeps no list of its own that could drift from it.
     assert.equal(EXTENSION_ID, `${manifest.publisher}.${manifest.name}`);
-    const source = fs.readFileSync(path.join(ROOT, 'src', 'commands', 'command.ts'), 'utf8');
+    const source = fs.readFileSync(path.join(ROOT, 'src', 'extension', 'commands', 'command.ts'), 'utf8');
     assert.match(source, /commandsNeedingTrust\(vscode\.extensions\.getExtension\(EXTENSION_ID\)\?\.packageJSON\)/);
     assert.doesNotMatch(source, /['"`]devserverStaging\.\w+['"`]/, 'no command id is spelled in the wrapper');
     // Unreadable or foreign: nothing to go by, and the wrapper then refuses every command.

@@ -10,9 +10,9 @@ import { strict as assert } from 'assert';
 import * as fs from 'fs';
 import * as path from 'path';
 import * as vscode from 'vscode';
-import { EXTENSION_ID } from '../../../src/commands/trust';
-import type { DevserverStagingApi } from '../../../src/extension';
-import type { EditorUi } from '../../../src/prompts';
+import { EXTENSION_ID } from '../../../src/extension/commands/trust';
+import type { DevserverStagingApi } from '../../../src/extension/extension';
+import type { EditorUi } from '../../../src/extension/prompts';
 import { ROOT, cleanup, fingerprint, tempDir, waitFor } from '../../helpers';
 import { makeBuild, makeStaleLock } from '../fixture';
 
