@@ -93,6 +93,15 @@ export class FencedLog {
     } catch (err) {
       return codeOf(err) === 'ENOENT' ? { outcome: 'refused', step: 'create' } : { outcome: 'failed', step: 'create', code: codeOf(err) };
     }
+    try {
+      return await this.link(file);
+    } finally {
+      // The log keeps the entry; the work directory is left as the holder found it, for its release.
+      await fs.promises.unlink(file).catch(() => undefined);
+    }
+  }
+
+  private async link(file: string): Promise<AppendOutcome> {
     for (;;) {
       const at = this.firstFree();
       try {

@@ -52,6 +52,9 @@ export interface NemesisOptions {
 export class Nemesis {
   readonly actions: NemesisAction[] = [];
   private running = false;
+  /** Processes that stop themselves at a step are continued until `end`, after the last operation. */
+  private ended = false;
+  private steps: Promise<void> | undefined;
   private readonly pending = new Set<Promise<void>>();
   private loop: Promise<void> | undefined;
   /** When it was made (performance.now): its actions are timed from here. */
@@ -86,17 +89,40 @@ export class Nemesis {
     return [...stopped.map((p) => ({ tag: p.op.tag, client: p.op.client.name })), ...cut.map((a) => ({ tag: a.tag!, client: a.client! }))];
   }
 
+  /** Starts (again, after `end`). */
   start(): void {
     this.running = true;
+    this.ended = false;
     this.loop = Promise.all([this.run(), this.watchCommits()]).then(() => undefined);
+    this.steps = this.watchSteps();
   }
 
-  /** Stops acting; resolves once every process it stopped is continued and the disk is free. */
+  /** Stops its blows; resolves once every process it stopped is continued and the disk is free. */
   async stop(): Promise<void> {
     this.running = false;
     await this.loop;
     while (this.pending.size > 0) await Promise.all([...this.pending]);
     if (this.disk.full) this.free();
+  }
+
+  /** After the last operation ended: no more processes to continue. */
+  async end(): Promise<void> {
+    await this.stop();
+    this.ended = true;
+    await this.steps;
+    while (this.pending.size > 0) await Promise.all([...this.pending]);
+  }
+
+  /** Continues, after the stale threshold, those that stopped themselves at a protocol step. */
+  private async watchSteps(): Promise<void> {
+    while (!this.ended) {
+      for (const p of this.runner.procs()) {
+        if (p.stoppedSince === undefined && p.op.pauseAt !== undefined && procStat(p.pid)?.state === 'T' && isRunning(p.pid, p.start)) {
+          this.spawn(this.hold(p, 'step-stop', true));
+        }
+      }
+      await sleep(100);
+    }
   }
 
   private spawn(p: Promise<void>): void {
@@ -110,12 +136,6 @@ export class Nemesis {
 
   private async run(): Promise<void> {
     while (this.running) {
-      // Continue those that stopped themselves at a protocol step, after the stale threshold.
-      for (const p of this.runner.procs()) {
-        if (p.stoppedSince === undefined && p.op.pauseAt !== undefined && procStat(p.pid)?.state === 'T' && isRunning(p.pid, p.start)) {
-          this.spawn(this.hold(p, 'step-stop', true));
-        }
-      }
       await sleep(Math.round(this.o.everyMs * (0.25 + 1.5 * this.rng())));
       if (!this.running) break;
       const { kill, stop, fill } = this.o.weights;
@@ -165,13 +185,13 @@ export class Nemesis {
     if (p === undefined) return;
     const a: NemesisAction = { atMs: this.now(), action: 'kill', op: p.op.id, tag: p.op.tag, client: p.op.client.name, role: p.role, pid: p.pid, inSection: p.inSection, ...(atCommit ? { atCommit } : {}) };
     this.actions.push(a);
-    p.op.killedByNemesis = true;
     try {
       process.kill(p.pid, 'SIGKILL');
     } catch {
       a.raced = true;
       return;
     }
+    p.op.killedByNemesis = true;
     this.spawn(
       (async () => {
         for (let i = 0; i < 100 && isRunning(p.pid, p.start); i++) await sleep(50);

@@ -84,7 +84,7 @@ export class Planner {
       for (let i = 0; i < 8; i++) op.artifacts[`add-${id}-${i}.bin`] = this.int(1, 16) * 1024;
     }
     if (kind === 'destroy') op.force = this.rng() < 0.3;
-    if (this.o.steps.length > 0 && this.rng() < 0.25) op.pauseAt = `${this.pick(this.o.steps)}#${this.int(1, 2)}`;
+    if (this.o.steps.length > 0 && this.rng() < 0.15) op.pauseAt = `${this.pick(this.o.steps)}#${this.int(1, 2)}`;
     return op;
   }
 }

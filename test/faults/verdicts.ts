@@ -1,34 +1,20 @@
 /**
- * All five checks of a finished fault run, from what is on the server and what the operations
- * reported (check.ts holds the rules; this gathers what they are applied to).
+ * The five checks of a fault run, from what is on the server and what the operations reported
+ * (check.ts holds the rules; this gathers what they are applied to). Builds are looked at in
+ * checkpoints: after each stretch of faults, once every operation has ended and the next holder
+ * on each client has taken and released each area; a build destroyed later would otherwise never
+ * be seen. The log, the tokens, the outside and the ends of commands are judged once, at the end.
  */
 import * as fs from 'fs';
 import * as path from 'path';
+import { acquire } from '../../src/core/lock';
 import { cli } from '../helpers';
 import { inspectBuild } from './builds';
-import {
-  checkBuild,
-  checkKept,
-  checkSections,
-  checkTokens,
-  spanOfOp,
-  tokensOfLog,
-  type BuildFound,
-  type RemovalSeen,
-  type StagingPlan,
-  type TokenSeen,
-  type Violation,
-} from './check';
-import { readLog, type LogEntry } from './log';
+import { checkBuild, checkKept, checkSections, checkTokens, spanOfOp, tokensOfLog, type RemovalSeen, type StagingPlan, type TokenSeen, type Violation } from './check';
+import { readLog } from './log';
 import type { Op } from './ops';
 import { isRunning, procStat } from './procs';
-import type { FaultWorld } from './world';
-
-export interface Verdicts {
-  violations: Violation[];
-  log: LogEntry[];
-  builds: BuildFound[];
-}
+import { STATIC, type FaultWorld } from './world';
 
 /** What `devserver-stage verify` says of a build, run on the server's own path. */
 async function verifyOnServer(serverStatic: string, tag: string): Promise<{ ok: boolean; problems: string[] }> {
@@ -46,61 +32,112 @@ async function verifyOnServer(serverStatic: string, tag: string): Promise<{ ok: 
 /** Something that may remove a build: a destroy, or a new-build staging that failed (it removes the area it made). */
 const mayRemove = (op: Op): boolean => op.kind === 'destroy' || op.kind === 'destroyw' || (op.kind === 'stage' && op.end !== 'ok');
 
-export async function judgeRun(world: FaultWorld, ops: readonly Op[], tags: readonly string[], before: readonly Violation[]): Promise<Verdicts> {
-  const violations: Violation[] = [...before];
+const isStaging = (op: Op): boolean => op.kind === 'stage' || op.kind === 'add';
 
-  // 1: sections, in the server's order of accepted writes.
-  const log = readLog(world.serverLog);
-  if (log.gaps.length > 0 || log.unreadable.length > 0) {
-    violations.push({ check: 1, kind: 'log-damaged', detail: `the referee's log has gaps ${log.gaps.slice(0, 10).join(',')} and entries not its own ${log.unreadable.slice(0, 10).join(',')}` });
-  }
-  violations.push(...checkSections(log.entries));
+function planOf(op: Op): StagingPlan {
+  return { op: op.id, kind: op.kind as StagingPlan['kind'], tag: op.tag, names: Object.keys(op.artifacts ?? {}), end: op.end, ...(op.code !== undefined ? { code: op.code } : {}), span: spanOfOp(op.lo, op.hi), startedMs: op.startedMs, endedMs: op.endedMs };
+}
 
-  // 3: the builds.
-  const stagings = ops.filter((op) => op.kind === 'stage' || op.kind === 'add');
-  const plans = new Map<string, StagingPlan>(
-    stagings.map((op) => [
-      op.id,
-      { op: op.id, kind: op.kind as StagingPlan['kind'], tag: op.tag, names: Object.keys(op.artifacts ?? {}), end: op.end, ...(op.code !== undefined ? { code: op.code } : {}), span: spanOfOp(op.lo, op.hi), startedMs: op.startedMs, endedMs: op.endedMs },
-    ]),
-  );
-  const present = new Map<string, string[]>();
-  const builds: BuildFound[] = [];
-  for (const tag of tags) {
-    const area = path.join(world.serverStatic, tag);
-    if (!fs.existsSync(area)) continue;
-    const b = await inspectBuild(area, tag, (t) => verifyOnServer(world.serverStatic, t));
-    builds.push(b);
-    violations.push(...checkBuild(b, plans));
-    for (const f of b.files) if (f.op !== undefined) present.set(f.op, [...(present.get(f.op) ?? []), f.name]);
-  }
-  const removals: RemovalSeen[] = ops.filter(mayRemove).map((op) => ({ tag: op.tag, op: op.id, ...spanOfOp(op.lo, op.hi), startedMs: op.startedMs, endedMs: op.endedMs }));
-  violations.push(...checkKept([...plans.values()], present, removals));
+export interface Timing {
+  staleMs: number;
+  refreshMs: number;
+}
 
-  // 2: tokens, from the log's begins, the stagings' summaries and, for a staging that said
-  // nothing (it was killed after its commit), the manifest.
-  const seen: TokenSeen[] = tokensOfLog(log.entries);
-  const asSeen = (op: Op, fence: number): TokenSeen => ({ tag: op.tag, fence, instance: op.id, op: op.id, exact: false, ...spanOfOp(op.lo, op.hi) });
-  for (const op of stagings) if (op.fence !== undefined) seen.push(asSeen(op, op.fence));
-  for (const b of builds) {
-    if (typeof b.manifest !== 'object') continue;
-    for (const f of b.files) {
-      const op = stagings.find((o) => o.id === f.op);
-      const fence = b.manifest[f.name]?.fence;
-      if (op !== undefined && op.fence === undefined && fence !== undefined && !seen.some((s) => s.instance === op.id)) seen.push(asSeen(op, fence));
+/** Judges the builds while nothing runs. Violations seen at an earlier checkpoint are not repeated. */
+export class Checkpoints {
+  readonly violations: Violation[] = [];
+  /** The fence each staging's artifacts carry in a manifest, where one was seen. */
+  private readonly manifestFences = new Map<string, number>();
+  private readonly said = new Set<string>();
+  private judged = 0;
+  private taken = 0;
+
+  constructor(
+    private readonly world: FaultWorld,
+    private readonly tags: readonly string[],
+    private readonly parent: string,
+    private readonly timing: Timing,
+  ) {}
+
+  private add(vs: readonly Violation[]): void {
+    for (const v of vs) {
+      const key = `${v.check} ${v.kind} ${v.detail}`;
+      if (this.said.has(key)) continue;
+      this.said.add(key);
+      this.violations.push(v);
     }
   }
-  violations.push(...checkTokens(seen, removals));
 
-  // 4: outside the static directory.
-  violations.push(...world.outside());
-
-  // 5: every command ended.
-  for (const op of ops) if (op.end === 'hung') violations.push({ check: 5, kind: 'hang', detail: op.hang ?? op.id });
-  for (const op of ops) {
-    for (const p of op.procs) {
-      if (isRunning(p.pid, p.start)) violations.push({ check: 5, kind: 'left-running', detail: `op ${op.id}'s ${p.role} (pid ${p.pid}, state ${procStat(p.pid)?.state}) still runs after the run` });
-    }
+  get count(): number {
+    return this.taken;
   }
-  return { violations, log: log.entries, builds };
+
+  /** `ops`: every operation so far, all ended. */
+  async take(ops: readonly Op[]): Promise<void> {
+    this.taken++;
+    const w = this.world;
+    // The next holder on each client takes and releases each area, undoing what was cut off.
+    for (const c of w.clients) {
+      for (const tag of [...this.tags, this.parent]) {
+        if (!fs.existsSync(path.join(w.serverStatic, tag))) continue;
+        try {
+          const lease = await acquire(path.join(c.mount, STATIC), tag, { createOnce: false, waitMs: 60_000, ...this.timing });
+          await lease.release();
+        } catch (err) {
+          const e = err as { code?: string; message?: string };
+          this.add([{ check: 3, kind: 'next-holder-refused', detail: `${tag}: a holder through client ${c.name} could not take and release it: ${e.code}: ${e.message}` }]);
+        }
+      }
+    }
+    const plans = new Map(ops.filter(isStaging).map((op) => [op.id, planOf(op)]));
+    const present = new Map<string, string[]>();
+    for (const tag of this.tags) {
+      const area = path.join(w.serverStatic, tag);
+      if (!fs.existsSync(area)) continue;
+      const b = await inspectBuild(area, tag, (t) => verifyOnServer(w.serverStatic, t));
+      this.add(checkBuild(b, plans));
+      for (const f of b.files) {
+        if (f.op === undefined) continue;
+        present.set(f.op, [...(present.get(f.op) ?? []), f.name]);
+        const fence = typeof b.manifest === 'object' ? b.manifest[f.name]?.fence : undefined;
+        if (fence !== undefined) this.manifestFences.set(f.op, fence);
+      }
+    }
+    // What ended since the last checkpoint must be there (or not) now; later it may be destroyed.
+    const removals = ops.filter(mayRemove).map((op): RemovalSeen => ({ tag: op.tag, op: op.id, ...spanOfOp(op.lo, op.hi), startedMs: op.startedMs, endedMs: op.endedMs }));
+    this.add(checkKept([...plans.values()].slice(this.judged), present, removals));
+    this.judged = plans.size;
+  }
+
+  /** Checks 1, 2, 4 and 5, after the last checkpoint; then every violation of the run. */
+  finish(ops: readonly Op[]): { violations: Violation[]; logEntries: number } {
+    const w = this.world;
+    const log = readLog(w.serverLog);
+    const out: Violation[] = [];
+    if (log.gaps.length > 0 || log.unreadable.length > 0) {
+      out.push({ check: 1, kind: 'log-damaged', detail: `the referee's log has gaps ${log.gaps.slice(0, 10).join(',')} and entries not its own ${log.unreadable.slice(0, 10).join(',')}` });
+    }
+    out.push(...checkSections(log.entries));
+
+    // Tokens: the log's begins, the stagings' summaries and, for a staging that said nothing (it
+    // was killed after its commit), the manifest.
+    const seen: TokenSeen[] = tokensOfLog(log.entries);
+    for (const op of ops.filter(isStaging)) {
+      const fence = op.fence ?? this.manifestFences.get(op.id);
+      if (fence !== undefined) seen.push({ tag: op.tag, fence, instance: op.id, op: op.id, exact: false, ...spanOfOp(op.lo, op.hi) });
+    }
+    const removals = ops.filter(mayRemove).map((op) => ({ tag: op.tag, op: op.id, ...spanOfOp(op.lo, op.hi) }));
+    out.push(...checkTokens(seen, removals));
+
+    out.push(...w.outside());
+
+    for (const op of ops) if (op.end === 'hung') out.push({ check: 5, kind: 'hang', detail: op.hang ?? op.id });
+    for (const op of ops) {
+      for (const p of op.procs) {
+        if (isRunning(p.pid, p.start)) out.push({ check: 5, kind: 'left-running', detail: `op ${op.id}'s ${p.role} (pid ${p.pid}, state ${procStat(p.pid)?.state}) still runs after the run` });
+      }
+    }
+    this.add(out);
+    return { violations: this.violations, logEntries: log.entries.length };
+  }
 }

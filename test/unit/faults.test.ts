@@ -30,8 +30,10 @@
  *    staging's entries carry one fence, an added staging's above the build's, and `devserver-stage
  *    verify` agrees (run on the server: through a client, sshfs's 20 s directory cache can hide
  *    what the other client did last). A staging that succeeded is there unless something that may
- *    remove it ran after it; one that failed left nothing. Before this is read, one holder per
- *    client takes and releases each area, as the next holder would (it undoes commits cut off).
+ *    remove it ran after it; one that failed left nothing. Builds are looked at in checkpoints
+ *    (every DSS_FAULT_CHECK_MS of faults, default 5 minutes, and at the end): the faults pause,
+ *    every operation ends, and one holder per client takes and releases each area, as the next
+ *    holder would (it undoes commits cut off); a build destroyed later is seen all the same.
  * 4. Nothing outside the static directory changed: canary trees beside it on the same disk and
  *    elsewhere are hashed before and after, and the export holds only what the test put there.
  * 5. Every command ended: each operation has a deadline (not counting the time it was kept
@@ -57,7 +59,8 @@
  * fence refused. Every kind of operation must have run under faults and succeeded at least once.
  *
  * Size: DSS_FAULT_MS (ms of faults, default 100,000; 0: no limit), DSS_FAULT_OPS (stop after this
- * many operations; default none), DSS_FAULT_SLOTS (operations at once, default 6), DSS_FAULT_SEED
+ * many operations; default none), DSS_FAULT_SLOTS (operations at once, default 6), DSS_FAULT_CHECK_MS
+ * (faults between two checkpoints of the builds, default 300,000; 0: only at the end), DSS_FAULT_SEED
  * (replays a run's choices; the timing of a real machine varies), DSS_FAULT_STALE_MS, and
  * DSS_FAULT_REPORT (a file for the whole record as JSON; written anyway, in the temp directory, when
  * there are violations). `npm run test:faults` runs 10,000 operations.
@@ -67,7 +70,7 @@ import * as crypto from 'crypto';
 import * as fs from 'fs';
 import * as os from 'os';
 import * as path from 'path';
-import { acquire, heldLeases } from '../../src/core/lock';
+import { heldLeases } from '../../src/core/lock';
 import { cleanup, isRoot, prng, report, run, sleep, tempDir } from '../helpers';
 import { whyNoSshfs } from '../sshfs';
 import { checkBuild, checkKept, checkSections, checkTokens, spanOfOp, tokensOfLog, type BuildFound, type DestroySeen, type RemovalSeen, type StagingPlan, type TokenSeen, type Violation } from '../faults/check';
@@ -76,7 +79,7 @@ import { Nemesis } from '../faults/nemesis';
 import { OP_KINDS, OpRunner, newOp, type Op, type OpKind } from '../faults/ops';
 import { Planner, artifactContent } from '../faults/plan';
 import { reportLines, violationCounts, writeRecord, type RunRecord } from '../faults/report';
-import { judgeRun } from '../faults/verdicts';
+import { Checkpoints } from '../faults/verdicts';
 import { FaultWorld, LOG, STATIC } from '../faults/world';
 
 const envNumber = (name: string, fallback: number): number => {
@@ -189,6 +192,7 @@ const RUN_MS = envNumber('DSS_FAULT_MS', 100_000);
 const MAX_OPS = envNumber('DSS_FAULT_OPS', 0);
 const SLOTS = envNumber('DSS_FAULT_SLOTS', 6);
 const STALE_MS = envNumber('DSS_FAULT_STALE_MS', 4_000);
+const CHECK_EVERY_MS = envNumber('DSS_FAULT_CHECK_MS', 300_000);
 const REFRESH_MS = 1_000;
 const TAGS = ['board/b0', 'board/b1', 'board/b2'];
 const PARENT = 'board';
@@ -240,6 +244,10 @@ describe('randomized faults: two sshfs clients, kills, pauses past the stale thr
     if (base !== '' && (world === undefined || (await world.close()))) cleanup(base);
   });
 
+  it(`a budget is set`, () => {
+    assert.ok(RUN_MS > 0 || MAX_OPS > 0, 'DSS_FAULT_MS=0 needs DSS_FAULT_OPS to end the run');
+  });
+
   it(`operations on two clients under kills, pauses and a full disk: no overlap, tokens grow, builds whole, nothing outside touched, every command ends (seed ${SEED})`, async () => {
     base = fs.realpathSync(tempDir('dss-faults-'));
     for (const d of ['sources', 'reports']) fs.mkdirSync(path.join(base, d));
@@ -283,9 +291,9 @@ describe('randomized faults: two sshfs clients, kills, pauses past the stale thr
     }
     const steps = fs.existsSync(stepLog) ? [...new Set(fs.readFileSync(stepLog, 'utf8').split('\n').filter((s) => s !== ''))] : [];
 
-    const rng = prng(SEED);
-    const planner = new Planner(rng, { clients: w.clients, tags: TAGS, parent: PARENT, staleMs: STALE_MS, steps, exists: (tag) => fs.existsSync(path.join(w.serverStatic, tag)) });
-    const nemesis = new Nemesis(rng, r, w.disk, { staleMs: STALE_MS, everyMs: 1_200, weights: { kill: 35, stop: 45, fill: 20 }, serverStatic: w.serverStatic, tags: TAGS, commitShare: 0.8 });
+    // Two streams: what the nemesis draws (timed by the machine) does not shift the operations' choices.
+    const planner = new Planner(prng(SEED), { clients: w.clients, tags: TAGS, parent: PARENT, staleMs: STALE_MS, steps, exists: (tag) => fs.existsSync(path.join(w.serverStatic, tag)) });
+    const nemesis = new Nemesis(prng(SEED ^ 0x9e3779b9), r, w.disk, { staleMs: STALE_MS, everyMs: 1_200, weights: { kill: 35, stop: 45, fill: 20 }, serverStatic: w.serverStatic, tags: TAGS, commitShare: 0.8 });
     report(
       `seed ${SEED} (DSS_FAULT_SEED=${SEED} replays the choices); ${RUN_MS > 0 ? `${RUN_MS} ms` : 'no time limit'}${MAX_OPS > 0 ? `, ${MAX_OPS} operations` : ''}; ${SLOTS} at once; ` +
         `stale ${STALE_MS} ms, heartbeat ${REFRESH_MS} ms; named steps to pause at: ${steps.length > 0 ? steps.join(' ') : 'none (the core names none)'}`,
@@ -293,43 +301,41 @@ describe('randomized faults: two sshfs clients, kills, pauses past the stale thr
 
     const t0 = nemesis.t0;
     const faulted = (): number => ops.length - FIRST_ROUND.length;
-    const done = (): boolean => (RUN_MS > 0 && performance.now() - t0 >= RUN_MS) || (MAX_OPS > 0 && faulted() >= MAX_OPS);
-    nemesis.start();
-    let lastNote = t0;
-    const slots = Array.from({ length: SLOTS }, async () => {
-      while (!done()) {
-        const op = planner.next(nemesis.targets());
-        ops.push(op);
-        await r.run(op, artifactContent);
-        if (performance.now() - lastNote > 60_000) {
-          lastNote = performance.now();
-          report(`… ${faulted()} operations after ${Math.round((lastNote - t0) / 1000)} s; log ${r.logNow()} entries; violations so far unknown (checked at the end)`);
+    let faultsMs = 0;
+    const done = (): boolean => (RUN_MS > 0 && faultsMs >= RUN_MS) || (MAX_OPS > 0 && faulted() >= MAX_OPS);
+    const checkpoints = new Checkpoints(w, TAGS, PARENT, { staleMs: STALE_MS, refreshMs: REFRESH_MS });
+    let lastNote = performance.now();
+    // Stretches of faults, each ended by a checkpoint of the builds once everything has stopped.
+    while (!done()) {
+      const stretchStart = performance.now();
+      const stretchOver = (): boolean => {
+        const spent = faultsMs + performance.now() - stretchStart;
+        return (RUN_MS > 0 && spent >= RUN_MS) || (MAX_OPS > 0 && faulted() >= MAX_OPS) || (CHECK_EVERY_MS > 0 && performance.now() - stretchStart >= CHECK_EVERY_MS);
+      };
+      nemesis.start();
+      const slots = Array.from({ length: SLOTS }, async () => {
+        while (!stretchOver()) {
+          const op = planner.next(nemesis.targets());
+          ops.push(op);
+          await r.run(op, artifactContent);
+          if (performance.now() - lastNote > 60_000) {
+            lastNote = performance.now();
+            report(`… ${faulted()} operations after ${Math.round((faultsMs + lastNote - stretchStart) / 1000)} s of faults; log ${r.logNow()} entries; ${checkpoints.violations.length} violations in ${checkpoints.count} checkpoints so far`);
+          }
         }
-      }
-    });
-    while (!done()) await sleep(200);
-    await nemesis.stop();
-    await Promise.all(slots);
-    const faultsMs = performance.now() - t0;
-
-    // The next holder on each client takes and releases each area, undoing what was cut off.
-    const settling: Violation[] = [...alone];
-    for (const c of w.clients) {
-      for (const tag of [...TAGS, PARENT]) {
-        if (!fs.existsSync(path.join(w.serverStatic, tag))) continue;
-        try {
-          const lease = await acquire(path.join(c.mount, STATIC), tag, { createOnce: false, waitMs: 60_000, staleMs: STALE_MS, refreshMs: REFRESH_MS });
-          await lease.release();
-        } catch (err) {
-          const e = err as { code?: string; message?: string };
-          settling.push({ check: 3, kind: 'next-holder-refused', detail: `${tag}: a holder through client ${c.name} could not take and release it after the run: ${e.code}: ${e.message}` });
-        }
-      }
+      });
+      while (!stretchOver()) await sleep(200);
+      await nemesis.stop();
+      await Promise.all(slots);
+      await nemesis.end();
+      faultsMs += performance.now() - stretchStart;
+      await checkpoints.take(ops);
     }
     await w.unwatch();
 
-    const { violations, log } = await judgeRun(w, ops, TAGS, settling);
-    const record: RunRecord = { seed: SEED, ops, t0, faultsMs, logEntries: log.length, nemesis: { actions: nemesis.actions, summary: nemesis.summary() }, crashes: w.crashes, violations };
+    const { violations: found, logEntries } = checkpoints.finish(ops);
+    const violations = [...alone, ...found];
+    const record: RunRecord = { seed: SEED, ops, t0, faultsMs, checkpoints: checkpoints.count, logEntries, nemesis: { actions: nemesis.actions, summary: nemesis.summary() }, crashes: w.crashes, violations };
     for (const line of reportLines(record)) report(line);
     const reportFile = process.env.DSS_FAULT_REPORT ?? (violations.length > 0 ? path.join(os.tmpdir(), `dss-faults-${SEED}-${process.pid}.json`) : undefined);
     if (reportFile !== undefined) {

@@ -12,7 +12,13 @@ import { runSection, say, type SectionArgs } from '../faults/section';
 
 function ownWorkDir(area: string): { workDir: string; token: string } | undefined {
   const lock = path.join(area, 'devserver.lock');
-  for (const name of fs.readdirSync(lock)) {
+  let names: string[];
+  try {
+    names = fs.readdirSync(lock);
+  } catch {
+    return undefined; // taken away before the command looked
+  }
+  for (const name of names) {
     if (!name.startsWith('work.')) continue;
     try {
       const rec = JSON.parse(fs.readFileSync(path.join(lock, name, 'command.json'), 'utf8')) as { pid?: number };
