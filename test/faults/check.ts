@@ -180,8 +180,8 @@ export interface BuildFound {
   manifest?: Record<string, ManifestSays> | string;
   /** What an independent check of the manifest against the files found (hashes, names). */
   manifestProblems: string[];
-  /** What `devserver-stage verify` said. */
-  verify: { ok: boolean; problems: string[] };
+  /** What `devserver-stage verify` said, where it was asked. */
+  verify?: { ok: boolean; problems: string[] };
 }
 
 /** The first line of every artifact the run stages: which staging wrote it, under which name. */
@@ -211,7 +211,8 @@ export function checkBuild(build: BuildFound, plans: ReadonlyMap<string, Staging
   for (const [op, names] of byOp) {
     const plan = plans.get(op)!;
     const missing = plan.names.filter((n) => !names.includes(n));
-    if (missing.length > 0) v('partial-staging', `staging ${op} (${plan.kind}, ended ${plan.end}${plan.code !== undefined ? ` ${plan.code}` : ''}) left ${names.join(', ')} without ${missing.join(', ')}`);
+    // How it ended is shown with the operation (it may not have ended yet when a free build is read).
+    if (missing.length > 0) v('partial-staging', `staging ${op} (${plan.kind}) left ${names.join(', ')} without ${missing.join(', ')}`);
   }
   const bases = [...byOp.keys()].filter((op) => plans.get(op)!.kind === 'stage');
   if (bases.length > 1) v('mixed-build', `artifacts of ${bases.length} new-build stagings in one build: ${bases.map((op) => `${op} (${byOp.get(op)!.join(', ')})`).join('; ')}`);
@@ -238,7 +239,7 @@ export function checkBuild(build: BuildFound, plans: ReadonlyMap<string, Staging
     }
   }
   const clean = build.manifestProblems.length === 0 && typeof build.manifest !== 'string';
-  if (build.verify.ok !== clean) {
+  if (build.verify !== undefined && build.verify.ok !== clean) {
     v('verify-disagrees', `devserver-stage verify says ${build.verify.ok ? 'intact' : `damaged (${build.verify.problems.slice(0, 3).join('; ')})`}, the checker ${clean ? 'found it intact' : `found ${build.manifestProblems.slice(0, 3).join('; ')}`}`);
   }
   return out;

@@ -75,9 +75,12 @@ export class SmallDisk {
     for (const f of this.filling.splice(0)) fs.rmSync(f, { force: true });
   }
 
+  /** Unmounts it, trying again a few times while the file server's last processes let go of it. */
   async unmount(): Promise<boolean> {
     this.free();
-    if (isMounted(this.dir)) await run('umount', [this.dir]);
+    for (let i = 0; i < 20 && isMounted(this.dir); i++) {
+      if ((await run('umount', [this.dir])).code !== 0) await new Promise((r) => setTimeout(r, 250));
+    }
     return !isMounted(this.dir);
   }
 }

@@ -17,8 +17,9 @@ export interface RunRecord {
   /** When the faults began (performance.now), and how long they lasted. */
   t0: number;
   faultsMs: number;
-  /** How many times the builds were looked at. */
+  /** How many times the builds were looked at: in checkpoints, and free ones while operations ran. */
   checkpoints: number;
+  samples: number;
   logEntries: number;
   nemesis: { actions: readonly NemesisAction[]; summary: Record<string, number> };
   crashes: readonly Crash[];
@@ -64,7 +65,7 @@ export function unexplainedLosses(r: RunRecord): Op[] {
 export function reportLines(r: RunRecord, shownPerKind = 5): string[] {
   const out: string[] = [];
   const first = r.ops.filter((o) => o.id.startsWith('w')).length;
-  out.push(`${r.ops.length} operations (${first} of them a first round, unharmed), ${Math.round(r.faultsMs / 1000)} s of faults, ${r.checkpoints} checkpoints of the builds:`);
+  out.push(`${r.ops.length} operations (${first} of them a first round, unharmed), ${Math.round(r.faultsMs / 1000)} s of faults, ${r.checkpoints} checkpoints of the builds and ${r.samples} looks at free builds meanwhile:`);
   for (const kind of OP_KINDS) {
     const list = r.ops.filter((o) => o.kind === kind);
     const codes = new Map<string, number>();

@@ -1,15 +1,17 @@
 /**
  * The five checks of a fault run, from what is on the server and what the operations reported
- * (check.ts holds the rules; this gathers what they are applied to). Builds are looked at in
- * checkpoints: after each stretch of faults, once every operation has ended and the next holder
- * on each client has taken and released each area; a build destroyed later would otherwise never
- * be seen. The log, the tokens, the outside and the ends of commands are judged once, at the end.
+ * (check.ts holds the rules; this gathers what they are applied to). Builds are looked at all
+ * along, whenever one is free and whole by the protocol's account (a build destroyed a minute
+ * later would otherwise never be seen), and in checkpoints: after each stretch of faults, once
+ * every operation has ended and the next holder on each client has taken and released each area,
+ * with `devserver-stage verify` and the stagings' ends. The log, the tokens, the outside and the
+ * ends of commands are judged once, at the end.
  */
 import * as fs from 'fs';
 import * as path from 'path';
 import { acquire } from '../../src/core/lock';
 import { cli } from '../helpers';
-import { inspectBuild } from './builds';
+import { inspectBuild, quietState } from './builds';
 import { checkBuild, checkKept, checkSections, checkTokens, spanOfOp, tokensOfLog, type RemovalSeen, type StagingPlan, type TokenSeen, type Violation } from './check';
 import { readLog } from './log';
 import type { Op } from './ops';
@@ -70,6 +72,28 @@ export class Checkpoints {
 
   get count(): number {
     return this.taken;
+  }
+
+  private sampled = 0;
+
+  /** How many times a free build was read whole while operations ran. */
+  get samples(): number {
+    return this.sampled;
+  }
+
+  /** Reads each free build as it is now, while operations run (see quietState). */
+  async sample(ops: readonly Op[]): Promise<void> {
+    const plans = new Map(ops.filter(isStaging).map((op) => [op.id, planOf(op)]));
+    for (const tag of this.tags) {
+      const area = path.join(this.world.serverStatic, tag);
+      const before = quietState(area);
+      if (before === undefined) continue;
+      // Something that moves while it is read is read again next time.
+      const b = await inspectBuild(area, tag).catch(() => undefined);
+      if (b === undefined || quietState(area) !== before) continue;
+      this.sampled++;
+      this.add(checkBuild(b, plans));
+    }
   }
 
   /** `ops`: every operation so far, all ended. */

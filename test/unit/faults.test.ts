@@ -30,10 +30,12 @@
  *    staging's entries carry one fence, an added staging's above the build's, and `devserver-stage
  *    verify` agrees (run on the server: through a client, sshfs's 20 s directory cache can hide
  *    what the other client did last). A staging that succeeded is there unless something that may
- *    remove it ran after it; one that failed left nothing. Builds are looked at in checkpoints
- *    (every DSS_FAULT_CHECK_MS of faults, default 5 minutes, and at the end): the faults pause,
- *    every operation ends, and one holder per client takes and releases each area, as the next
- *    holder would (it undoes commits cut off); a build destroyed later is seen all the same.
+ *    remove it ran after it; one that failed left nothing. Builds are judged all along (after each
+ *    operation ends, and every second), whenever one is free and whole by the protocol's own account (no lock, nothing a cut-off holder left beside
+ *    it) and nothing in it moved while it was read; and in checkpoints (every DSS_FAULT_CHECK_MS
+ *    of faults, default 5 minutes, and at the end): the faults pause, every operation ends, and
+ *    one holder per client takes and releases each area, as the next holder would (it undoes
+ *    commits cut off), before the builds, verify and the stagings' ends are judged.
  * 4. Nothing outside the static directory changed: canary trees beside it on the same disk and
  *    elsewhere are hashed before and after, and the export holds only what the test put there.
  * 5. Every command ended: each operation has a deadline (not counting the time it was kept
@@ -58,8 +60,8 @@
  * of holders inside their sections and past the threshold, fills that hit ENOSPC, and writes the
  * fence refused. Every kind of operation must have run under faults and succeeded at least once.
  *
- * Size: DSS_FAULT_MS (ms of faults, default 100,000; 0: no limit), DSS_FAULT_OPS (stop after this
- * many operations; default none), DSS_FAULT_SLOTS (operations at once, default 6), DSS_FAULT_CHECK_MS
+ * Size: DSS_FAULT_MS (ms of faults, default 30,000, or no limit when DSS_FAULT_OPS is set; 0: no
+ * limit), DSS_FAULT_OPS (stop after this many operations; default none), DSS_FAULT_SLOTS (operations at once, default 6), DSS_FAULT_CHECK_MS
  * (faults between two checkpoints of the builds, default 300,000; 0: only at the end), DSS_FAULT_SEED
  * (replays a run's choices; the timing of a real machine varies), DSS_FAULT_STALE_MS, and
  * DSS_FAULT_REPORT (a file for the whole record as JSON; written anyway, in the temp directory, when
@@ -188,8 +190,9 @@ describe('fault checker: its verdicts on made-up runs', () => {
 // The run.
 
 const SEED = process.env.DSS_FAULT_SEED !== undefined && process.env.DSS_FAULT_SEED !== '' ? Number(process.env.DSS_FAULT_SEED) >>> 0 : crypto.randomBytes(4).readUInt32LE(0);
-const RUN_MS = envNumber('DSS_FAULT_MS', 100_000);
 const MAX_OPS = envNumber('DSS_FAULT_OPS', 0);
+// Short by default, for every run of the unit tests; a budget of operations alone runs to its end.
+const RUN_MS = envNumber('DSS_FAULT_MS', MAX_OPS > 0 ? 0 : 30_000);
 const SLOTS = envNumber('DSS_FAULT_SLOTS', 6);
 const STALE_MS = envNumber('DSS_FAULT_STALE_MS', 4_000);
 const CHECK_EVERY_MS = envNumber('DSS_FAULT_CHECK_MS', 300_000);
@@ -318,13 +321,19 @@ describe('randomized faults: two sshfs clients, kills, pauses past the stale thr
           const op = planner.next(nemesis.targets());
           ops.push(op);
           await r.run(op, artifactContent);
+          await checkpoints.sample(ops);
           if (performance.now() - lastNote > 60_000) {
             lastNote = performance.now();
             report(`… ${faulted()} operations after ${Math.round((faultsMs + lastNote - stretchStart) / 1000)} s of faults; log ${r.logNow()} entries; ${checkpoints.violations.length} violations in ${checkpoints.count} checkpoints so far`);
           }
         }
       });
-      while (!stretchOver()) await sleep(200);
+      // Free builds are judged all along, whenever one can be read whole: after each operation,
+      // and in between.
+      while (!stretchOver()) {
+        await checkpoints.sample(ops);
+        await sleep(1_000);
+      }
       await nemesis.stop();
       await Promise.all(slots);
       await nemesis.end();
@@ -335,7 +344,7 @@ describe('randomized faults: two sshfs clients, kills, pauses past the stale thr
 
     const { violations: found, logEntries } = checkpoints.finish(ops);
     const violations = [...alone, ...found];
-    const record: RunRecord = { seed: SEED, ops, t0, faultsMs, checkpoints: checkpoints.count, logEntries, nemesis: { actions: nemesis.actions, summary: nemesis.summary() }, crashes: w.crashes, violations };
+    const record: RunRecord = { seed: SEED, ops, t0, faultsMs, checkpoints: checkpoints.count, samples: checkpoints.samples, logEntries, nemesis: { actions: nemesis.actions, summary: nemesis.summary() }, crashes: w.crashes, violations };
     for (const line of reportLines(record)) report(line);
     const reportFile = process.env.DSS_FAULT_REPORT ?? (violations.length > 0 ? path.join(os.tmpdir(), `dss-faults-${SEED}-${process.pid}.json`) : undefined);
     if (reportFile !== undefined) {
