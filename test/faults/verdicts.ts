@@ -9,7 +9,7 @@
  */
 import * as fs from 'fs';
 import * as path from 'path';
-import { acquire } from '../../src/core/lock';
+import { acquire } from '../../src/core/lock/lock';
 import { cli } from '../helpers';
 import { inspectBuild, quietState } from './builds';
 import { checkBuild, checkKept, checkSections, checkTokens, spanOfOp, tokensOfLog, type RemovalSeen, type StagingPlan, type TokenSeen, type Violation } from './check';

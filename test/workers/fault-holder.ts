@@ -4,8 +4,8 @@
  * destroy for a destroy's section). argv[2]: JSON { staticDir, tag, staleMs, refreshMs, waitMs,
  * section }. Reports on stdout as JSON lines; an expected refusal (ELOCKED, ...) is not a failure.
  */
-import { acquire } from '../../src/core/lock';
-import { flushHistory } from '../../src/core/history';
+import { acquire } from '../../src/core/lock/lock';
+import { flushHistory } from '../../src/core/log/history';
 import { runSection, say, type SectionArgs } from '../faults/section';
 
 interface Args {
