@@ -179,6 +179,18 @@ export function fingerprint(dir: string): string {
   return lines.sort().join('\n');
 }
 
+/** mulberry32: small, fast, and the same sequence on every platform for a given seed (numbers in [0, 1)). */
+export function prng(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
 export const isRoot = typeof process.getuid === 'function' && process.getuid() === 0;
 
 /** Awaits `p`, which must reject with a StagingError of `code` whose message names `part`. */

@@ -80,23 +80,35 @@ export interface SshfsExport {
   mountB: string;
   /** Mounts the export at `m` as one more client, with `extra` sshfs options. */
   mount(m: string, extra?: string): Promise<void>;
+  /** The pid of the sshfs process serving the mount at `m`, from /proc. */
+  sshfsPid(m: string): number | undefined;
+  /**
+   * Mounts the client at `m` again if its sshfs process `pid` is gone (it crashed): the old mount
+   * is detached lazily, since processes may still hold it. Returns the kernel's word on the crash
+   * (its dmesg line), or undefined when the client was alive.
+   */
+  remountIfDead(m: string, pid: number): Promise<string | undefined>;
   /** Unmounts every client this made, stops sshd, removes `base`. */
   stop(): Promise<void>;
 }
 
-/** Starts sshd and mounts its export twice (clients A and B), with sshfs's default options. */
-export async function startSshfs(prefix = 'dss-sshfs-'): Promise<SshfsExport> {
+/**
+ * Starts sshd and mounts its export twice (clients A and B), with sshfs's default options. The
+ * export is a new directory in `base`, or `exportDir` (an existing directory of the caller's own,
+ * e.g. a small disk's mount, left in place by `stop`).
+ */
+export async function startSshfs(prefix = 'dss-sshfs-', given?: string): Promise<SshfsExport> {
   const base = fs.realpathSync(tempDir(prefix));
-  const exportDir = path.join(base, 'export');
+  const exportDir = given ?? path.join(base, 'export');
   const mountA = path.join(base, 'clientA');
   const mountB = path.join(base, 'clientB');
   const keys = path.join(base, 'keys');
-  for (const d of [exportDir, mountA, mountB, keys]) fs.mkdirSync(d);
+  for (const d of [...(given === undefined ? [exportDir] : []), mountA, mountB, keys]) fs.mkdirSync(d);
   const mounts: string[] = [];
   const sshdPidFile = path.join(base, 'sshd.pid');
   let madeRunSshd = false;
   const stop = async (): Promise<void> => {
-    for (const m of mounts) if (isMounted(m)) await unmountFuse(m);
+    for (const m of new Set(mounts)) if (isMounted(m)) await unmountFuse(m);
     if (fs.existsSync(sshdPidFile)) {
       const pid = Number(fs.readFileSync(sshdPidFile, 'utf8').trim());
       if (Number.isInteger(pid) && pid > 0) {
@@ -154,12 +166,42 @@ export async function startSshfs(prefix = 'dss-sshfs-'): Promise<SshfsExport> {
       assert.equal(r.code, 0, `sshfs ${m}: ${r.stderr}\n${fs.readFileSync(path.join(base, 'sshd.log'), 'utf8')}`);
       mounts.push(m);
     };
+    const sshfsPid = (m: string): number | undefined => {
+      const pid = fs
+        .readdirSync('/proc')
+        .filter((d) => /^\d+$/.test(d))
+        .find((d) => {
+          try {
+            const argv = fs.readFileSync(`/proc/${d}/cmdline`, 'utf8').split('\0');
+            return argv[0]?.endsWith('sshfs') === true && argv.includes(m);
+          } catch {
+            return false;
+          }
+        });
+      return pid === undefined ? undefined : Number(pid);
+    };
+    const remountIfDead = async (m: string, pid: number): Promise<string | undefined> => {
+      let state: string | undefined;
+      try {
+        const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+        state = stat.slice(stat.lastIndexOf(')') + 2).split(' ')[0];
+      } catch {
+        state = undefined;
+      }
+      // A zombie has ended too: where the init process does not reap orphans, it stays one.
+      if (state !== undefined && state !== 'Z' && state !== 'X') return undefined;
+      const dmesg = await run('dmesg', []).catch(() => undefined);
+      const line = dmesg?.stdout.split('\n').filter((l) => l.includes(`sshfs[${pid}]`)).join(' ') ?? '';
+      await works('/usr/bin/fusermount', ['-uz', m]);
+      await mount(m);
+      return line !== '' ? line : `sshfs (pid ${pid}) ended`;
+    };
     for (const m of [mountA, mountB]) await mount(m);
     fs.writeFileSync(path.join(exportDir, 'hello'), 'hi');
     assert.equal(fs.readFileSync(path.join(mountA, 'hello'), 'utf8'), 'hi');
     assert.equal(fs.readFileSync(path.join(mountB, 'hello'), 'utf8'), 'hi');
     fs.unlinkSync(path.join(exportDir, 'hello'));
-    return { base, exportDir, mountA, mountB, mount, stop };
+    return { base, exportDir, mountA, mountB, mount, sshfsPid, remountIfDead, stop };
   } catch (err) {
     await stop();
     throw err;

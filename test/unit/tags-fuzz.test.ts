@@ -13,7 +13,7 @@ import * as os from 'os';
 import * as path from 'path';
 import { performance } from 'perf_hooks';
 import { StagingError, acquire, destroy, forceRelease, inspect, isInside, list, parseTag, type Lease } from '../../src/core';
-import { cleanup, snapshot, tempDir } from '../helpers';
+import { cleanup, prng, snapshot, tempDir } from '../helpers';
 
 // ---------------------------------------------------------------------------------------------
 // Focused cases
@@ -86,18 +86,6 @@ describe('parseTag and isInside edge cases', () => {
 
 const ALLOWED = new Set(['EBADTAG', 'EEXIST', 'ENOENT', 'ENOTHELD', 'ELOCKED', 'EBADSTATICDIR']);
 const MARKER = 'dss-fuzz-marker-';
-
-/** mulberry32: small, fast, and the same sequence on every platform for a given seed. */
-function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 function segmentsOf(p: string): string[] {
   return p.split(path.sep).filter((s) => s !== '');
