@@ -46,4 +46,4 @@ export type { StateChange, Warnings } from './watch/states';
 export { Emitter } from './watch/emitter';
 export type { Disposable, Event } from './watch/emitter';
 export { keyOf, parentTag, isAtOrBelow } from './watch/records';
-export type { AreaRef, AreaKind, AreaRecord, Artifact, BuildUsage, Counts } from './watch/records';
+export type { AreaRef, AreaKind, AreaRecord, Artifact, BuildUsage, Counts, Owner } from './watch/records';

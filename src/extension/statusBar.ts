@@ -75,7 +75,7 @@ export class StatusBar implements vscode.Disposable {
     const own = this.mine.refs();
     const damaged = this.states.damagedBuilds();
     const lost = this.losses.all;
-    const c: StatusCounts = { ...this.states.totals(isMine, own), damaged: damaged.length, lost: lost.length };
+    const c: StatusCounts = { ...this.states.totals(this.mine), damaged: damaged.length, lost: lost.length };
     const staging = this.mine.stagingCount;
     const icon = staging > 0 ? '$(sync~spin)' : c.lost > 0 ? '$(error)' : c.mine > 0 ? '$(account)' : c.held + c.stale + c.legacy > 0 ? '$(lock)' : '$(unlock)';
     const words = StatusBar.words(c);

@@ -62,6 +62,17 @@ export interface Counts {
  * An area's key in memory, wherever areas are kept by key: the model's records, the tree's rows,
  * this window's locks, open detail pages. (On disk an area is named by `areaKey`, see protocol.ts.)
  */
+/**
+ * Which builds are someone's own (a window's leases and stagings), for the counts: `version`
+ * grows whenever the answer may change, so the model keeps its counts until it does.
+ */
+export interface Owner {
+  has(r: AreaRecord): boolean;
+  /** Areas that are its own though the model may not show them as locked yet. */
+  refs(): Iterable<AreaRef>;
+  readonly version: number;
+}
+
 export const keyOf = (staticDir: string, tag: string): string => `${staticDir}\0${tag}`;
 
 export const parentTag = (tag: string): string => {

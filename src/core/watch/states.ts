@@ -21,7 +21,7 @@ import { pause } from '../base/slices';
 import { usage } from '../usage';
 import type { ListEntry, LockInfo, Timing } from '../base/types';
 import { Emitter, type Disposable } from './emitter';
-import { isAtOrBelow, keyOf, parentTag, type AreaKind, type AreaRecord, type AreaRef, type Artifact, type Counts } from './records';
+import { isAtOrBelow, keyOf, parentTag, type AreaKind, type AreaRecord, type AreaRef, type Artifact, type Counts, type Owner } from './records';
 import { MAX_SCANNED_FOLDERS, ScannedDirs, checkScanRoot, dirIdentity } from './scope';
 import { inThreadWatcher, WATCH_THREAD_STOPPED, type WatchEvent, type Watcher, type WatcherFactory } from './watcher';
 
@@ -142,7 +142,7 @@ export class LockStates implements Disposable {
   private disposed = false;
   /** Grows with every change: what is computed from the records (counts) is kept per version. */
   private version = 0;
-  private readonly countCache = new Map<string, { version: number; counts: Counts }>();
+  private readonly countCache = new Map<string, { version: number; ownerVersion: number; counts: Counts }>();
   /** Disk work done so far: directory listings and single-lock judgements. */
   readonly work = { listings: 0, inspections: 0, probes: 0 };
 
@@ -275,10 +275,14 @@ export class LockStates implements Disposable {
    * are counted as mine and not as held. Only builds whose lock is not free and the areas in
    * `also` are asked: this window's locks and stagings whose lock the watcher has not seen yet.
    */
-  counts(staticDir: string, tag: string, mine: (r: AreaRecord) => boolean, also: Iterable<AreaRef> = []): Counts {
+  counts(staticDir: string, tag: string, owner: Owner | ((r: AreaRecord) => boolean), also: Iterable<AreaRef> = []): Counts {
     const key = keyOf(staticDir, tag);
+    const mine = typeof owner === 'function' ? owner : (r: AreaRecord): boolean => owner.has(r);
+    const ownerVersion = typeof owner === 'function' ? -1 : owner.version;
+    if (typeof owner !== 'function') also = [...also, ...owner.refs()];
     const cached = this.countCache.get(key);
-    if (cached !== undefined && cached.version === this.version) return cached.counts;
+    // A function says nothing of when its answers change: counted afresh each time.
+    if (cached !== undefined && cached.version === this.version && ownerVersion >= 0 && cached.ownerVersion === ownerVersion) return cached.counts;
     const self = this.records.get(key);
     // A build counts itself; a root or folder, what its tally holds.
     const t = self?.kind === 'build' ? tallyOf(self) : this.tallies.get(key);
@@ -293,12 +297,12 @@ export class LockStates implements Disposable {
     };
     for (const r of this.lockedSet) claim(r);
     for (const ref of also) claim(this.records.get(keyOf(ref.staticDir, ref.tag)));
-    this.countCache.set(key, { version: this.version, counts: c });
+    this.countCache.set(key, { version: this.version, ownerVersion, counts: c });
     return c;
   }
 
   /** The counts over every static directory. */
-  totals(mine: (r: AreaRecord) => boolean, also: Iterable<AreaRef> = []): Counts {
+  totals(mine: Owner | ((r: AreaRecord) => boolean), also: Iterable<AreaRef> = []): Counts {
     const total: Counts = { builds: 0, held: 0, stale: 0, legacy: 0, mine: 0 };
     const refs = [...also];
     for (const d of this.roots) {
@@ -319,11 +323,6 @@ export class LockStates implements Disposable {
    */
   sameAs(staticDir: string, tag: string): string | undefined {
     return this.duplicates.get(keyOf(staticDir, tag));
-  }
-
-  /** Something outside the model (which window holds what) changed what `counts` would say. */
-  invalidate(): void {
-    this.version++;
   }
 
   /** Marks a build found damaged by a verification (`summary`), or whole again (undefined). */

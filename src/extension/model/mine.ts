@@ -5,7 +5,7 @@
  * any name, into a record of their own); whether a lock is still this window's is derived, each
  * time it is asked, from the window's lease and what the disk last showed.
  */
-import { Emitter, keyOf, type AreaRef, type Disposable, type LockInfo } from '../../core';
+import { Emitter, keyOf, type AreaRef, type Disposable, type LockInfo, type Owner } from '../../core';
 
 export interface Staging {
   /** 0..1 where the total is known (a folder, a download with Content-Length). */
@@ -39,7 +39,8 @@ export function onDisk(lease: WindowLease, seen: Seen): boolean {
   return seen.lock.state !== 'free' && seen.lock.holder?.token === lease.token;
 }
 
-export class Mine implements Disposable {
+export class Mine implements Disposable, Owner {
+  private changes = 0;
   private readonly stagings = new Map<string, { ref: AreaRef; s: Staging }>();
   private readonly _onDidChange = new Emitter<AreaRef>();
   /** Fires with the area whose lease, place in line or staging changed. */
@@ -59,6 +60,11 @@ export class Mine implements Disposable {
    */
   refs(): AreaRef[] {
     return [...[...this.stagings.values()].map((v) => v.ref), ...this.held()];
+  }
+
+  /** Grows with every change of what is this window's: the model's counts are kept until it does. */
+  get version(): number {
+    return this.changes;
   }
 
   /** Whether the area's lock is this window's (see `onDisk`), or this window is staging into it. */
@@ -87,7 +93,7 @@ export class Mine implements Disposable {
     const s: Staging = {};
     const entry = { ref: { staticDir: ref.staticDir, tag: ref.tag }, s };
     this.stagings.set(key, entry);
-    this._onDidChange.fire(ref);
+    this.changed(ref);
     let shown = -1;
     const report = (fraction: number | undefined): void => {
       if (fraction === undefined) return;
@@ -96,19 +102,24 @@ export class Mine implements Disposable {
       const pct = Math.floor(fraction * 100);
       if (pct !== shown) {
         shown = pct;
-        this._onDidChange.fire(ref);
+        this.changed(ref);
       }
     };
     try {
       return await work(report);
     } finally {
       if (this.stagings.get(key) === entry) this.stagings.delete(key);
-      this._onDidChange.fire(ref);
+      this.changed(ref);
     }
   }
 
   /** This window took, let go or lost the lock of `ref`, or its place in that lock's line. */
   locksChanged(ref: AreaRef): void {
+    this.changed(ref);
+  }
+
+  private changed(ref: AreaRef): void {
+    this.changes++;
     this._onDidChange.fire(ref);
   }
 

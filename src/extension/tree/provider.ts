@@ -66,7 +66,6 @@ export class StagingTreeProvider implements vscode.TreeDataProvider<Node>, vscod
       states.onDidList((ref) => this.refreshRows(this.foldersAtOrAbove(ref.staticDir, ref.tag))),
       // Which locks and stagings are this window's changes those rows, and the counts above them.
       mine.onDidChange((ref) => {
-        states.invalidate();
         const node = this.find(ref.staticDir, ref.tag);
         if (node instanceof BuildNode) this.items.delete(node);
         const folder = this.find(ref.staticDir, parentTag(ref.tag));
@@ -131,7 +130,7 @@ export class StagingTreeProvider implements vscode.TreeDataProvider<Node>, vscod
   /** What a folder's row counts: every build below it, those the filter lets through, and whether it is still being counted. */
   private folderCounts(node: FolderNode): [Counts, Counts | undefined, boolean] {
     const isMine = (r: AreaRecord): boolean => this.mine.has(r);
-    const counts = this.states.counts(node.staticDir, node.tag, isMine, this.mine.refs());
+    const counts = this.states.counts(node.staticDir, node.tag, this.mine);
     const matching = isActive(this.filter) ? countsOf(this.matching(node.staticDir, node.tag), isMine) : undefined;
     return [counts, matching, !this.states.isListed(node.staticDir, node.tag)];
   }
