@@ -396,7 +396,7 @@ describe('concurrency (multi-process)', function () {
       assert.equal(m.type, 'release-error');
       assert.equal(m.code, 'ECOMPROMISED');
       const exit = await exitOf(holder);
-      assert.deepEqual(exit, { code: 0, signal: null });
+      assert.deepEqual(exit, { code: 0, signal: null }, `the holder ended ${JSON.stringify(exit)}: ${stderrOf(holder)}`);
       assert.equal(stderrOf(holder), '', 'nothing may be thrown from a timer');
     }
 

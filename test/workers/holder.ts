@@ -14,8 +14,9 @@ interface Args extends AcquireOptions {
   tag: string;
 }
 
+/** A message to the test, while it listens: an explanation that comes after the release has no one to hear it. */
 const send = (m: unknown): void => {
-  process.send?.(m);
+  if (process.connected) process.send?.(m);
 };
 
 async function main(): Promise<void> {
