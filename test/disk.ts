@@ -1,4 +1,8 @@
-/** A small ext4 filesystem of its own, on a loop-mounted image, for tests that fill a disk. Needs root. */
+/**
+ * A small ext4 filesystem of its own, on a loop-mounted image, for tests that fill a disk. Needs
+ * root. Without `inline_data` (unlike the fault checker's, test/faults/disk.ts): every new directory
+ * and every record with content needs a block of its own, so a full disk refuses them.
+ */
 import { strict as assert } from 'assert';
 import * as fs from 'fs';
 import * as path from 'path';
