@@ -23,7 +23,8 @@ import { COMMIT_FILE, FENCE_FILE, LOCK_FENCED_PREFIX, LOCK_NAME } from '../../sr
 import { verify } from '../../src/core/verify';
 import { areaJunk, changes, fingerprint, sha256 } from '../attack';
 import { type Builds, type Running, instantsOf, killStopped, makeBuilds, runCli, startCli, stopped, whichBuild, writeRefusedAddition } from '../commit';
-import { cleanup, isRoot, killAll, report, run, tempDir } from '../helpers';
+import { mountExt4 } from '../disk';
+import { cleanup, isRoot, killAll, report, tempDir } from '../helpers';
 import { isMounted, works } from '../sshfs';
 
 describe('commit: a full disk during the commit and during its undo (ext4)', function () {
@@ -41,17 +42,7 @@ describe('commit: a full disk during the commit and during its undo (ext4)', fun
       this.skip();
     }
     base = tempDir('dss-commit-space-');
-    const img = path.join(base, 'disk.img');
-    disk = path.join(base, 'disk');
-    fs.mkdirSync(disk);
-    for (const [cmd, args] of [
-      ['truncate', ['-s', '24M', img]],
-      ['mkfs.ext4', ['-q', '-m', '0', img]],
-      ['mount', ['-o', 'loop', img, disk]],
-    ] as const) {
-      const r = await run(cmd, args);
-      assert.equal(r.code, 0, `${cmd}: ${r.stderr}`);
-    }
+    disk = await mountExt4(base, '24M');
     staticDir = path.join(disk, 'static');
     fs.mkdirSync(staticDir);
     builds = makeBuilds(base);

@@ -94,6 +94,11 @@ export const QUEUE_PROBE_PREFIX = 'probe.';
  * the processes of one NFS client, not between clients).
  */
 export const HISTORY_DIR = 'history';
+/**
+ * The last fencing token of each destroyed area: `.devserver-staging/floors/<h[0..2]>/<h>/<n>`, h as
+ * for its history, one empty file named by the token (see lock/floor.ts).
+ */
+export const FLOOR_DIR = 'floors';
 /** A segment that has reached this size is full: its host's writers go on in generation n+1 and drop n-1. */
 export const HISTORY_SEGMENT_BYTES = 1024 * 1024;
 

@@ -12,7 +12,8 @@ import { openDirIfThere, openDirWhere, type Dir } from '../fs/anchored';
 import { fsClockSkew } from '../fs/clock';
 import { StagingError, asStagingError, errnoCode, type NextStep } from '../base/errors';
 import { printable } from '../base/format';
-import { proposeToken, settleToken, stagedToken, type FenceContext } from './fence';
+import { lookAtCounter, proposeToken, settleToken, stagedToken, type FenceContext } from './fence';
+import { floorOf, recordFloor } from './floor';
 import { makeHolder } from '../base/holder';
 import { step } from '../base/steps';
 import { HistorySegment, actorOf, history, recordHistory, removalEvent, type HistoryOptions, type NewHistoryEvent } from '../log/history';
@@ -204,6 +205,19 @@ export class Lease extends EventEmitter<LeaseEvents> {
     await this.release().catch(() => undefined);
   }
 
+  /**
+   * Records the area's last token outside it (floor.ts), the greatest of ours and what its counter
+   * holds; the refusal to destroy (the lock is released, the build kept) when that cannot be done.
+   */
+  private async keepFloor(): Promise<StagingError | undefined> {
+    const look = await lookAtCounter(this.io, this.area, this.dir).catch(() => undefined);
+    const token = Math.max(this.fence, look?.value ?? 0);
+    return recordFloor(this.staticDir, this.realStaticDir, this.tag, token, ' The lock was released; the build is kept.').then(
+      () => undefined,
+      (err: unknown) => asStagingError(err, 'destroy', this.dir),
+    );
+  }
+
   /** Releases the lock; with `destroy`, removes the staging area too (atomically, see remove.ts). */
   async release(options: ReleaseOptions = {}): Promise<void> {
     if (this.status === 'lost') {
@@ -230,16 +244,21 @@ export class Lease extends EventEmitter<LeaseEvents> {
         refused = new StagingError('EBADTAG', `Did not destroy ${this.dir}: it is a symbolic link; destroy the area it points to instead. The lock was released.`, {
           path: this.dir,
         });
-      } else if (nested === undefined) {
-        // proper-lockfile removes the lock through our rmdir: make that removal take the area's
-        // entries with it (trash.ts).
-        this.fsState.removeHook = () =>
-          destroyHeld({ staticDir: this.staticDir, realStaticDir: this.realStaticDir, area: this.area, tag: this.tag, io: this.io, workName: this.fsState.workName });
-      } else {
+      } else if (nested !== undefined) {
         refused = new StagingError('ELOCKED', `Did not destroy ${this.dir}: ${nested.dir} inside it is locked by ${describeHolder(nested)}. The lock was released.`, {
           path: nested.lockPath,
           lock: nested,
         });
+      } else {
+        // The area's counter goes with it: its last token must be kept where the next holder of a
+        // build made again by this name looks (floor.ts), or that holder could get it again.
+        refused = await this.keepFloor();
+      }
+      if (refused === undefined) {
+        // proper-lockfile removes the lock through our rmdir: make that removal take the area's
+        // entries with it (trash.ts).
+        this.fsState.removeHook = () =>
+          destroyHeld({ staticDir: this.staticDir, realStaticDir: this.realStaticDir, area: this.area, tag: this.tag, io: this.io, workName: this.fsState.workName });
       }
     }
     this.status = 'released';
@@ -521,7 +540,7 @@ async function tryAcquire(
       area: opened.dir,
       shownArea: area.dir,
       floor: Math.max(counter.hint, await stagedToken(io, opened.dir, area.dir)),
-      recordedElsewhere: () => tokenInHistory(area),
+      recordedElsewhere: () => tokenRecordedElsewhere(area),
     };
     fence = await proposeToken(fenceCtx);
     mode = lockModeFor(opened.dir);
@@ -599,13 +618,14 @@ async function tryAcquire(
 }
 
 /**
- * The greatest fencing token the area's history records: where an area has no counter at all (it
- * was destroyed and made again, or its counter was removed), its tokens go on above those.
+ * The greatest fencing token recorded for the area outside it: by its destroys (floor.ts) and in its
+ * history. Where an area has no counter at all (it was destroyed and made again, or its counter was
+ * removed), its tokens go on above those.
  */
-async function tokenInHistory(area: Area): Promise<number> {
+async function tokenRecordedElsewhere(area: Area): Promise<number> {
   // Quietly: what cannot be read there (a link planted in its place) is said by whoever reads the history for itself.
   const events = await history(area.staticDir, { tag: area.tag, limit: 1_000, warn: () => undefined }).catch(() => []);
-  let max = 0;
+  let max = await floorOf(area.realStaticDir, area.tag);
   for (const e of events) if (e.fence !== undefined && e.fence > max) max = e.fence;
   return max;
 }
