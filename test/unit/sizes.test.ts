@@ -143,7 +143,7 @@ describe('sizes a co-user sets: no crash, bounded memory', function () {
     report(`200,000 stale tickets cleared by lock --wait in ${((Date.now() - started) / 1000).toFixed(1)} s, peak ${r.maxRssMiB} MiB`);
   });
 
-  it('list of a folder of 160,000 areas prints them all', async () => {
+  it('list of a folder of 160,000 directories prints them all', async () => {
     const board = path.join(staticDir, 'board');
     fs.mkdirSync(board);
     for (let i = 0; i < 160_000; i++) fs.mkdirSync(path.join(board, `R${i}`));
@@ -151,7 +151,7 @@ describe('sizes a co-user sets: no crash, bounded memory', function () {
     assert.equal(r.code, 0, r.stderr);
     const rows = r.stdout.trimEnd().split('\n');
     assert.equal(rows.length, 160_001, 'a header and one row per area');
-    assert.match(rows[160_000], /^free\s+board\/R159999$/);
+    assert.match(rows[160_000], /^folder\s+board\/R159999$/);
   });
 
   /** Makes `top/d/d/…` `depth` levels deep, through descriptors (no path grows with it). */
