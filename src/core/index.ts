@@ -31,6 +31,7 @@ export type { BuildContents } from './contents';
 export type { VerifyOptions, VerifyProblem, VerifyProblemKind, VerifyProgress, VerifyResult, ArtifactFacts, EntryType } from './verify';
 export { findBuildAbove } from './lock/nesting';
 export { parseTag, isInside } from './fs/tags';
+export { openFileBelow, relativeInside } from './fs/readBelow';
 export { StagingError, isStagingError } from './base/errors';
 export type { ErrorCode, ErrorReason, NextStep } from './base/errors';
 export { isOnThisMachine, isHolderAlive } from './base/holder';

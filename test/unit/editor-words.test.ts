@@ -4,10 +4,11 @@
  * same); and artifacts looked at before they are opened, safely.
  */
 import { strict as assert } from 'assert';
-import { spawnSync } from 'child_process';
+import { spawn, spawnSync } from 'child_process';
 import * as fs from 'fs';
 import * as path from 'path';
-import { sniff, MAX_TEXT_BYTES } from '../../src/extension/commands/sniff';
+import { readArtifact, sniff, MAX_TEXT_BYTES } from '../../src/extension/commands/sniff';
+import { exchanger } from '../attack';
 import { CLI_HINT, ROOT, cleanup, tempDir } from '../helpers';
 
 /** The extension's own sources: all of src/ but the core and the command line. */
@@ -78,5 +79,41 @@ describe('looking at an artifact before opening it', () => {
     fs.symlinkSync('../../eve/R1/notes.txt', at('latest.txt'));
     assert.deepEqual(await sniff(at('escape.txt'), dir), { kind: 'refused', why: 'outside' });
     assert.deepEqual(await sniff(at('latest.txt'), dir), { kind: 'text', path: at('notes.txt'), size: 12000 });
+  });
+
+  it('reads an artifact level by level: a folder on its way exchanged with a link to outside in a tight loop is never read through', async function () {
+    this.timeout(60_000);
+    const bin = tempDir('dss-sniff-bin-');
+    try {
+      const swap = exchanger(bin);
+      if (typeof swap === 'string') {
+        console.log(`      skipped: ${swap}`);
+        return this.skip();
+      }
+      fs.mkdirSync(at('sub'));
+      fs.writeFileSync(at('sub/log.txt'), 'the artifact\n');
+      fs.mkdirSync(path.join(outside, 'sub'));
+      fs.writeFileSync(path.join(outside, 'sub', 'log.txt'), 'secret\n');
+      fs.symlinkSync(path.join(outside, 'sub'), at('swap'));
+      const s = spawn(swap[0], [...swap.slice(1), at('sub'), at('swap')], { stdio: ['ignore', 'pipe', 'inherit'] });
+      let out = '';
+      s.stdout.on('data', (d: Buffer) => (out += d.toString()));
+      const ended = new Promise<void>((r) => s.once('close', () => r()));
+      const seen = { artifact: 0, secret: 0, refused: 0 };
+      for (const until = Date.now() + 2_000; Date.now() < until; ) {
+        const got = await readArtifact(at('sub/log.txt'), dir);
+        if ('kind' in got) seen.refused++;
+        else if (Buffer.from(got.bytes).toString() === 'secret\n') seen.secret++;
+        else seen.artifact++;
+      }
+      s.kill('SIGTERM');
+      await ended;
+      console.log(`      ${out.trim()} exchanges; read ${JSON.stringify(seen)}`);
+      assert.ok(Number(out.trim()) > 0, 'the folder was exchanged');
+      assert.equal(seen.secret, 0, 'nothing outside was read');
+      assert.ok(seen.artifact > 0, 'the artifact was read whole at least once');
+    } finally {
+      cleanup(bin);
+    }
   });
 });

@@ -3,7 +3,7 @@
  * a link out of the static directory, without waiting on a FIFO, and only from a regular file.
  */
 import * as fs from 'fs';
-import { isInside } from '../../core';
+import { openFileBelow, relativeInside } from '../../core';
 
 /** Bytes looked at: a NUL among them means binary, as git and VS Code decide it. */
 export const SNIFF_BYTES = 8 * 1024;
@@ -30,14 +30,15 @@ async function openArtifactFile(file: string, staticDir: string): Promise<{ hand
   } catch (err) {
     return { kind: 'refused', why: 'unreadable', detail: (err as NodeJS.ErrnoException).code ?? String(err) };
   }
-  if (!isInside(realStaticDir, real)) return { kind: 'refused', why: 'outside' };
+  const rel = relativeInside(realStaticDir, real);
+  if (rel === undefined) return { kind: 'refused', why: 'outside' };
   let handle: fs.promises.FileHandle;
   try {
-    // O_NONBLOCK: a FIFO put in its place opens at once instead of waiting for a writer.
-    handle = await fs.promises.open(real, fs.constants.O_RDONLY | fs.constants.O_NOFOLLOW | fs.constants.O_NONBLOCK);
+    // Level by level from the static directory: a directory on the way, or the file, exchanged
+    // for a link since realpath looked is refused, never followed.
+    handle = await openFileBelow(realStaticDir, rel);
   } catch (err) {
     const code = (err as NodeJS.ErrnoException).code;
-    // ELOOP: a link was put in its place since realpath looked.
     return code === 'ELOOP' ? { kind: 'refused', why: 'outside' } : { kind: 'refused', why: 'unreadable', detail: code ?? String(err) };
   }
   try {
