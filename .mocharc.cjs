@@ -1,0 +1,30 @@
+// The unit suite, two files at a time: most files spend their time waiting on processes they
+// stopped, heartbeats and thresholds rather than computing, so two of them share the two cores a
+// CI runner has. Mocha hands the files out in the order listed: the longest go first, so that
+// the two lines end close together rather than one finishing a long file alone.
+const fs = require('fs');
+const path = require('path');
+
+const DIR = path.join('out', 'test', 'unit');
+const LONGEST_FIRST = ['attack-pause', 'concurrency', 'faults', 'attack-kills', 'attack-lost-lock', 'tags-fuzz', 'watch-reader', 'attack-line'];
+
+function testFiles(dir) {
+  if (!fs.existsSync(dir)) return [];
+  return fs
+    .readdirSync(dir, { withFileTypes: true })
+    .flatMap((e) => (e.isDirectory() ? testFiles(path.join(dir, e.name)) : e.name.endsWith('.test.js') ? [path.join(dir, e.name)] : []))
+    .sort();
+}
+
+const all = testFiles(DIR);
+const first = LONGEST_FIRST.map((name) => path.join(DIR, `${name}.test.js`)).filter((f) => all.includes(f));
+
+module.exports = {
+  spec: all.length === 0 ? [`${DIR}/**/*.test.js`] : [...first, ...all.filter((f) => !first.includes(f))],
+  parallel: true,
+  jobs: 2,
+  timeout: 60000,
+  slow: 5000,
+  reporter: './out/test/reporter.js',
+  exit: true,
+};
