@@ -4,7 +4,7 @@
  * parser (commands.ts).
  */
 import { flushHistory } from '../core/log/history';
-import { prune } from '../core/usage';
+import { prune } from '../core/prune';
 import { commandMain } from './context';
 import { EXIT } from './output';
 import { formatPrune } from './usageFormat';

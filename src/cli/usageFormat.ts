@@ -2,7 +2,8 @@
  * Human-readable output of `du` and `prune`. `--json` bypasses all of this. Tags are names on the
  * disk (`printable`), reasons and errors sentences that may quote them (`messageText`).
  */
-import type { AreaUsage, PruneResult } from '../core/usage';
+import type { AreaUsage } from '../core/usage';
+import type { PruneResult } from '../core/prune';
 import { formatDuration, messageText, printable } from '../core/base/format';
 import { formatBytes } from './units';
 import { cliMessage } from './nextSteps';

@@ -16,7 +16,7 @@ import { inspect } from '../../src/core/lock/inspect';
 import { acquire } from '../../src/core/lock/lock';
 import { META_DIR } from '../../src/core/base/protocol';
 import { MANIFEST_FILE, TIMESTAMP_FILE, type StageProgress, type StageResult } from '../../src/core/stage/types';
-import type { AreaUsage, PruneResult } from '../../src/core/usage';
+import type { AreaUsage, PruneResult } from '../../src/core';
 import { python } from '../fixtures';
 import { TOOL, cleanup, isRoot, run, snapshot, tempDir, waitFor } from '../helpers';
 

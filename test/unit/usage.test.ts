@@ -8,7 +8,8 @@ import * as path from 'path';
 import { acquire, type Lease } from '../../src/core/lock/lock';
 import { isStagingError } from '../../src/core/base/errors';
 import { MANIFEST_FILE, TIMESTAMP_FILE } from '../../src/core/stage/types';
-import { prune, usage, type AreaUsage } from '../../src/core/usage';
+import { usage, type AreaUsage } from '../../src/core/usage';
+import { prune } from '../../src/core/prune';
 import { callsPerTurn, cleanup, snapshot, tempDir } from '../helpers';
 
 const DAY = 86_400_000;

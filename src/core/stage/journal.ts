@@ -26,6 +26,8 @@ import { LOCK_NAME } from '../base/protocol';
 import { asyncIo, type Io } from '../fs/io';
 import { step } from '../base/steps';
 import { MANIFEST_FILE, TIMESTAMP_FILE } from './types';
+import { AreaPlaces } from './areaPlaces';
+import { NewDirs, type TreeDir } from './newDirs';
 
 /** Where an artifact is written: a part of its own, or its place in a new directory. */
 export interface Target {
@@ -33,24 +35,6 @@ export interface Target {
   readonly path: string;
   /** The artifact is written (or given up): its directory may be closed. */
   done(): void;
-}
-
-/** A directory the area lacks, made in the work directory. */
-interface TreeDir {
-  /** Its name in the area. */
-  rel: string;
-  /** Its path below the work directory: `dir.<n>` for the topmost, then the names inside. */
-  at: string;
-  /** Its name in its parent (the work directory, or the new directory above it). */
-  base: string;
-  parent: TreeDir | undefined;
-  /** The inode it was made with: it is reopened only if it is still that directory. */
-  ino: number;
-  /** Open while in use (and a while after); closed when too many are open. */
-  dir: Dir | undefined;
-  users: number;
-  /** The mode the umask gave it, where `shareBits` were added until the commit. */
-  ownMode?: number;
 }
 
 /** A target as the journal hands it out: where it is, for `place`. */
@@ -76,9 +60,6 @@ interface PlannedStep extends CommitStep {
   ino: number;
 }
 
-/** New directories kept open at once while nothing is being written into them. */
-const IDLE_DIRS_OPEN = 64;
-
 export class Journal {
   /** Artifacts to place, by name in the area. */
   private readonly pending = new Map<string, Pending>();
@@ -86,16 +67,16 @@ export class Journal {
   private readonly dirs = new Set<string>();
   /** Directories the area lacks, made in the work directory, by name in the area. */
   private readonly tree = new Map<string, TreeDir>();
-  /** Those not in use but still open, least recently used first. */
-  private readonly idle = new Set<TreeDir>();
+  /** Their descriptors (newDirs.ts). */
+  private readonly newDirs: NewDirs;
   /**
    * The group and other write bits of the work directory (the area's, see lock.ts): directories
    * made in it get them until the commit, so that whoever may remove this lock (a takeover after
    * this holder died) may remove what is inside too. Their own modes come back at the commit.
    */
   private readonly shareBits: number;
-  /** Directories of the area the commit opened, by name in the area. */
-  private readonly opened = new Map<string, Dir>();
+  /** The area's directories the commit opened (areaPlaces.ts). */
+  private readonly places: AreaPlaces;
   /**
    * The work directory, opened once through the lock without following links: everything is
    * written into it (and into the directories made in it) through descriptors, so nothing renamed
@@ -122,6 +103,8 @@ export class Journal {
   ) {
     this.fs = io;
     this.shareBits = area.mode & 0o022;
+    this.newDirs = new NewDirs(() => this.workOpen(), shown, io.sync);
+    this.places = new AreaPlaces(area, io);
   }
 
   private get sync(): boolean {
@@ -193,7 +176,7 @@ export class Journal {
     if (this.tree.has(rel)) return;
     const parent = this.tree.get(path.posix.dirname(rel));
     const base = parent === undefined ? `dir.${this.prefix}.${this.serial++}` : path.posix.basename(rel);
-    const into = parent === undefined ? this.workOpen() : await this.use(parent);
+    const into = parent === undefined ? this.workOpen() : await this.newDirs.use(parent);
     try {
       await this.fs.mkdir(into.at(base));
       const dir = await openBelow(into, base, this.sync);
@@ -204,11 +187,11 @@ export class Journal {
         await this.chmod(dir, own | this.shareBits);
       }
       this.tree.set(rel, t);
-      this.unuse(t, false);
+      this.newDirs.unuse(t, false);
     } catch (err) {
       throw await this.lostOr(err, `prepare ${rel} for`);
     } finally {
-      if (parent !== undefined) this.unuse(parent);
+      if (parent !== undefined) this.newDirs.unuse(parent);
     }
     this.needDir(rel);
   }
@@ -230,12 +213,12 @@ export class Journal {
       return held;
     }
     const base = path.posix.basename(name);
-    const dir = await this.use(t);
+    const dir = await this.newDirs.use(t);
     let done = false;
     const held: Held = {
       path: dir.at(base),
       done: () => {
-        if (!done) this.unuse(t);
+        if (!done) this.newDirs.unuse(t);
         done = true;
       },
       tree: { dir: t, base },
@@ -254,12 +237,12 @@ export class Journal {
     if (p === undefined) return undefined;
     if (p.part !== undefined) return { path: this.workOpen().at(p.part), done: () => undefined };
     const t = p.tree!.dir;
-    const dir = await this.use(t);
+    const dir = await this.newDirs.use(t);
     let done = false;
     return {
       path: dir.at(p.tree!.base),
       done: () => {
-        if (!done) this.unuse(t);
+        if (!done) this.newDirs.unuse(t);
         done = true;
       },
     };
@@ -301,39 +284,6 @@ export class Journal {
     this.pending.set(name, next);
   }
 
-  /** The descriptor of the new directory `t`, opened again if it was closed; `unuse` when done. */
-  private async use(t: TreeDir): Promise<Dir> {
-    if (t.dir === undefined) {
-      const parent = t.parent === undefined ? this.workOpen() : await this.use(t.parent);
-      try {
-        const dir = await openBelow(parent, t.base, this.sync);
-        if (dir.ino !== t.ino) {
-          dir.close();
-          throw new StagingError('EUNSAFE', `Cannot stage into ${t.rel} in ${this.shown}: its directory in the lock's work directory was replaced while staging.`, { path: this.shown });
-        }
-        t.dir = dir;
-      } finally {
-        if (t.parent !== undefined) this.unuse(t.parent);
-      }
-    }
-    this.idle.delete(t);
-    t.users++;
-    return t.dir;
-  }
-
-  /** Done with `t` (see `use`): kept open for a while, closed once too many are idle. */
-  private unuse(t: TreeDir, counted = true): void {
-    if (counted) t.users--;
-    if (t.users > 0) return;
-    this.idle.add(t);
-    while (this.idle.size > IDLE_DIRS_OPEN) {
-      const oldest = this.idle.values().next().value!;
-      this.idle.delete(oldest);
-      oldest.dir?.close();
-      oldest.dir = undefined;
-    }
-  }
-
   private async chmod(dir: Dir, mode: number): Promise<void> {
     if (this.sync) fs.fchmodSync(dir.fd, mode);
     else await new Promise<void>((resolve, reject) => fs.fchmod(dir.fd, mode, (err) => (err === null ? resolve() : reject(err))));
@@ -345,7 +295,7 @@ export class Journal {
       t.dir?.close();
       t.dir = undefined;
     }
-    this.idle.clear();
+    this.newDirs.clear();
     this.work?.close();
     this.work = undefined;
   }
@@ -362,7 +312,7 @@ export class Journal {
     } catch (err) {
       throw err instanceof StagingError ? err : await this.lostOr(err, 'commit to');
     } finally {
-      this.closeOpened();
+      this.places.close();
     }
   }
 
@@ -375,7 +325,7 @@ export class Journal {
     for (const rel of [...this.dirs].sort((a, b) => a.split('/').length - b.split('/').length || a.localeCompare(b))) {
       const t = this.tree.get(rel);
       if (t?.parent !== undefined) continue; // inside a new one: moves with it
-      if (await this.exists(rel)) {
+      if (await this.places.exists(rel)) {
         if (t === undefined) continue;
         throw new StagingError('ECONFLICT', `Cannot place ${rel} in ${this.shown}: something of that name appeared there while this staging held the lock; look at what it is, then stage again.`, {
           path: path.join(this.shown, rel),
@@ -396,7 +346,7 @@ export class Journal {
       const from = p.part;
       const planned: PlannedStep = { to: name, from, ino: await inWork(from) };
       if (p.ino !== undefined && planned.ino !== p.ino) throw this.replacedInWork(name);
-      if (p.replaces && (await this.exists(name))) planned.aside = aside();
+      if (p.replaces && (await this.places.exists(name))) planned.aside = aside();
       steps.push(planned);
     }
     for (const [to, data] of [
@@ -407,17 +357,17 @@ export class Journal {
       await createRecord(this.workOpen().at(from), data, 0o644);
       const planned: PlannedStep = { to, from, ino: await inWork(from) };
       if (planned.ino !== (await this.fs.lstat(this.workOpen().at(from))).ino) throw this.replacedInWork(to);
-      if (await this.exists(to)) planned.aside = aside();
+      if (await this.places.exists(to)) planned.aside = aside();
       steps.push(planned);
     }
     // New directories get the modes the umask gave them back, now that nothing more goes into them.
     for (const t of this.tree.values()) {
       if (t.ownMode === undefined) continue;
-      const dir = await this.use(t);
+      const dir = await this.newDirs.use(t);
       try {
         await this.chmod(dir, t.ownMode);
       } finally {
-        this.unuse(t);
+        this.newDirs.unuse(t);
       }
     }
     // Written down before the first rename: whoever finds it undoes what was done of it. Written
@@ -474,7 +424,7 @@ export class Journal {
   }
 
   private async run(planned: PlannedStep): Promise<void> {
-    const where = await this.parentOf(planned.to);
+    const where = await this.places.parentOf(planned.to);
     if (where === undefined) {
       throw new StagingError('EUNSAFE', `Cannot place ${planned.to} in ${this.shown}: a directory on its way is missing or is a symbolic link.`, {
         path: path.join(this.shown, planned.to),
@@ -501,46 +451,6 @@ export class Journal {
       await this.fs.rename(dir.at(name), `${this.workDir}/${planned.from}`).catch(() => undefined);
       throw this.replacedInWork(planned.to);
     }
-  }
-
-  private async exists(rel: string): Promise<boolean> {
-    const where = await this.parentOf(rel);
-    if (where === undefined) return false;
-    return (await this.fs.lstat(where.dir.at(where.name)).catch(() => null)) !== null;
-  }
-
-  /**
-   * The opened directory holding `rel` in the area, each level opened once per commit without
-   * following links (a build of thousands of files has a few dozen directories); undefined when
-   * a level is missing or not a directory.
-   */
-  private async parentOf(rel: string): Promise<{ dir: Dir; name: string } | undefined> {
-    const segs = rel.split('/');
-    const name = segs.pop()!;
-    if (name === '' || name === '.' || name === '..') return undefined;
-    let dir = this.area;
-    let key = '';
-    for (const seg of segs) {
-      if (seg === '' || seg === '.' || seg === '..') return undefined;
-      key = key === '' ? seg : `${key}/${seg}`;
-      let next = this.opened.get(key);
-      if (next === undefined) {
-        try {
-          next = await openBelow(dir, seg, this.sync);
-        } catch {
-          return undefined;
-        }
-        this.opened.set(key, next);
-      }
-      dir = next;
-    }
-    return { dir, name };
-  }
-
-  /** Lets go of the directories the commit opened. */
-  private closeOpened(): void {
-    for (const d of this.opened.values()) d.close();
-    this.opened.clear();
   }
 
   private async workDirExists(): Promise<boolean> {

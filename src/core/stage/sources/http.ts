@@ -8,7 +8,9 @@ import { Readable, Transform } from 'stream';
 import { pipeline } from 'stream/promises';
 import { StagingError, asStagingError, errnoCode } from '../../base/errors';
 import type { IncomingEntry, SourceContext, SourceOpener } from '../types';
-import { archiveKindOf, archiveKindOfContentType, tarEntries, zipEntries } from './archive';
+import { archiveKindOf, archiveKindOfContentType } from './archive';
+import { tarEntries } from './archive/tar';
+import { zipEntries } from './archive/zip';
 import { canceledError, messageOf, sourceError, throwIfAborted } from './errors';
 
 /** Its size is known only once the server answers (Content-Length), so progress counts it then. */
