@@ -1,7 +1,7 @@
 /**
  * One verification's walk of a build and hashing of its artifacts, and the problems it finds.
  *
- * Everything is read through descriptors, as in anchored.ts: the build directory is opened once,
+ * Everything is read through descriptors, as in anchored/: the build directory is opened once,
  * each directory below it with `O_NOFOLLOW`, and each artifact with `O_NOFOLLOW | O_NONBLOCK`, then
  * hashed only when the open descriptor is a regular file. A link planted in place of an artifact is
  * never followed, and a FIFO never waited on: both are reported as what they are.

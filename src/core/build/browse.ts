@@ -1,6 +1,6 @@
 /**
  * Looking inside a build without writing anything: its directory opened as the rest of the core
- * opens areas (anchored.ts), its entries listed through that descriptor, its manifest read from it.
+ * opens areas (anchored/dir.ts), its entries listed through that descriptor, its manifest read from it.
  * For the views that show what a build holds (the tree, a tooltip, the details page) and for
  * `verify`: a co-user who swaps a build, or a folder inside it, for a link while they look must not
  * make them list or read anything outside the static directory.

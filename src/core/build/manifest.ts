@@ -62,7 +62,7 @@ export async function readManifest(dir: string): Promise<Manifest> {
 /**
  * The bytes of the manifest at `at` (a path, or a name under an opened directory), shown as
  * `shown`; undefined when there is none. Never through a link, never blocking on a FIFO put in its
- * place (see anchored.ts); anything else that keeps it from being read is an EIO naming it. Left
+ * place (see anchored/readRecord.ts); anything else that keeps it from being read is an EIO naming it. Left
  * undecoded: the parser decodes a large one a slice at a time.
  */
 export async function readManifestBytes(at: string, shown: string, maxBytes = MAX_MANIFEST_BYTES): Promise<Buffer | undefined> {

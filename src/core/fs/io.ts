@@ -22,7 +22,7 @@ export interface Io {
   mkdir(p: string): Promise<void>;
   rmdir(p: string): Promise<void>;
   unlink(p: string): Promise<void>;
-  /** One of the tool's own small files, never through a link or from a FIFO (see anchored.ts). */
+  /** One of the tool's own small files, never through a link or from a FIFO (see anchored/readRecord.ts). */
   readRecord(p: string, shown: string, maxBytes: number): Promise<string>;
   /** Creates `p` with `data` and exactly `mode`; EEXIST if anything is there, link or not. */
   writeNewFile(p: string, data: string, mode?: number): Promise<void>;

@@ -71,7 +71,7 @@ export class Lease extends EventEmitter<LeaseEvents> {
   readonly created: boolean;
   /** The fencing token of this lock: greater than that of every earlier holder of the area. */
   readonly fence: number;
-  /** The area, opened when it was checked: act on it through `area.at(name)` (see anchored.ts). */
+  /** The area, opened when it was checked: act on it through `area.at(name)` (see anchored/dir.ts). */
   readonly area: Dir;
   /** The work directory's path, named through the lock (see `workDir`). */
   private readonly workPath: string;

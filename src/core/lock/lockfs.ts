@@ -25,7 +25,7 @@
  * Those are this process's own looks, for the heartbeat. Anything that changes the area is done by
  * a name only this lock has: its work directory `work.<token>`.
  *
- * Every path here is named through the area's open directory or the lock's (see anchored.ts).
+ * Every path here is named through the area's open directory or the lock's (see anchored/dir.ts).
  */
 import * as fs from 'fs';
 import { openDir, readRecordSync, removeTree, removeTreeSync, type Dir } from '../fs/anchored';
@@ -94,7 +94,7 @@ function coded(code: string, message: string): NodeJS.ErrnoException {
   return Object.assign(new Error(message), { code });
 }
 
-/** Where an open descriptor's directory is, for the kernel (see anchored.ts). */
+/** Where an open descriptor's directory is, for the kernel (see anchored/dir.ts). */
 const fdDir = (fd: number): string => `/proc/self/fd/${fd}`;
 
 const shift = (d: Date, by: number): Date => (by === 0 ? d : new Date(d.getTime() + by));

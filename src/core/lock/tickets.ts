@@ -133,7 +133,7 @@ export async function readTickets(io: Io, q: Dir, shown: string, options: ReadOp
   return { tickets: tickets.sort((a, b) => a.number - b.number), others };
 }
 
-/** A ticket's record, never through a link or from a FIFO (see anchored.ts). */
+/** A ticket's record, never through a link or from a FIFO (see anchored/readRecord.ts). */
 async function readTicket(io: Io, q: Dir, name: string, st: fs.Stats, shown: string): Promise<Parsed> {
   if (!st.isFile()) return { unreadable: `${shown} is ${describeType(st)}` };
   let text: string;

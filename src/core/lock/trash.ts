@@ -12,7 +12,7 @@
  * build comes back whole. The work directory then leaves the area for the static directory's trash,
  * in one rename of its unique name (the point of no return), the emptied lock is removed, the area
  * directory is removed if it is empty, and the trash is deleted without following links or crossing
- * filesystems (see anchored.ts). Observers see the build lose its manifest first, then its files,
+ * filesystems (see anchored/remove.ts). Observers see the build lose its manifest first, then its files,
  * then its directory.
  */
 import * as path from 'path';

@@ -91,7 +91,7 @@ export class Journal {
   private readonly fs: Io;
 
   /**
-   * @param area the area, opened (anchored.ts): places in it are reached without following links
+   * @param area the area, opened (anchored/dir.ts): places in it are reached without following links
    * @param workDir the holder's work directory, named through the lock (the fence)
    * @param shown the area's path, for messages
    */

@@ -1,0 +1,65 @@
+/**
+ * Reading one segment's events that a query wants: its end first where that may be enough, never
+ * through a link or from a FIFO, what is wrong told to `warn`.
+ */
+import { type Dir, readRecordTail } from '../../fs/anchored';
+import { StagingError, errnoCode } from '../../base/errors';
+import { HISTORY_SEGMENT_BYTES } from '../../base/protocol';
+import type { HistoryEvent, HistoryKind } from './events';
+import { parseEvent } from './parse';
+import { type Warn, inWords, tell } from './report';
+
+/** Reading a segment looks at no more than its last this many bytes (a planted huge file costs nothing). */
+const MAX_SEGMENT_READ = 4 * HISTORY_SEGMENT_BYTES;
+/** A query for the newest few events reads this much of each segment's end first. */
+const TAIL_READ = 64 * 1024;
+
+export interface Want {
+  tag?: string;
+  sinceMs: number;
+  limit: number;
+  kinds?: ReadonlySet<HistoryKind>;
+  warn: Warn;
+  sync: boolean;
+  /** Only the newest segment of a host, only its tail, of the newest `GLANCE_SEGMENTS` hosts. */
+  glance: boolean;
+}
+
+export function warnRead(want: Want, err: unknown): void {
+  const why = err instanceof Error ? err.message : String(err);
+  tell(want.warn, new StagingError('EIO', `Skipped part of the history: ${why}`, err instanceof StagingError && err.path !== undefined ? { path: err.path } : {}));
+}
+
+/**
+ * The last `needed` events of one segment that `want` asks for (all of them for Infinity), in file
+ * order, and the time of the oldest line looked at. A small `needed` reads only the segment's end.
+ */
+export async function readSegment(dir: Dir, name: string, want: Want, needed: number): Promise<{ events: HistoryEvent[]; oldestMs: number }> {
+  const shown = `${dir.shown}/${name}`;
+  for (const maxBytes of want.glance ? [TAIL_READ] : needed <= 100 ? [TAIL_READ, MAX_SEGMENT_READ] : [MAX_SEGMENT_READ]) {
+    let tail;
+    try {
+      tail = await readRecordTail(dir.at(name), shown, maxBytes, want.sync);
+    } catch (err) {
+      if (errnoCode(err) !== 'ENOENT') warnRead(want, inWords(err, shown));
+      return { events: [], oldestMs: Infinity };
+    }
+    const lines = tail.data.toString('utf8').split('\n');
+    // A read that starts inside the file starts inside a line: drop that part.
+    if (tail.from > 0) lines.shift();
+    let oldestMs = Infinity;
+    const events: HistoryEvent[] = [];
+    for (const text of lines) {
+      const e = parseEvent(text);
+      if (e === undefined) continue;
+      const t = Date.parse(e.time);
+      oldestMs = Math.min(oldestMs, t);
+      if (want.tag !== undefined && e.tag !== want.tag) continue;
+      if (t < want.sinceMs || (want.kinds !== undefined && !want.kinds.has(e.kind))) continue;
+      events.push(e);
+    }
+    const whole = tail.from === 0 || maxBytes === MAX_SEGMENT_READ || want.glance;
+    if (events.length >= needed || whole) return { events: needed === Infinity || events.length <= needed ? events : events.slice(events.length - needed), oldestMs };
+  }
+  return { events: [], oldestMs: Infinity };
+}
