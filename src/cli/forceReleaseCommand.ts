@@ -5,7 +5,8 @@
 import { StagingError, isStagingError } from '../core/base/errors';
 import { flushHistory } from '../core/log/history';
 import { describeHolder } from '../core/lock/lock';
-import { clearLine, describeWaiter, queueOf, type ClearedLine } from '../core/lock/queue';
+import { describeWaiter } from '../core/lock/queue';
+import { clearLine, queueOf, type ClearedLine } from '../core/lock/lineView';
 import { forceRelease } from '../core/remove';
 import type { QueueEntry } from '../core/base/types';
 import { EXIT } from './output';

@@ -1,7 +1,7 @@
 /** `devserver-stage status TAG`: one area's lock state and holder, and who waits for it in line. */
 import { isStagingError } from '../core/base/errors';
 import { inspect } from '../core/lock/inspect';
-import { queueOf } from '../core/lock/queue';
+import { queueOf } from '../core/lock/lineView';
 import { commandMain } from './context';
 import { formatStatus } from './format';
 

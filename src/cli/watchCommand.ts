@@ -8,7 +8,7 @@ import * as os from 'os';
 import { StagingError } from '../core/base/errors';
 import { LockStates } from '../core/watch/states';
 import { isAtOrBelow } from '../core/watch/records';
-import type { StateChange } from '../core/watch/states';
+import type { StateChange } from '../core/watch/records';
 import type { Timing } from '../core/base/types';
 import { commandMain } from './context';
 import { EXIT, STOPPING, messageLine, printable, stderr, terminalText, useStreams } from './output';

@@ -14,7 +14,7 @@ import * as path from 'path';
 import { changes, fingerprint, plantCanaries } from '../attack';
 import { acquire } from '../../src/core/lock/lock';
 import { flushHistory } from '../../src/core/log/history';
-import { queueDirOf } from '../../src/core/lock/queue';
+import { queueDirOf } from '../../src/core/lock/lineDirs';
 import { AUDIT_LOG, HISTORY_DIR, META_DIR, historyDirOf, historyHostName, historySegmentName } from '../../src/core/base/protocol';
 import { CLI, cleanup, cli, exitOf, killAll, report, tempDir, track, waitFor } from '../helpers';
 

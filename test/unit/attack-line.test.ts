@@ -16,7 +16,7 @@ import * as path from 'path';
 import { changes, fingerprint, plantCanaries } from '../attack';
 import { makeHolder } from '../../src/core/base/holder';
 import { acquire } from '../../src/core/lock/lock';
-import { queueDirOf } from '../../src/core/lock/queue';
+import { queueDirOf } from '../../src/core/lock/lineDirs';
 import { AUDIT_LOG, META_DIR } from '../../src/core/base/protocol';
 import { CLI, cleanup, cli, exitOf, killAll, report, tempDir, track, waitFor } from '../helpers';
 

@@ -13,7 +13,7 @@ import { makeHolder } from '../../src/core/base/holder';
 import { acquire } from '../../src/core/lock/lock';
 import { MANIFEST_FILE } from '../../src/core/base/protocol';
 import { parseManifest } from '../../src/core/build/manifest';
-import { queueDirOf } from '../../src/core/lock/queue';
+import { queueDirOf } from '../../src/core/lock/lineDirs';
 import { limitOf } from '../../src/core/stage/space';
 import { resolveStaticDir } from '../../src/core/fs/tags';
 import { CLI_HINT, cleanup, cli, rejectsWith, tempDir } from '../helpers';

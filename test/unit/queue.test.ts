@@ -15,7 +15,8 @@ import * as path from 'path';
 import { performance } from 'perf_hooks';
 import { makeHolder } from '../../src/core/base/holder';
 import { acquire } from '../../src/core/lock/lock';
-import { queueDirOf, queueOf } from '../../src/core/lock/queue';
+import { queueDirOf } from '../../src/core/lock/lineDirs';
+import { queueOf } from '../../src/core/lock/lineView';
 import { META_DIR, QUEUE_DIR } from '../../src/core/base/protocol';
 import { CLI, type Msg, WORKERS, catchesSignal, cleanup, cli, expectMessage, exitOf, isRoot, killAll, rejectsWith, report, tempDir, track, waitFor } from '../helpers';
 

@@ -10,7 +10,7 @@ import { strict as assert } from 'assert';
 import { spawnSync } from 'child_process';
 import * as fs from 'fs';
 import * as path from 'path';
-import { queueDirOf } from '../../src/core/lock/queue';
+import { queueDirOf } from '../../src/core/lock/lineDirs';
 import { HISTORY_DIR, META_DIR, historyDirOf, historySegmentName } from '../../src/core/base/protocol';
 import { WORKERS, cleanup, cli, report, tempDir } from '../helpers';
 

@@ -12,23 +12,24 @@
  * and a waiter also judges every ticket by what it saw itself: one it has watched unchanged for
  * the threshold is stale, whatever its mtime or record claim (tickets.ts). Stale tickets are
  * removed by whoever finds them. `clearLine` removes a whole line on a user's word, recorded in
- * the audit log first.
+ * the audit log first (lineView.ts); where the line is and how it is opened, lineDirs.ts. Here: one
+ * waiter's place in the line (`Line`).
  *
  * The lock remains the only mutual exclusion: the line only decides who tries, so a fault here can
  * cost fairness, never exclusion.
  */
 import * as fs from 'fs';
 import * as path from 'path';
-import { fdPath, isWithin, openBelow, openDir, settle, touchRecord, whereIs, type Dir } from '../fs/anchored';
-import { recordFailure, recordIntent } from '../log/audit';
+import { fdPath, touchRecord, type Dir } from '../fs/anchored';
 import { fsClockSkew } from '../fs/clock';
 import { StagingError, errnoCode } from '../base/errors';
-import { makeHolder, sideName } from '../base/holder';
-import { asyncIo, cachesAttributes, ioFor, isLocalDevice, type Io } from '../fs/io';
+import { makeHolder } from '../base/holder';
+import { asyncIo, ioFor, isLocalDevice } from '../fs/io';
 import { ATTR_CACHE_MS } from './judge';
-import { LOCK_NAME, META_DIR, areaKey, QUEUE_DIR, QUEUE_PROBE_PREFIX, clampTiming } from '../base/protocol';
+import { LOCK_NAME, areaKey } from '../base/protocol';
 import { pause } from '../base/slices';
-import { resolveArea, type Area } from '../fs/tags';
+import { type Area } from '../fs/tags';
+import { closeQueue, dropCachedListing, nobodyWaitsAnywhere, openQueue, openedAreaPath, queuePath, readdir, type QueueDirs } from './lineDirs';
 import { MAX_TICKET, TICKET_NAME, type RecordCache, type Ticket, clearLitter, judgeTicket, numbered, readTickets, removeTicket, staleWhateverItSays, ticketName } from './tickets';
 import type { QueueEntry, Timing } from '../base/types';
 import { Alarm } from './wake';
@@ -46,238 +47,6 @@ const PUT_OFF_MS = 100;
 
 /** Called with this waiter's place in line (1: next) and how many wait, each time either changes. */
 export type OnQueue = (position: number, waiting: number) => void;
-
-/**
- * The area's path inside the static directory as the kernel places it, so that a tag reached
- * through a link queues with the tag it leads to; the tag itself when the area is not there (yet).
- */
-async function areaPathOf(area: Area): Promise<string> {
-  return areaPathAt(area, await fs.promises.realpath(area.dir).catch(() => undefined));
-}
-
-function areaPathAt(area: Area, real: string | undefined): string {
-  if (real === undefined || real === area.realStaticDir || !isWithin(area.realStaticDir, real)) return area.tag;
-  return path.relative(area.realStaticDir, real).split(path.sep).join('/');
-}
-
-/** The same for an area the caller opened: where the kernel places that very directory. */
-function openedAreaPath(area: Area, opened: Dir): string {
-  let real: string | undefined;
-  try {
-    real = whereIs(opened);
-  } catch {
-    real = undefined;
-  }
-  return areaPathAt(area, real);
-}
-
-/** Where an area's queue is, for messages (and for the cheap look whether anyone waits). */
-function queuePath(staticDir: string, key: string): string {
-  return path.join(staticDir, META_DIR, QUEUE_DIR, key);
-}
-
-/**
- * True when nobody waits for any area of the static directory: one lstat. A directory's link
- * count is 2 plus its subdirectories (on most filesystems; where it is not, false, and the area's
- * own queue is looked for), and each area's queue is removed by its last waiter.
- */
-async function nobodyWaitsAnywhere(io: Io, realStaticDir: string): Promise<boolean> {
-  const queues = await io.lstatOrNull(path.join(realStaticDir, META_DIR, QUEUE_DIR)).catch(() => null);
-  return queues === null || (queues.isDirectory() && queues.nlink === 2);
-}
-
-/** The directory of the queue of `<staticDir>/<tag>`, whether or not anyone waits (it exists only while someone does). */
-export async function queueDirOf(staticDir: string, tag: string): Promise<string> {
-  const area = await resolveArea(staticDir, tag);
-  return queuePath(area.staticDir, areaKey(await areaPathOf(area)));
-}
-
-/** Mode of the queue directories: readable by all, writable by whoever may write the static directory. */
-function modeFor(staticDir: Dir): number {
-  return 0o755 | (staticDir.mode & 0o022);
-}
-
-/** `sync` on a local filesystem (a few microseconds a call), else off the event loop's thread (see io.ts). */
-function call<T>(sync: boolean, now: () => T, later: () => Promise<T>): Promise<T> {
-  return sync ? settle(now) : later();
-}
-
-/**
- * Opens the directory `name` of ours in `parent`, making it where it is missing: with `mode`
- * exactly (whatever the umask), and then something else in its place (a link, a file, a FIFO:
- * the name is reserved for the tool) is removed, never followed. Without `mode`, as the umask
- * says, and anything else in its place is refused.
- */
-async function ownDir(parent: Dir, name: string, sync: boolean, mode?: number): Promise<Dir> {
-  const p = parent.at(name);
-  for (let tries = 0; ; tries++) {
-    try {
-      return await openBelow(parent, name, sync);
-    } catch (err) {
-      const code = errnoCode(err);
-      if (tries >= 3 || (code !== 'ENOENT' && (mode === undefined || (code !== 'ELOOP' && code !== 'ENOTDIR')))) throw err;
-      if (code !== 'ENOENT') await call(sync, () => fs.unlinkSync(p), () => fs.promises.unlink(p));
-    }
-    try {
-      await call(sync, () => void fs.mkdirSync(p, mode), () => fs.promises.mkdir(p, mode).then(() => undefined));
-    } catch (err) {
-      if (errnoCode(err) === 'EEXIST') continue;
-      throw err;
-    }
-    const dir = await openBelow(parent, name, sync);
-    // mkdir's mode went through the umask: set it exactly, on what was opened.
-    if (mode !== undefined) await call(sync, () => fs.fchmodSync(dir.fd, mode), () => fs.promises.chmod(dir.at('.'), mode)).catch(() => undefined);
-    return dir;
-  }
-}
-
-interface QueueDirs {
-  /** `.devserver-staging/queue`, to remove the area's directory once it is empty. */
-  queue: Dir;
-  /** `.devserver-staging/queue/<key>`: the tickets. */
-  dir: Dir;
-  /** Whether its filesystem is local (events for every change) and whether its clients cache listings. */
-  local: boolean;
-  caching: boolean;
-}
-
-/** Opens an area's queue through descriptors, never through a link; `create` makes what is missing. */
-async function openQueue(realStaticDir: string, key: string, create: boolean, sync: boolean): Promise<QueueDirs> {
-  const root = await openDir(realStaticDir, true, sync);
-  const open: Dir[] = [];
-  try {
-    const meta = create ? await ownDir(root, META_DIR, sync) : await openBelow(root, META_DIR, sync);
-    open.push(meta);
-    const queue = create ? await ownDir(meta, QUEUE_DIR, sync, modeFor(root)) : await openBelow(meta, QUEUE_DIR, sync);
-    open.push(queue);
-    const dir = create ? await ownDir(queue, key, sync, modeFor(root)) : await openBelow(queue, key, sync);
-    open.push(dir);
-    await ioFor(dir.at('.'), dir.dev);
-    const local = isLocalDevice(dir.dev);
-    return { queue, dir, local, caching: !local && (await cachesAttributes(dir.at('.'))) };
-  } catch (err) {
-    for (const d of open) d.close();
-    throw err;
-  } finally {
-    root.close();
-    open[0]?.close(); // the bookkeeping directory was only a way through
-  }
-}
-
-function closeQueue(q: QueueDirs): void {
-  q.dir.close();
-  q.queue.close();
-}
-
-function readdir(io: Io, dir: Dir): Promise<string[]> {
-  return call(io.sync, () => fs.readdirSync(dir.at('.')), () => fs.promises.readdir(dir.at('.')));
-}
-
-/**
- * On a filesystem whose clients cache listings (sshfs keeps them 20 s), making and removing an
- * entry drops this client's cached listing of the queue, so the next read sees other hosts' tickets.
- */
-async function dropCachedListing(q: QueueDirs): Promise<void> {
-  if (!q.caching) return;
-  const probe = q.dir.at(sideName(QUEUE_PROBE_PREFIX));
-  await fs.promises.mkdir(probe).then(
-    () => fs.promises.rmdir(probe),
-    () => undefined,
-  ).catch(() => undefined);
-}
-
-/**
- * The queue of an area, opened to read, with its key; undefined where nobody waits (or what is
- * there is not a directory of ours). One lstat while nobody waits anywhere.
- */
-async function openExistingQueue(area: Area): Promise<{ q: QueueDirs; key: string } | undefined> {
-  if (await nobodyWaitsAnywhere(area.io, area.realStaticDir)) return undefined;
-  const key = areaKey(await areaPathOf(area));
-  if ((await asyncIo.lstatOrNull(queuePath(area.realStaticDir, key)).catch(() => null)) === null) return undefined;
-  try {
-    return { q: await openQueue(area.realStaticDir, key, false, false), key };
-  } catch {
-    return undefined; // a link, a file: nobody can wait there
-  }
-}
-
-/**
- * The queue of `<staticDir>/<tag>`: every ticket, lowest number first, the ones that count with
- * their `position` (1: next to enter), stale ones (a waiter gone, or no longer refreshing) without.
- * Only reads, and looks once: a ticket whose mtime is set in the future counts as waiting here
- * (`heartbeatAheadMs` says so). An area nobody waits for has an empty queue.
- */
-export async function queueOf(staticDir: string, tag: string, options: Partial<Timing> = {}): Promise<QueueEntry[]> {
-  const timing = clampTiming(options);
-  const area = await resolveArea(staticDir, tag);
-  const opened = await openExistingQueue(area);
-  if (opened === undefined) return [];
-  const { q, key } = opened;
-  try {
-    await dropCachedListing(q);
-    const { tickets } = await readTickets(asyncIo, q.dir, queuePath(area.staticDir, key));
-    const nowFs = Date.now() + (await fsClockSkew(area.realStaticDir));
-    return numbered(tickets.map((t) => judgeTicket(t, timing, nowFs)));
-  } finally {
-    closeQueue(q);
-  }
-}
-
-export interface ClearLineOptions extends Partial<Timing> {
-  clientId?: string;
-}
-
-/** What `clearLine` did. */
-export interface ClearedLine {
-  /** The area's queue. */
-  queue: string;
-  /** The tickets removed, as judged just before; one that looked live was a waiter's that takes a new place at the end, if it still waits. */
-  removed: QueueEntry[];
-  /** Tickets that could not be removed (another user's, in a directory with the sticky bit). */
-  kept: QueueEntry[];
-}
-
-/** Tickets an audit line names one by one; the rest are counted. */
-const AUDIT_TICKETS = 100;
-
-/**
- * Clears the line in front of `<staticDir>/<tag>`'s lock: removes every ticket in it (stale,
- * planted, unreadable, set in the future, or a live waiter's), each only if it is still the one
- * judged, and the litter beside them. Recorded in the audit log first, with what each ticket
- * looked like: if that cannot be written, nothing is removed (EIO). The lock is not touched.
- */
-export async function clearLine(staticDir: string, tag: string, options: ClearLineOptions = {}): Promise<ClearedLine> {
-  const timing = clampTiming(options);
-  const area = await resolveArea(staticDir, tag);
-  const opened = await openExistingQueue(area);
-  if (opened === undefined) return { queue: queuePath(area.staticDir, areaKey(await areaPathOf(area))), removed: [], kept: [] };
-  const { q, key } = opened;
-  const shown = queuePath(area.staticDir, key);
-  try {
-    const io = q.local ? area.io : asyncIo;
-    await dropCachedListing(q);
-    const { tickets, others } = await readTickets(io, q.dir, shown);
-    const nowFs = Date.now() + (await fsClockSkew(area.realStaticDir));
-    const entries = numbered(tickets.map((t) => judgeTicket(t, timing, nowFs)));
-    const removed: QueueEntry[] = [];
-    const kept: QueueEntry[] = [];
-    if (tickets.length > 0) {
-      const entry = { action: 'clear-line', tag: area.tag, tickets: entries.slice(0, AUDIT_TICKETS), ticketCount: entries.length } as const;
-      await recordIntent(area.staticDir, entry, options.clientId);
-      for (const [i, t] of tickets.entries()) {
-        const turn = pause();
-        if (turn !== undefined) await turn;
-        ((await removeTicket(io, q.dir, t)) ? removed : kept).push(entries[i]);
-      }
-      if (kept.length > 0) await recordFailure(area.staticDir, entry, `${kept.length} of ${tickets.length} tickets could not be removed`, options.clientId);
-    }
-    await clearLitter(io, q.dir, others, nowFs);
-    await io.rmdir(q.queue.at(key)).catch(() => undefined);
-    return { queue: shown, removed, kept };
-  } finally {
-    closeQueue(q);
-  }
-}
 
 export interface LineOptions {
   clientId?: string;

@@ -49,6 +49,15 @@ export interface AreaRecord extends AreaRef {
   damaged?: string;
 }
 
+/** A change the model reports: of an area's lock, its contents, or its measure. */
+export interface StateChange extends AreaRef {
+  /**
+   * `state`: the area's own lock (or marks) changed. `children`: what is inside it came or went.
+   * `usage`: a build's measured size or last use changed (only builds someone had measured).
+   */
+  what: 'state' | 'children' | 'usage';
+}
+
 /** What the status bar and a folder's row count. */
 export interface Counts {
   builds: number;
