@@ -196,9 +196,9 @@ export async function isOurLock(state: LockFsState, lockPath = state.area.at(LOC
  * directory goes instead (release with destroy).
  *
  * On a local filesystem, where our lock is open, it is taken apart through its own descriptor
- * instead, without adding a name anywhere but the record's in the work directory (and that one is
- * removed instead on a full disk: ext4 needs a new block to add a name to a directory), so a full
- * disk can never keep a holder from letting go. Only a work directory holding an unfinished commit
+ * instead; on a full disk (ext4 needs a new block to add a name to a directory) the record is
+ * removed and the work directory deleted in place rather than given new names, so a full disk can
+ * never keep a holder from letting go. Only a work directory holding an unfinished commit
  * must move, to be kept.
  */
 export async function releaseOurs(state: LockFsState, aside?: { dir: Dir; name: string }): Promise<void> {
@@ -221,8 +221,8 @@ export async function releaseOurs(state: LockFsState, aside?: { dir: Dir; name: 
 
 /**
  * `releaseOurs` on a local filesystem, through our lock's descriptor: the record into the work
- * directory, the work directory removed, then the emptied lock (which a contender's rename may
- * already have replaced, as it may any empty lock).
+ * directory, the work directory out of the lock whole, then the emptied lock (which a contender's
+ * rename may already have replaced, as it may any empty lock), and last what was in the work directory.
  */
 async function releaseLocal(state: LockFsState, lost: () => NodeJS.ErrnoException): Promise<void> {
   const own = fdDir(state.lockFd!);
@@ -244,11 +244,26 @@ async function releaseLocal(state: LockFsState, lost: () => NodeJS.ErrnoExceptio
     }
   }
   step('unlock.recordMoved');
-  const lock = await openDir(own, true, true);
+  // The work directory leaves the lock whole, its record in it, before anything of it is deleted:
+  // deleted in place, a process killed half-way would leave a lock without a record, judged held
+  // until it aged out. Left in the area under a name of this process, it is litter the next holder
+  // clears. Only where the area has no room for a new name is it deleted in place.
+  const aside = sideName(LOCK_TRASH_PREFIX);
+  let trashed = true;
   try {
-    removeTreeSync(lock, state.workName);
-  } finally {
-    lock.close();
+    fs.renameSync(`${own}/${state.workName}`, state.area.at(aside));
+  } catch (err) {
+    const code = errnoCode(err);
+    // Gone: a takeover has taken the lock apart meanwhile.
+    if (code === 'ENOENT') throw lost();
+    if (code !== 'ENOSPC' && code !== 'EDQUOT') throw err;
+    trashed = false;
+    const lock = await openDir(own, true, true);
+    try {
+      removeTreeSync(lock, state.workName);
+    } finally {
+      lock.close();
+    }
   }
   step('unlock.workMoved');
   // Ours, if it is the one in place: then nothing else is in it, and it goes. (Not in place: once
@@ -258,6 +273,7 @@ async function releaseLocal(state: LockFsState, lost: () => NodeJS.ErrnoExceptio
   closeLockFd(state);
   if (inPlace) await removeEmptyLock(state.io, state.area);
   step('release.removed');
+  if (trashed) await rmTreeSoon(state.io, state.area, aside).catch(() => undefined);
 }
 
 export function makeLockFs(state: LockFsState): LockFs {
