@@ -44,7 +44,7 @@ const commandsExternal = {
  * What proper-lockfile does when it is loaded (graceful-fs patches fs.close, signal-exit installs
  * its handlers) matters only to code that takes locks with it. Declared free of side effects, it is
  * left out of a command bundle that uses nothing of it: `status` takes only describeHolder from
- * lock.ts. A bundle that takes locks keeps it, and all it does on loading.
+ * lock/refusals.ts. A bundle that takes locks keeps it, and all it does on loading.
  */
 const lockfileOnlyWhereUsed = {
   name: 'lockfile-only-where-used',

@@ -4,7 +4,7 @@
  */
 import { StagingError, isStagingError } from '../core/base/errors';
 import { flushHistory } from '../core/log/history';
-import { describeHolder } from '../core/lock/lock';
+import { describeHolder } from '../core/lock/refusals';
 import { describeWaiter } from '../core/lock/queue';
 import { clearLine, queueOf, type ClearedLine } from '../core/lock/lineView';
 import { forceRelease } from '../core/remove';

@@ -3,7 +3,7 @@
  * field a co-user can write goes through `printable` (a time through `printableTime`, a reason
  * that quotes such fields through `messageText`): one value, one cell, one line.
  */
-import { describeHolder } from '../core/lock/lock';
+import { describeHolder } from '../core/lock/refusals';
 import { formatDuration, messageText, printable, printableTime } from '../core/base/format';
 import { describeWaiter, type OnQueue } from '../core/lock/queue';
 import type { ListEntry, LockInfo, QueueEntry } from '../core/base/types';

@@ -2,8 +2,11 @@
  * The lock core of Devserver Staging: `require('devserver-staging/core')`.
  * Never imports `vscode`: the command-line tool, the extension and other Node programs share it.
  */
-export { acquire, withLock, release, heldLeases, describeHolder, Lease } from './lock/lock';
-export type { AcquireOptions, ReleaseOptions, LeaseEvents } from './lock/lock';
+export { acquire, withLock, release } from './lock/lock';
+export { heldLeases, Lease } from './lock/lease';
+export { describeHolder } from './lock/refusals';
+export type { AcquireOptions } from './lock/lock';
+export type { ReleaseOptions, LeaseEvents } from './lock/lease';
 export { inspect, list } from './lock/inspect';
 export { describeWaiter } from './lock/queue';
 export { queueDirOf } from './lock/lineDirs';

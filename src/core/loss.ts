@@ -8,7 +8,8 @@ import { errnoCode } from './base/errors';
 import { printable, printableTime } from './base/format';
 import { history, type HistoryActor, type HistoryEvent } from './log/history';
 import { inspect } from './lock/inspect';
-import { UNREACHED_ERRNOS, describeHolder } from './lock/lock';
+import { UNREACHED_ERRNOS } from './lock/lease';
+import { describeHolder } from './lock/refusals';
 import type { Holder, LockInfo, Timing } from './base/types';
 
 /**

@@ -9,7 +9,7 @@ import { formatDuration, naturalOrder, printable } from './base/format';
 import { asStagingError, isStagingError } from './base/errors';
 import { inspect } from './lock/inspect';
 import type { HistoryOptions } from './log/history';
-import { describeHolder } from './lock/lock';
+import { describeHolder } from './lock/refusals';
 import { TIMESTAMP_FILE, clampTiming } from './base/protocol';
 import { destroy } from './remove';
 import { parseTag, resolveStaticDir } from './fs/tags';

@@ -16,7 +16,8 @@ import { fsClockSkew } from './fs/clock';
 import { recordHistory, removalEvent, type HistoryOptions } from './log/history';
 import { StagingError, asStagingError } from './base/errors';
 import { judgeLock, lockPathOf } from './lock/judge';
-import { acquire, describeHolder } from './lock/lock';
+import { acquire } from './lock/lock';
+import { describeHolder } from './lock/refusals';
 import { findHeldInside } from './lock/nesting';
 import { STAGING_MARKS, TIMESTAMP_FILE, clampTiming } from './base/protocol';
 

@@ -70,7 +70,7 @@ export class Journal {
   /** Their descriptors (newDirs.ts). */
   private readonly newDirs: NewDirs;
   /**
-   * The group and other write bits of the work directory (the area's, see lock.ts): directories
+   * The group and other write bits of the work directory (the area's, see lock/attempt.ts): directories
    * made in it get them until the commit, so that whoever may remove this lock (a takeover after
    * this holder died) may remove what is inside too. Their own modes come back at the commit.
    */
@@ -126,7 +126,7 @@ export class Journal {
     }
   }
 
-  /** The work directory's identity, named through the lock: what a copying worker checks before each file (pool.ts). */
+  /** The work directory's identity, named through the lock: what a copying worker checks before each file (copyThread.ts). */
   get fence(): { path: string; ino: number } {
     return { path: this.workDir, ino: this.workOpen().ino };
   }
