@@ -17,7 +17,7 @@ import { isBookkeeping } from './base/protocol';
 import { FileHasher, type FileDigest } from './stage/hasher';
 import type { ManifestEntry } from './build/manifest';
 import { pause } from './base/slices';
-import type { ArtifactFacts, EntryType, VerifyOptions, VerifyProblem, VerifyProgress } from './verify';
+import type { ArtifactFacts, EntryType, VerifyOptions, VerifyProblem, VerifyProgress } from './verifyTypes';
 
 /** Up to this size, on a local filesystem, a file is read and hashed on the main thread with synchronous calls. */
 const SMALL_SYNC_MAX = 1024 * 1024;

@@ -24,17 +24,14 @@ export interface ReleaseOptions {
   destroy?: boolean;
 }
 
+export type { OpenedLockArea } from './options';
+import type { OpenedLockArea } from './options';
+
 export interface LeaseEvents {
   lost: [reason: StagingError];
   released: [];
 }
 
-/** The area as `acquire` opened it: the lease keeps its descriptors until it ends. */
-export interface OpenedLockArea {
-  dir: Dir;
-  created: CreatedDir[];
-  closeParents: () => void;
-}
 
 /** Locks this process holds, by lock path: lets `release(staticDir, tag)` find them, as ReleaseLock did. */
 const held = new Map<string, Lease>();

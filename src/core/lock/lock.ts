@@ -8,36 +8,20 @@ import * as path from 'path';
 import { openDirIfThere, openDirWhere } from '../fs/anchored';
 import { fsClockSkew } from '../fs/clock';
 import { StagingError } from '../base/errors';
-import type { HistoryOptions } from '../log/history';
 import { lockPathOf } from './judge';
-import { Lease, leaseHeldAt, type OpenedLockArea, type ReleaseOptions } from './lease';
+import { Lease, leaseHeldAt, type ReleaseOptions } from './lease';
+import type { OpenedLockArea } from './options';
 import { clampTiming } from '../base/protocol';
 import { findHeldAbove } from './nesting';
-import { Line, type OnQueue } from './queue';
+import { Line } from './queue';
 import { cancelled, lockedError, nestingError, queuedError } from './refusals';
 import { tryAcquire } from './attempt';
 import { openArea, parseTag, removeCreated, resolveArea, resolveStaticDir, type Area } from '../fs/tags';
-import type { Timing } from '../base/types';
 
 export { Lease, heldLeases, type LeaseEvents, type ReleaseOptions } from './lease';
+export type { AcquireOptions } from './options';
+import type { AcquireOptions } from './options';
 
-export interface AcquireOptions extends Partial<Timing>, HistoryOptions {
-  /** The area must not exist yet; it is created by this call (the devserver's default). Default true. */
-  createOnce?: boolean;
-  /** How long to keep trying while someone else holds the lock, in ms. Default 0: fail at once. */
-  waitMs?: number;
-  /** What the lock is for, shown to others. */
-  purpose?: string;
-  /** Identifies this process or editor window to others. */
-  clientId?: string;
-  /** Aborts a wait for the lock. */
-  signal?: AbortSignal;
-  /**
-   * While waiting: called with this caller's place in line (1: next to enter) and how many wait
-   * in all, when it joins the line and each time either changes.
-   */
-  onQueue?: OnQueue;
-}
 
 /**
  * Takes the lock of `<staticDir>/<tag>`. With `createOnce` (the default) the area must not exist

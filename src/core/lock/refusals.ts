@@ -7,7 +7,7 @@ import { fsClockSkew } from '../fs/clock';
 import { StagingError, type NextStep } from '../base/errors';
 import { printable } from '../base/format';
 import { judgeLock, lockPathOf } from './judge';
-import type { OpenedLockArea } from './lease';
+import type { OpenedLockArea } from './options';
 import type { NestingConflict } from './nesting';
 import { describeWaiter } from './queue';
 import type { Area } from '../fs/tags';

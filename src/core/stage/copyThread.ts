@@ -7,7 +7,7 @@
  * through that one descriptor, and a file that changes while it is read is refused. The
  * destination is created with `O_EXCL | O_NOFOLLOW`: nothing in its place is ever written through.
  */
-import type { Copied, SeenFile } from './pool';
+import type { Copied, SeenFile } from './copyTypes';
 import type { TreeSize } from './types';
 
 /** Why a copy failed (see `CopyFailure`). */

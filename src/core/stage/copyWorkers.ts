@@ -7,16 +7,24 @@ import * as os from 'os';
 import * as path from 'path';
 import { Worker } from 'worker_threads';
 import { CHUNK, MEASURE_MS, PROGRESS_EVERY, SMALL_MAX, WORKER_SOURCE, type CopyJob, type FromWorker, type Result, type ToWorker, type WorkerData } from './copyThread';
-import type { CopyPool } from './pool';
 
 /** Small files per message: enough to make the message's cost vanish, few enough to keep both workers fed. */
 const BATCH = 16;
 /** Batches a worker may have queued: the next one is there when it finishes the last. */
 const BATCHES_PER_WORKER = 2;
 
+/** What the scheduler needs of the pool a job came from: which staging it is, and whether it is stopping. */
+export interface PoolSide {
+  readonly id: number;
+  readonly stopping: boolean;
+  /** Set when the pool stops: the worker reads it between chunks. */
+  readonly stopFlag: SharedArrayBuffer;
+  settled(): void;
+}
+
 export interface Job {
   id: number;
-  pool: CopyPool;
+  pool: PoolSide;
   message: CopyJob | { measure: string[] };
   large: boolean;
   /** The staging and the directory it writes into: small files are batched by it. */
@@ -86,7 +94,7 @@ class Workers {
     this.idleSoon();
   }
 
-  submit(pool: CopyPool, message: Job['message'], large: boolean, onProgress?: (bytes: number) => void): Promise<Result> {
+  submit(pool: PoolSide, message: Job['message'], large: boolean, onProgress?: (bytes: number) => void): Promise<Result> {
     return new Promise((resolve, reject) => {
       const id = this.nextId++;
       let key = `${pool.id}`;
@@ -116,7 +124,7 @@ class Workers {
   }
 
   /** Fails `pool`'s jobs with `reason`: those queued are dropped, those sent are no longer waited for. */
-  drop(pool: CopyPool, reason: Error): void {
+  drop(pool: PoolSide, reason: Error): void {
     for (let i = this.large.length - 1; i >= 0; i--) if (this.large[i].pool === pool) this.large.splice(i, 1)[0].reject(reason);
     for (const queues of [this.toCreate, this.small]) {
       for (const [key, queue] of queues) {
@@ -129,7 +137,7 @@ class Workers {
   }
 
   /** Whether a worker still has a job of `pool` in hand. */
-  busyWith(pool: CopyPool): boolean {
+  busyWith(pool: PoolSide): boolean {
     return this.slots.some((slot) => [...slot.jobs.values()].some((job) => job.pool === pool));
   }
 
@@ -289,6 +297,6 @@ export function workers(): Workers {
 }
 
 /** Whether a worker still has a job of `pool` in hand (none, if the workers were never started). */
-export function busyWith(pool: CopyPool): boolean {
+export function busyWith(pool: PoolSide): boolean {
   return shared !== undefined && shared.busyWith(pool);
 }
