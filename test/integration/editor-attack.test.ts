@@ -20,7 +20,7 @@ import { cleanup, killAll, readToken, report, tempDir, waitFor } from '../helper
 import { linksIn, notificationParser, workbenchOf, type LinkedNode } from '../vscodeText';
 import { api } from './activate.test';
 import { holdWithCli, makeBuild } from './fixture';
-import { labelOf, nodeOf as walk } from './walk';
+import { labelOf, nodeOf as walk, pageText } from './walk';
 
 const COMMAND = 'command:workbench.action.terminal.sendSequence?%5B%7B%22text%22%3A%22id%5Cn%22%7D%5D';
 /** Holder fields as a co-user writes them: a link among the buttons, a forged line, reordered text, escapes, icons. */
@@ -189,7 +189,8 @@ describe('what co-users write, through the editor', function () {
     // (A manifest names no artifact with a newline: the staging refuses such a name.)
     fs.writeFileSync(path.join(staticDir, 'eve/R2', '.devserver-staging.manifest.json'), manifestOf(ARTIFACTS.filter((a) => !a.includes('\n'))));
     const uri = await vscode.commands.executeCommand<vscode.Uri>('devserverStaging.showBuildDetails', await nodeOf('eve/R2'));
-    const page = (await vscode.workspace.openTextDocument(uri)).getText();
+    // The page shows at once, saying it is being read, and fills in: judged once it is whole.
+    const page = await pageText(uri);
     for (const md of [(item.tooltip as vscode.MarkdownString).value, (statusBar.tooltip as vscode.MarkdownString).value, page]) {
       const html = await render(md);
       assert.ok(!/href=|<img|<script/.test(html), html);
