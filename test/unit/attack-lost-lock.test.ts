@@ -185,7 +185,9 @@ describe('attack: a lock lost mid-staging', function () {
           firstErr = firstStderr();
           trials++;
           if (lostWords === '' && code1 !== 0) lostWords = firstErr.trim().split('\n').pop()?.split(root).join('<root>').slice(0, 200) ?? '';
-          if (code1 === 0 || !/lost the lock/i.test(firstErr)) unnoticed.push(`trial ${i} (${late ? 'late' : 'early'} at ${Math.round(at)} ms): first stager exit ${code1}: ${firstErr.trim().split('\n').pop()?.slice(0, 200)}`);
+          // Lost before its commit point it fails; lost after it, its staging is whole in the build and it says so.
+          const noticed = code1 === 0 ? /was lost after this staging was committed/.test(firstErr) : /lost the lock/i.test(firstErr);
+          if (!noticed) unnoticed.push(`trial ${i} (${late ? 'late' : 'early'} at ${Math.round(at)} ms): first stager exit ${code1}: ${firstErr.trim().split('\n').pop()?.slice(0, 200)}`);
           const problems: string[] = [];
           if (fr.code !== 0) problems.push(describeRun('force-release of the stopped first stager', fr));
           if (r2.code !== 0) problems.push(describeRun('second stager', r2));
@@ -199,13 +201,13 @@ describe('attack: a lock lost mid-staging', function () {
       );
       report(
         `${mode}: ${trials} trials (${counts.early} early, ${counts.late} late; a first stager holds its lock ${span} ms unhindered; ${redrawn} instants drawn again), ` +
-          `${released} force-releases took effect, ${trials - unnoticed.length} first stagers failed having lost the lock, ${damaged.length} damaged areas, ${((Date.now() - started) / 1000).toFixed(0)} s`,
+          `${released} force-releases took effect, ${trials - unnoticed.length} first stagers said they lost the lock, ${damaged.length} damaged areas, ${((Date.now() - started) / 1000).toFixed(0)} s`,
       );
       report(`  e.g. the first stager: ${lostWords}`);
       assert.ok(damaged.length === 0, `${damaged.length} of ${trials} areas damaged (${mode}):\n  ${damaged.slice(0, 12).join('\n  ')}`);
       assert.equal(trials, TRIALS, `only ${trials} of ${TRIALS} trials ran within ${BUDGET_MS} ms (DSS_ATTACK_LOST_MS)`);
       assert.equal(released, trials, 'every force-release took the lock of a first stager that held it');
-      assert.deepEqual(unnoticed.slice(0, 5), [], 'every first stager failed, having lost its lock');
+      assert.deepEqual(unnoticed.slice(0, 5), [], 'every first stager said it lost its lock: failed before its commit point, or whole after it');
     });
   }
 });

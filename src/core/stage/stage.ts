@@ -13,6 +13,7 @@ import { setMaxListeners } from 'events';
 import * as path from 'path';
 import { StagingError, asStagingError, isStagingError } from '../base/errors';
 import { acquire, type Lease } from '../lock/lock';
+import { defaultWarn, tell } from '../log/history/report';
 import { findBuildAbove } from '../lock/nesting';
 import { warmCopyWorkers } from './pool';
 import { archiveKindOf } from './sources/archive';
@@ -70,7 +71,15 @@ export async function stage(staticDir: string, tag: string, sources: readonly st
   const result = tx.result();
   const written = [...result.added, ...result.replaced];
   await lease.record('staged', { artifacts: written.length, skipped: result.skipped.length, bytes: written.reduce((sum, e) => sum + e.size, 0) });
-  await lease.release();
+  // Committed: the build holds this staging whole, whoever holds its lock now. A lock taken away
+  // after the commit point (a pause past the stale threshold) is said, not taken for a failure.
+  await lease.release().catch((err: unknown) => {
+    if (!isStagingError(err, 'ECOMPROMISED')) throw err;
+    tell(
+      options.warn ?? defaultWarn,
+      new StagingError('ECOMPROMISED', `The lock on ${lease.dir} was lost after this staging was committed: the build holds the staging whole. ${err.message}`, { path: lease.dir }),
+    );
+  });
   return result;
 }
 
