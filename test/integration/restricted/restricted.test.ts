@@ -15,6 +15,7 @@ import type { DevserverStagingApi } from '../../../src/extension/extension';
 import type { EditorUi } from '../../../src/extension/prompts';
 import { ROOT, cleanup, fingerprint, tempDir, waitFor } from '../../helpers';
 import { makeBuild, makeStaleLock } from '../fixture';
+import { pageText } from '../walk';
 
 /** The extension's parts (not through ../activate.test, whose suite would run here too). */
 async function api(): Promise<DevserverStagingApi> {
@@ -90,7 +91,7 @@ describe('Restricted Mode', function () {
     for (const node of await ext.tree.getChildren(eve)) await ext.tree.resolveTreeItem(ext.tree.getTreeItem(node), node);
     const r2 = (await ext.tree.getChildren(eve)).find((n) => n.kind === 'build' && n.tag === 'eve/R2');
     const uri = await vscode.commands.executeCommand<vscode.Uri>('devserverStaging.showBuildDetails', r2);
-    assert.match((await vscode.workspace.openTextDocument(uri)).getText(), /stale/);
+    assert.match(await pageText(uri), /stale/);
     await vscode.commands.executeCommand('devserverStaging.refresh');
     await waitFor(() => (ext.states.entry(canary, 'eve/R2')?.state === 'stale' ? true : undefined), 10_000, 'listed again');
     // Every command that writes, as a script or a keybinding would call it, bypassing its menus.
