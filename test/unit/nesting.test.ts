@@ -8,9 +8,11 @@ import { spawn, type ChildProcess } from 'child_process';
 import * as fs from 'fs';
 import * as os from 'os';
 import * as path from 'path';
+import { inspect } from '../../src/core/lock/inspect';
 import { acquire } from '../../src/core/lock/lock';
 import { findHeldInside } from '../../src/core/lock/nesting';
-import { DEFAULT_TIMING, LOCK_NAME, OWNER_FILE } from '../../src/core/base/protocol';
+import { history } from '../../src/core/log/history';
+import { DEFAULT_TIMING, LOCK_NAME, OWNER_FILE, WORK_PREFIX } from '../../src/core/base/protocol';
 import { syncIo } from '../../src/core/fs/io';
 import { CLI, cleanup, cli, expectMessage, killAll, report, startWorker, staticContents, tempDir, track, waitFor, type Msg } from '../helpers';
 
@@ -103,6 +105,43 @@ describe('nested areas', function () {
     const r = await cli(staticDir, ['lock', 'board/n1/sub', '--', 'true']);
     assert.equal(r.code, 0, r.stderr);
   });
+
+  // A paused holder (SIGSTOP, swap, a long collection) is stale to the others but not dead: when it
+  // resumes it carries on where it stopped. Its lock must be taken apart before anyone takes an area
+  // nested with its own, or it writes below them through its work directory.
+  for (const [paused, taker] of [
+    ['board', 'board/b2'],
+    ['board/b2', 'board'],
+  ]) {
+    it(`a holder of ${paused} paused past the stale threshold is taken over, never stepped past, when ${taker} is locked`, async () => {
+      const timing = { staleMs: 2_000, refreshMs: 1_000 };
+      fs.mkdirSync(path.join(staticDir, 'board', 'b2'), { recursive: true });
+      const holder = track(startWorker('holder', [JSON.stringify({ staticDir, tag: paused, createOnce: false, ...timing })]));
+      const got = await expectMessage<Msg & { token: string }>(holder, (m) => m.type === 'acquired', 20_000, `the holder of ${paused}`);
+      const lost = expectMessage<Msg & { code: string }>(holder, (m) => m.type === 'lost', 60_000, 'the paused holder to learn its lock is gone');
+      // The one way the paused holder writes into the area: through its work directory, inside its lock.
+      const work = path.join(staticDir, paused, LOCK_NAME, `${WORK_PREFIX}${got.token}`);
+      assert.ok(fs.statSync(work).isDirectory(), 'the holder writes through its work directory');
+      holder.kill('SIGSTOP');
+      try {
+        await waitFor(async () => ((await inspect(staticDir, paused, timing)).state === 'stale' ? true : undefined), 30_000, `${paused} judged stale`);
+        const lease = await acquire(staticDir, taker, { ...timing, createOnce: false });
+        try {
+          // The kernel's word: the paused holder's way in is gone, so whatever it does on waking changes nothing here.
+          assert.throws(() => fs.writeFileSync(path.join(work, 'written-after-waking'), 'x'), { code: 'ENOENT' });
+          assert.equal(fs.existsSync(path.join(staticDir, paused, LOCK_NAME)), false, `the paused holder's lock on ${paused} was taken apart`);
+          const events = await history(staticDir, { tag: paused });
+          assert.ok(events.some((e) => e.kind === 'taken-over'), `the takeover of ${paused} is in its history: ${JSON.stringify(events.map((e) => e.kind))}`);
+        } finally {
+          await lease.release();
+        }
+      } finally {
+        holder.kill('SIGCONT');
+      }
+      const said = await lost;
+      report(`${paused} paused, ${taker} locked: the paused holder's lock was taken over; on waking it said ${said.code}`);
+    });
+  }
 
   it('two processes racing 200 times for b/n1 and b/n1/sub are never inside at once', async () => {
     fs.mkdirSync(path.join(staticDir, 'b', 'n1', 'sub'), { recursive: true });

@@ -12,8 +12,7 @@ import { StagingError, asStagingError, errnoCode } from '../base/errors';
 import { proposeToken, settleToken, stagedToken, type FenceContext } from './fence';
 import { floorOf } from './floor';
 import { makeHolder } from '../base/holder';
-import { step } from '../base/steps';
-import { history, recordHistory, removalEvent } from '../log/history';
+import { history } from '../log/history';
 import { ioFor } from '../fs/io';
 import { judgeLock, lockPathOf } from './judge';
 import { Lease } from './lease';
@@ -23,7 +22,7 @@ import { makeLockFs, rememberPrecision, workOf, type LockFsState } from './lockf
 import { LOCK_TARGET, WORK_PREFIX } from '../base/protocol';
 import { findNestingConflict } from './nesting';
 import { nestingError } from './refusals';
-import { fenceOf, removeInstance } from './takeover';
+import { takeOverNested, takeOverStale } from './takeStale';
 import type { Area } from '../fs/tags';
 import type { LockInfo, Timing } from '../base/types';
 
@@ -32,8 +31,11 @@ import type { LockInfo, Timing } from '../base/types';
  * processes taking nested areas at once, at least one sees the other (see nesting.ts); on a
  * conflict ours is let go again, and the caller waits or fails as for a held lock.
  */
-async function checkNesting(lease: Lease, area: Area, timing: Timing, listing: readonly Dirent[]): Promise<Lease | StagingError> {
-  const conflict = await findNestingConflict(area, timing, Date.now() + (await fsClockSkew(area.realStaticDir)), listing);
+async function checkNesting(lease: Lease, area: Area, timing: Timing, listing: readonly Dirent[], options: AcquireOptions): Promise<Lease | StagingError> {
+  const nowFs = Date.now() + (await fsClockSkew(area.realStaticDir));
+  // A stale lock above or inside is taken over, not stepped past: its holder may only be paused,
+  // and until its lock is taken apart it could still write below ours when it resumes.
+  const conflict = await findNestingConflict(area, timing, nowFs, listing, (dir) => takeOverNested(area, dir, timing, nowFs, options));
   if (conflict === undefined) return lease;
   await lease.release().catch(() => undefined);
   return nestingError(area, conflict);
@@ -134,7 +136,7 @@ export async function tryAcquire(
       }
       throw err;
     }
-    return await checkNesting(lease, area, timing, listing);
+    return await checkNesting(lease, area, timing, listing, options);
   } catch (err) {
     await lease.releaseQuietly();
     throw err;
@@ -157,19 +159,9 @@ async function tokenRecordedElsewhere(area: Area): Promise<number> {
 /** The lock exists: judge it, and take it over if it is stale (exactly one contender does). */
 async function judgeInTheWay(area: Area, opened: OpenedLockArea, timing: Timing, skewMs: number, options: AcquireOptions): Promise<'retry' | LockInfo> {
   const nowFs = Date.now() + skewMs;
-  const { info, identity } = await judgeLock({ ...area, opened: opened.dir }, timing, nowFs);
-  if (info.state === 'free') return 'retry';
-  if (info.state !== 'stale' || identity === undefined) return info;
-  step('takeover.judged');
-  try {
-    // A heartbeat since we judged it means its holder lives: then the lock is not ours to take.
-    const requireSameMtime = info.holderAlive !== false;
-    const io = await ioFor(opened.dir.at('.'), opened.dir.dev);
-    if (!(await removeInstance(opened.dir, area.dir, identity, { requireSameMtime, staleMs: timing.staleMs, nowFsMs: nowFs, ...fenceOf(info) }, io))) return info;
-    await recordHistory(area.staticDir, removalEvent(area.tag, 'taken-over', info, options), options.warn);
-    return 'retry';
-  } catch (err) {
-    if (err instanceof StagingError) return { ...info, staleReason: `${info.staleReason ?? 'stale'}; ${err.message}` };
-    throw err;
-  }
+  const judged = await judgeLock({ ...area, opened: opened.dir }, timing, nowFs);
+  if (judged.info.state === 'free') return 'retry';
+  if (judged.info.state !== 'stale' || judged.identity === undefined) return judged.info;
+  const taken = await takeOverStale(opened.dir, area, judged, timing, nowFs, options);
+  return taken === true ? 'retry' : taken === false ? judged.info : taken;
 }

@@ -6,8 +6,11 @@
  * Each taker checks after it has taken its own lock, never before: of two processes taking
  * nested areas at once, each has made its lock before it looks for the other's, so the one that
  * looks last sees the other's lock. At worst both see each other and both back off; never
- * neither. A stale lock does not block: it can be taken over, and whoever takes it over checks
- * in turn and meets this one.
+ * neither. A stale lock met by a taker is taken over, never stepped past: its holder may only be
+ * paused, and a lock left in place keeps its work directory, through which that holder could still
+ * write when it resumes. Whoever takes a lock after that checks in turn and meets this one. Only
+ * looking (the checks before taking, a destroy's count of what is inside) a stale lock blocks
+ * nothing.
  */
 import * as fs from 'fs';
 import * as path from 'path';
@@ -27,8 +30,8 @@ export interface NestingConflict {
   relation: 'above' | 'inside';
 }
 
-/** The lock of `dir`, judged, when it blocks others (held or legacy); undefined when free or stale. */
-async function blockingLock(staticDir: string, dir: string, timing: Timing, nowFsMs: number, io: Io): Promise<LockInfo | undefined> {
+/** The lock of `dir`, judged; undefined when there is none. */
+async function lockIn(staticDir: string, dir: string, timing: Timing, nowFsMs: number, io: Io): Promise<LockInfo | undefined> {
   const lockPath = path.join(dir, LOCK_NAME);
   let st: fs.Stats | null;
   try {
@@ -41,30 +44,63 @@ async function blockingLock(staticDir: string, dir: string, timing: Timing, nowF
   }
   if (st === null) return undefined;
   const { info } = await judgeLock({ staticDir, tag: path.relative(staticDir, dir).split(path.sep).join('/'), dir }, timing, nowFsMs, st);
-  return info.state === 'held' || info.state === 'legacy' ? info : undefined;
+  return info;
 }
 
-/** The first area containing `area` (`board`, then `board/n1` for `board/n1/sub`) whose lock is held or legacy. */
+const blocks = (info: LockInfo): boolean => info.state === 'held' || info.state === 'legacy';
+
+/**
+ * Takes over the stale lock of the directory named: true once no stale lock is there. Given by a
+ * taker that holds its own lock already; absent where the caller only looks.
+ */
+export type TakeOverStale = (dir: string) => Promise<boolean>;
+
+/** How many times one directory's lock is taken over before it is left standing in the way (someone keeps dying there). */
+const MAX_TAKEOVERS = 3;
+
+/**
+ * The lock of `dir` when it stands in the way: held or legacy, or stale where it cannot be taken
+ * over. A stale one is taken over when `takeOver` is given, then judged again (someone else may
+ * hold it by now).
+ */
+async function inTheWay(staticDir: string, dir: string, timing: Timing, nowFsMs: number, io: Io, takeOver: TakeOverStale | undefined): Promise<LockInfo | undefined> {
+  for (let taken = 0; ; taken++) {
+    const info = await lockIn(staticDir, dir, timing, nowFsMs, io);
+    if (info === undefined || blocks(info)) return info;
+    if (info.state !== 'stale' || takeOver === undefined) return undefined;
+    if (taken >= MAX_TAKEOVERS || !(await takeOver(dir))) return info;
+  }
+}
+
+/** The first area containing `area` (`board`, then `board/n1` for `board/n1/sub`) whose lock stands in the way. */
 export async function findHeldAbove(
   area: Pick<Area, 'staticDir' | 'segments'>,
   timing: Timing,
   nowFsMs = Date.now(),
   io: Io = asyncIo,
+  takeOver?: TakeOverStale,
 ): Promise<LockInfo | undefined> {
   let dir = area.staticDir;
   for (const segment of area.segments.slice(0, -1)) {
     dir = path.join(dir, segment);
-    const info = await blockingLock(area.staticDir, dir, timing, nowFsMs, io);
+    const info = await inTheWay(area.staticDir, dir, timing, nowFsMs, io, takeOver);
     if (info !== undefined) return info;
   }
   return undefined;
 }
 
 /**
- * The first lock held (or legacy) below `dir`, not counting `dir`'s own. Walks directories only
- * (the entries' types come with the listing, so files cost nothing), never through a link.
+ * The first lock below `dir` that stands in the way, not counting `dir`'s own. Walks directories
+ * only (the entries' types come with the listing, so files cost nothing), never through a link.
  */
-export async function findHeldInside(dir: string, timing: Timing, nowFsMs = Date.now(), io: Io = asyncIo, listing?: readonly fs.Dirent[]): Promise<LockInfo | undefined> {
+export async function findHeldInside(
+  dir: string,
+  timing: Timing,
+  nowFsMs = Date.now(),
+  io: Io = asyncIo,
+  listing?: readonly fs.Dirent[],
+  takeOver?: TakeOverStale,
+): Promise<LockInfo | undefined> {
   const stack = [dir];
   while (stack.length > 0) {
     const current = stack.pop()!;
@@ -81,7 +117,7 @@ export async function findHeldInside(dir: string, timing: Timing, nowFsMs = Date
       // Node lstats entries whose type the filesystem did not give, so this is never a guess.
       if (!e.isDirectory()) continue;
       const child = path.join(current, e.name);
-      const info = await blockingLock(dir, child, timing, nowFsMs, io);
+      const info = await inTheWay(dir, child, timing, nowFsMs, io, takeOver);
       if (info !== undefined) return info;
       stack.push(child);
     }
@@ -89,16 +125,20 @@ export async function findHeldInside(dir: string, timing: Timing, nowFsMs = Date
   return undefined;
 }
 
-/** A lock above or inside `area` that forbids holding it, if any. Call it once the area's own lock is taken. */
+/**
+ * A lock above or inside `area` that forbids holding it, if any. Call it once the area's own lock
+ * is taken, with `takeOver` for the stale locks met on the way.
+ */
 export async function findNestingConflict(
   area: Pick<Area, 'staticDir' | 'segments' | 'dir' | 'io'>,
   timing: Timing,
   nowFsMs: number,
   listing?: readonly fs.Dirent[],
+  takeOver?: TakeOverStale,
 ): Promise<NestingConflict | undefined> {
-  const above = await findHeldAbove(area, timing, nowFsMs, area.io);
+  const above = await findHeldAbove(area, timing, nowFsMs, area.io, takeOver);
   if (above !== undefined) return { info: above, relation: 'above' };
-  const inside = await findHeldInside(area.dir, timing, nowFsMs, area.io, listing);
+  const inside = await findHeldInside(area.dir, timing, nowFsMs, area.io, listing, takeOver);
   return inside === undefined ? undefined : { info: inside, relation: 'inside' };
 }
 

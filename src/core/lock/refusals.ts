@@ -63,7 +63,9 @@ export function nestingError(area: Area, { info, relation }: NestingConflict): S
   const tag = path.relative(area.staticDir, info.dir).split(path.sep).join('/');
   return new StagingError(
     'ELOCKED',
-    `${area.dir} cannot be locked: ${tag}, ${where}, is held by ${describeHolder(info)}, and holding an area covers everything below it.`,
+    info.state === 'stale'
+      ? `${area.dir} cannot be locked yet: ${tag}, ${where}, has a stale lock of ${describeHolder(info)} that another process is taking over, and holding an area covers everything below it.`
+      : `${area.dir} cannot be locked: ${tag}, ${where}, is held by ${describeHolder(info)}, and holding an area covers everything below it.`,
     {
       path: info.lockPath,
       lock: info,
