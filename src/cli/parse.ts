@@ -1,7 +1,7 @@
 /**
- * The command line as most runs give it, read without loading commander: commander and the
- * definition of every command cost about 8 ms, half of what a whole `status` adds to Node's own
- * start-up (bench/README.md, part i).
+ * The command line as most runs give it, read without loading commander: loading commander and
+ * defining every command was the largest part of what a whole `status` adds to Node's own
+ * start-up (bench/README.md, part i, has the figures).
  *
  * This reads the grammar of commands.ts the way commander reads it (the tool's options anywhere
  * before `--`, the command's own options anywhere after its name and before `--`, `--opt value`,

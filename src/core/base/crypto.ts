@@ -1,9 +1,9 @@
 /**
  * Hashes of names and random names, without Node's crypto on the lock path. Loading crypto (with
- * the stream modules it takes) and setting up its first SHA-256 costs a command about 8 ms of
- * CPU, a quarter of Node's own start, to hash a tag of thirty bytes once. A plain JavaScript
- * SHA-256 (@noble/hashes, audited) and the system's generator read from /dev/urandom cost
- * microseconds. Files are still hashed by Node's crypto (staging, verify), where its speed counts.
+ * the stream modules it takes) and setting up its first SHA-256 costs a command a sizeable share
+ * of Node's own start, to hash a tag of thirty bytes once. A plain JavaScript SHA-256
+ * (@noble/hashes, audited) and the system's generator read from /dev/urandom cost next to
+ * nothing (bench/README.md has the figures). Files are still hashed by Node's crypto (staging, verify), where its speed counts.
  */
 import { sha256 } from '@noble/hashes/sha2.js';
 import type * as NodeCrypto from 'crypto';

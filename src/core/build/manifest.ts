@@ -108,7 +108,7 @@ export type ManifestText = string | Buffer;
 /**
  * `JudgeOptions.maxParse` for what the editor reads when the user asks (the details page, Verify
  * Build): a manifest this tool wrote is parsed in slices whatever its size; one that is not in its
- * layout and larger than this would hold VS Code's extension host (64 MiB crafted: 24 s), and is
+ * layout and larger than this would hold VS Code's extension host for seconds (a crafted one), and is
  * left to the command-line tool, which has no such limit.
  */
 export const IN_EDITOR_MAX_PARSE = 4 * 1024 * 1024;
@@ -117,7 +117,7 @@ export interface JudgeOptions {
   /**
    * The most text (characters or bytes, as given) parsed in one piece. A manifest that is not in
    * the writer's layout is parsed whole, and a crafted one can hold the thread for as long as its
-   * size allows (64 MiB of `[{},{},…]`: about 24 s); past this it is not judged but refused with
+   * size allows (many megabytes of `[{},{},…]`: seconds); past this it is not judged but refused with
    * ETOOBIG. Readers on every hover set it; commands the user asks for do not. Default: no limit.
    */
   maxParse?: number;
@@ -129,8 +129,8 @@ const CHECK_EVERY = 256;
 /**
  * The one parser and check of a manifest's text (see `parseManifest`); `file` names it in the
  * error. Done in slices (see slices.ts): a build of 100,000 artifacts has a manifest of about
- * 30 MB, which `JSON.parse` and the checks hold for 400 ms in one piece. The entries come in a list
- * as well: `Object.values` of 100,000 artifacts alone holds the loop for 60 ms.
+ * 30 MB, which `JSON.parse` and the checks would hold far longer than a slice in one piece. The
+ * entries come in a list as well: even `Object.values` of 100,000 artifacts is too long a block.
  */
 export async function judgeManifest(text: ManifestText, file: string, options: JudgeOptions = {}): Promise<JudgedManifest> {
   const corrupt = (what: string): StagingError =>
@@ -350,7 +350,7 @@ const ENTRIES_PER_CHUNK = 256;
  * The manifest as written: entries sorted by name (UTF-16 code units), one JSON document, exactly
  * as `JSON.stringify(sorted, null, 2)` lays it out (the layout `parseInSlices` cuts), made in
  * slices: a staging that adds to a build of 100,000 artifacts runs in the extension host too, and
- * the sort and the stringify of such a manifest in one piece hold it for about 200 ms. Made as
+ * the sort and the stringify of such a manifest in one piece would stall it visibly. Made as
  * bytes a few hundred entries at a time, never as one string: a manifest near its limit is longer
  * than the longest string V8 can make (2^29 - 24 characters). One that would pass `limit` fails
  * with ETOOBIG (`manifestTooBig`) as soon as it does, and is not written.

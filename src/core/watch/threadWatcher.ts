@@ -2,8 +2,8 @@
  * The model's watches kept in a worker thread of their own. In the extension host, 100,000 builds
  * mean 100,000 `fs.watch` handles, each about 470 bytes of JavaScript heap: made on the host's
  * thread, they were half of what its young-generation collections had to copy while a large
- * static directory was first listed (collections of 40–60 ms, the longest pauses of the scan: see
- * bench/README.md), and their making was a fifth of the scan's CPU there. In a worker they live
+ * static directory was first listed (those collections were the longest pauses of the scan: see
+ * bench/README.md), and their making was a large share of the scan's CPU there. In a worker they live
  * in another heap, collected without stopping the host, and this thread keeps a map from each
  * watched directory to its data.
  *

@@ -45,7 +45,7 @@ export async function summarize(entries: readonly ManifestEntry[], rows: number)
   }
   const oldestFirst = [...stagings.values()].sort((a, b) => (a.latest < b.latest ? -1 : a.latest > b.latest ? 1 : 0));
   // localeCompare rather than an Intl.Collator: the same order, and V8 compares plain ASCII names
-  // without ICU (100,000 names sorted in 33–42 ms against 83–100 ms here).
+  // without going through ICU, which the collator always does.
   const sorted = await sortInSlices(entries, (a, b) => a.name.localeCompare(b.name));
   return { count: entries.length, bytes, stagings: oldestFirst, first: sorted.slice(0, rows) };
 }

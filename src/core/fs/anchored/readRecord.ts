@@ -57,7 +57,8 @@ export async function readRecord(p: string, shown: string, maxBytes: number): Pr
 
 /**
  * `readRecord`'s bytes, not decoded: a manifest of 100,000 artifacts (30 MB) decoded in one piece
- * holds the event loop for about 20 ms, so its reader decodes it a slice at a time (manifest.ts).
+ * would hold the event loop longer than a slice may, so its reader decodes it a slice at a time
+ * (manifest.ts).
  */
 export async function readRecordBytes(p: string, shown: string, maxBytes: number): Promise<Buffer> {
   return (await readRecordUnlessSeen(p, shown, maxBytes, undefined)).bytes as Buffer;
