@@ -8,7 +8,7 @@
  */
 import * as fs from 'fs';
 import * as path from 'path';
-import type { SmallDisk } from './disk';
+import type { SmallDisk } from '../disk';
 import type { OpRunner, Proc } from './ops';
 import { isRunning, procStat, sleep } from './procs';
 

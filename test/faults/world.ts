@@ -10,7 +10,7 @@ import * as path from 'path';
 import { changes, fingerprint, plantCanaries } from '../attack';
 import { isMounted, startSshfs, type SshfsExport } from '../sshfs';
 import type { Violation } from './check';
-import { SmallDisk } from './disk';
+import { SmallDisk } from '../disk';
 import type { Client } from './ops';
 import { sleep } from './procs';
 
@@ -58,7 +58,7 @@ export class FaultWorld {
   static async make(base: string, folder: string): Promise<FaultWorld> {
     const exportDir = path.join(base, 'export');
     fs.mkdirSync(exportDir);
-    const disk = await SmallDisk.make(path.join(base, 'disk.img'), exportDir, 192, 160_000);
+    const disk = await SmallDisk.make(path.join(base, 'disk.img'), exportDir, { sizeMiB: 192, inodes: 160_000, inlineData: true });
     fs.mkdirSync(path.join(exportDir, STATIC, folder), { recursive: true });
     fs.mkdirSync(path.join(exportDir, LOG));
     const server = await startSshfs('dss-faults-sshfs-', exportDir);

@@ -16,20 +16,19 @@
  * be moved aside when it is let go of: it stays in place, whole, and the next holder finishes.
  */
 import { strict as assert } from 'assert';
-import { spawnSync } from 'child_process';
 import * as fs from 'fs';
 import * as path from 'path';
 import { COMMIT_FILE, FENCE_FILE, LOCK_FENCED_PREFIX, LOCK_NAME } from '../../src/core/base/protocol';
 import { verify } from '../../src/core/verify';
 import { areaJunk, changes, fingerprint, sha256 } from '../attack';
 import { type Builds, type Running, instantsOf, killStopped, makeBuilds, runCli, startCli, stopped, whichBuild, writeRefusedAddition } from '../commit';
-import { mountExt4 } from '../disk';
+import { SmallDisk } from '../disk';
 import { cleanup, isRoot, killAll, report, tempDir } from '../helpers';
-import { isMounted, works } from '../sshfs';
 
 describe('commit: a full disk during the commit and during its undo (ext4)', function () {
   this.timeout(600_000);
   let base = '';
+  let small: SmallDisk | undefined;
   let disk = '';
   let staticDir = '';
   let builds: Builds;
@@ -42,7 +41,8 @@ describe('commit: a full disk during the commit and during its undo (ext4)', fun
       this.skip();
     }
     base = tempDir('dss-commit-space-');
-    disk = await mountExt4(base, '24M');
+    small = await SmallDisk.inside(base, { sizeMiB: 24 });
+    disk = small.dir;
     staticDir = path.join(disk, 'static');
     fs.mkdirSync(staticDir);
     builds = makeBuilds(base);
@@ -51,50 +51,17 @@ describe('commit: a full disk during the commit and during its undo (ext4)', fun
   });
   after(async () => {
     await killAll();
-    if (disk !== '' && isMounted(disk)) await works('umount', [disk]);
-    if (base !== '' && !isMounted(disk)) cleanup(base);
+    if (small !== undefined && !(await small.unmount())) return;
+    if (base !== '') cleanup(base);
   });
 
-  const FILL = (): string => path.join(disk, 'fill');
-
-  /** Fills the disk: one large allocation, then writes of one block until there is none. */
-  function fillDisk(): void {
-    fs.mkdirSync(FILL(), { recursive: true });
-    const { bavail, bsize } = fs.statfsSync(disk);
-    if (bavail > 32) {
-      const r = spawnSync('fallocate', ['-l', String((bavail - 32) * bsize), path.join(FILL(), 'big')]);
-      assert.equal(r.status, 0, `fallocate: ${String(r.stderr)}`);
-    }
-    const fd = fs.openSync(path.join(FILL(), 'rest'), 'w');
-    try {
-      const block = Buffer.alloc(bsize);
-      for (;;) fs.writeSync(fd, block);
-    } catch (err) {
-      assert.equal((err as NodeJS.ErrnoException).code, 'ENOSPC');
-    } finally {
-      fs.closeSync(fd);
-    }
+  /** Fills the disk to its last block. */
+  async function fillDisk(): Promise<void> {
+    assert.ok((await small!.fill()).enospc, 'the disk filled');
   }
 
-  /**
-   * Takes the free room of `dir`'s own blocks with empty files of the shortest names (an entry of
-   * 12 bytes), until a new name would need a block: what is left in each block is too little for
-   * any name the tool uses.
-   */
-  function fillEntries(dir: string): number {
-    for (let n = 0; ; n++) {
-      try {
-        fs.closeSync(fs.openSync(path.join(dir, `~${n.toString(36)}`), 'wx'));
-      } catch (err) {
-        assert.equal((err as NodeJS.ErrnoException).code, 'ENOSPC', `filling ${dir}`);
-        return n;
-      }
-    }
-  }
-
-  function freeSpace(): void {
-    fs.rmSync(FILL(), { recursive: true, force: true });
-  }
+  const fillEntries = (dir: string): number => small!.fillEntries(dir);
+  const freeSpace = (): void => small!.free();
 
   /** A fresh area holding the old build. */
   async function oldBuild(): Promise<string> {
@@ -161,7 +128,7 @@ describe('commit: a full disk during the commit and during its undo (ext4)', fun
     const area = path.join(staticDir, tag);
     const stager = startCli(stageArgs(tag, source), { staticDir, pauseAt: at });
     await stopped(stager, at);
-    fillDisk();
+    await fillDisk();
     fillEntries(workDirIn(area));
     const end = await continued(stager);
     try {
@@ -244,7 +211,7 @@ describe('commit: a full disk during the commit and during its undo (ext4)', fun
     const at = 'commit.aside#1';
     const stager = startCli(stageArgs(tag, builds.addition), { staticDir, pauseAt: at });
     await stopped(stager, at);
-    fillDisk();
+    await fillDisk();
     fillEntries(workDirIn(area));
     const junk = fillEntries(area);
     const end = await continued(stager);
@@ -279,7 +246,7 @@ describe('commit: a full disk during the commit and during its undo (ext4)', fun
     assert.equal(fenced.length, 1, fs.readdirSync(area).join(' '));
     // The work directory kept on its own, or (a lock moved whole) inside it.
     const work = fs.existsSync(path.join(area, fenced[0], COMMIT_FILE)) ? '.' : fs.readdirSync(path.join(area, fenced[0])).find((n) => n.startsWith('work.'))!;
-    fillDisk();
+    await fillDisk();
     fillEntries(path.join(area, fenced[0], work));
     // What is inside the area, but for the lock the undoer holds and lets go of, and the counter.
     const inside = (): Map<string, string> => {

@@ -7,7 +7,6 @@
  * build kept.
  */
 import { strict as assert } from 'assert';
-import { spawnSync } from 'child_process';
 import * as fs from 'fs';
 import * as path from 'path';
 import type { StagingError } from '../../src/core/base/errors';
@@ -16,9 +15,8 @@ import { inspect } from '../../src/core/lock/inspect';
 import { acquire } from '../../src/core/lock/lock';
 import { flushHistory } from '../../src/core/log/history';
 import { destroy } from '../../src/core/remove';
-import { mountExt4 } from '../disk';
+import { SmallDisk } from '../disk';
 import { cleanup, cli, isRoot, rejectsWith, report, tempDir } from '../helpers';
-import { isMounted, works } from '../sshfs';
 
 /** Every warning the core gave, to assert that the history really could not be written. */
 function warnings(): { warn: (w: StagingError) => void; seen: string[] } {
@@ -138,6 +136,7 @@ describe('fence: the count of a destroyed area outlives its history', function (
 describe('fence: the count of an area destroyed on a full disk (ext4)', function () {
   this.timeout(120_000);
   let base = '';
+  let small: SmallDisk | undefined;
   let disk = '';
   let staticDir = '';
 
@@ -147,35 +146,15 @@ describe('fence: the count of an area destroyed on a full disk (ext4)', function
       this.skip();
     }
     base = tempDir('dss-floor-space-');
-    disk = await mountExt4(base, '16M');
+    small = await SmallDisk.inside(base, { sizeMiB: 16 });
+    disk = small.dir;
     staticDir = path.join(disk, 'static');
     fs.mkdirSync(staticDir);
   });
   after(async () => {
-    if (disk !== '' && isMounted(disk)) await works('umount', [disk]);
-    if (base !== '' && !isMounted(disk)) cleanup(base);
+    if (small !== undefined && !(await small.unmount())) return;
+    if (base !== '') cleanup(base);
   });
-
-  const FILL = (): string => path.join(disk, 'fill');
-
-  /** Fills the disk, then gives back `blocks` blocks: room for a record, none for the directories of a new one. */
-  function fillDisk(blocks: number): void {
-    fs.mkdirSync(FILL(), { recursive: true });
-    const { bavail, bsize } = fs.statfsSync(disk);
-    if (bavail > 32) {
-      const r = spawnSync('fallocate', ['-l', String((bavail - 32) * bsize), path.join(FILL(), 'big')]);
-      assert.equal(r.status, 0, `fallocate: ${String(r.stderr)}`);
-    }
-    for (let n = 0; ; n++) {
-      try {
-        fs.writeFileSync(path.join(FILL(), `b${n}`), Buffer.alloc(bsize), { flag: 'wx' });
-      } catch (err) {
-        assert.equal((err as NodeJS.ErrnoException).code, 'ENOSPC');
-        for (let i = 1; i <= blocks; i++) fs.rmSync(path.join(FILL(), `b${n - i}`));
-        return;
-      }
-    }
-  }
 
   it('a destroy that cannot keep the token on a full disk does not happen, ends, and the count goes on once there is room', async () => {
     // An earlier destroy made the trash; this tag's history cannot be written (a file where its
@@ -191,7 +170,7 @@ describe('fence: the count of an area destroyed on a full disk (ext4)', function
     const { warn, seen } = warnings();
     const lease = await acquire(staticDir, tag, { createOnce: false, warn });
     assert.equal(lease.fence, 3);
-    fillDisk(1);
+    await small!.fillLeaving(1);
     assert.ok(fs.statfsSync(disk).bavail <= 1, 'the disk is not full');
     let outcome: StagingError | undefined;
     await lease.release({ destroy: true }).catch((err: StagingError) => (outcome = err));
@@ -208,7 +187,7 @@ describe('fence: the count of an area destroyed on a full disk (ext4)', function
     } else {
       assert.ok(!fs.existsSync(path.join(staticDir, tag)), 'the destroy went through but the area is still there');
     }
-    fs.rmSync(FILL(), { recursive: true, force: true });
+    small!.free();
     if (outcome !== undefined) {
       await destroy(staticDir, tag, { warn: () => undefined });
       assert.ok(!fs.existsSync(path.join(staticDir, tag)));
