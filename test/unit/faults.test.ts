@@ -305,11 +305,13 @@ describe('randomized faults: two sshfs clients, kills, pauses past the stale thr
     const t0 = nemesis.t0;
     const faulted = (): number => ops.length - FIRST_ROUND.length;
     let faultsMs = 0;
-    // A run on a time budget goes on, up to three budgets, until every attack it names has happened:
-    // a short run on a busy machine proves nothing if none did.
+    // A run on a time budget goes on, up to three budgets, until every attack it names has happened
+    // and every kind of operation has succeeded once: a short run on a busy machine proves nothing
+    // if none did.
     const attacked = (): boolean => {
       const n = nemesis.summary();
-      return n.killsSeen > 0 && n.stopsInSection > 0 && n.stopsPastStale > 0 && n.fills > 0 && ops.some((o) => o.refused > 0);
+      const everyKindOk = OP_KINDS.every((kind) => ops.some((o) => o.kind === kind && o.end === 'ok'));
+      return n.killsSeen > 0 && n.stopsInSection > 0 && n.stopsPastStale > 0 && n.fills > 0 && ops.some((o) => o.refused > 0) && everyKindOk;
     };
     const timeUp = (spent: number): boolean => RUN_MS > 0 && spent >= RUN_MS && (attacked() || spent >= 3 * RUN_MS);
     const done = (): boolean => timeUp(faultsMs) || (MAX_OPS > 0 && faulted() >= MAX_OPS);

@@ -5,7 +5,6 @@
  * read-only artifacts) that were given a path.
  */
 import * as fs from 'fs';
-import * as path from 'path';
 import { openBelow, openDir } from './anchored';
 import { fsPath } from '../base/rawNames';
 
@@ -29,11 +28,4 @@ export async function openFileBelow(dir: string, rel: string): Promise<fs.promis
   } finally {
     current.close();
   }
-}
-
-/** `rel` of `real` below `realDir`, '/'-separated, when it is strictly inside. */
-export function relativeInside(realDir: string, real: string): string | undefined {
-  const rel = path.relative(realDir, real);
-  if (rel === '' || rel === '..' || rel.startsWith(`..${path.sep}`) || path.isAbsolute(rel)) return undefined;
-  return rel.split(path.sep).join('/');
 }

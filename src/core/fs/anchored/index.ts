@@ -33,7 +33,7 @@ export {
   openOrMakeBelow,
   whereIs,
 } from './dir';
-export { isInside, isWithin, openPath } from './openPath';
+export { isInside, isWithin, openPath, relativeInside } from './openPath';
 export { type RecordLimits, hardLinked, notARecord, refuseUnlessOneLink } from './refuse';
 export { type RecordTail, readRecord, readRecordBytes, readRecordBytesSync, readRecordSync, readRecordTail, readRecordUnlessSeen, recordIdentity } from './readRecord';
 export { type AppendOptions, type AppendOutcome, type TouchOutcome, appendRecord, createRecord, createRecordSync, touchRecord } from './writeRecord';

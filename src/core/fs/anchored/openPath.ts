@@ -15,8 +15,14 @@ export function isWithin(parent: string, child: string): boolean {
 
 /** True when `child` lies strictly inside `parent`; compares path segments, never string prefixes. */
 export function isInside(parent: string, child: string): boolean {
+  return relativeInside(parent, child) !== undefined;
+}
+
+/** `child`'s path below `parent`, '/'-separated, when it is strictly inside it; undefined otherwise. */
+export function relativeInside(parent: string, child: string): string | undefined {
   const rel = path.relative(parent, child);
-  return rel !== '' && rel !== '..' && !rel.startsWith(`..${path.sep}`) && !path.isAbsolute(rel);
+  if (rel === '' || rel === '..' || rel.startsWith(`..${path.sep}`) || path.isAbsolute(rel)) return undefined;
+  return rel.split(path.sep).join('/');
 }
 
 /**
