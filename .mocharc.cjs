@@ -17,7 +17,7 @@ function testFiles(dir) {
 }
 
 const all = testFiles(DIR);
-const first = LONGEST_FIRST.map((name) => path.join(DIR, `${name}.test.js`)).filter((f) => all.includes(f));
+const first = LONGEST_FIRST.flatMap((name) => all.filter((f) => path.basename(f) === `${name}.test.js`));
 
 module.exports = {
   spec: all.length === 0 ? [`${DIR}/**/*.test.js`] : [...first, ...all.filter((f) => !first.includes(f))],

@@ -1,7 +1,7 @@
 /**
  * The fault checker's verdicts, as pure functions of what the run recorded: the fenced log (the
  * server's order of accepted writes, log.ts), what each operation reported, and the builds found on
- * the server at the end. test/unit/faults.test.ts says what each check means; its first suite feeds
+ * the server at the end. test/unit/lock/faults.test.ts says what each check means; its first suite feeds
  * these functions made-up runs to show that each one fires.
  *
  * Time is never read from a clock here. A moment is placed by the log: an entry at number `p`

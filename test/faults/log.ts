@@ -1,5 +1,5 @@
 /**
- * The fenced log: the referee of the fault checker (test/unit/faults.test.ts says why it is built
+ * The fenced log: the referee of the fault checker (test/unit/lock/faults.test.ts says why it is built
  * this way). A holder writes an entry as a small file in its work directory, named through its lock
  * (`<area>/devserver.lock/work.<token>/`), then hard-links it into the log under the next number.
  * `link` is resolved by the file server at the moment it runs: once the lock was taken away, the
