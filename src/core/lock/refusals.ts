@@ -5,18 +5,20 @@
 import * as path from 'path';
 import { fsClockSkew } from '../fs/clock';
 import { StagingError, type NextStep } from '../base/errors';
-import { printable } from '../base/format';
+import { printable, printableTime } from '../base/format';
 import { judgeLock, lockPathOf } from './judge';
 import type { OpenedLockArea } from './options';
 import type { NestingConflict } from './nesting';
 import { describeWaiter } from './queue';
 import type { Area } from '../fs/tags';
-import type { LockInfo, QueueEntry, Timing } from '../base/types';
+import type { LockInfo, QueueEntry, ReservationInfo, Timing } from '../base/types';
 
-export function describeHolder(info: Pick<LockInfo, 'state' | 'holder' | 'legacy' | 'unreadable'>): string {
+export function describeHolder(info: Pick<LockInfo, 'state' | 'holder' | 'legacy' | 'unreadable'> & { reservation?: ReservationInfo }): string {
   if (info.holder !== undefined) {
     const h = info.holder;
-    return `${printable(h.user)}@${printable(h.hostname)} (pid ${h.pid}${h.purpose !== undefined ? `, ${printable(h.purpose)}` : ''})`;
+    const note = h.purpose !== undefined ? `, ${printable(h.purpose)}` : '';
+    if (info.reservation !== undefined) return `${printable(h.user)}@${printable(h.hostname)} (reserved until ${printableTime(info.reservation.until)}${note})`;
+    return `${printable(h.user)}@${printable(h.hostname)} (pid ${h.pid}${note})`;
   }
   if (info.legacy !== undefined) {
     return `the Python devserver on ${printable(info.legacy.hostname)}${info.legacy.pid !== undefined ? ` (pid ${info.legacy.pid})` : ''}`;

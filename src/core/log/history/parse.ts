@@ -47,6 +47,7 @@ export function parseEvent(text: string): HistoryEvent | undefined {
   const previous = parsePrevious(r.previous);
   if (previous !== undefined) e.previous = previous;
   if (isText(r.reason)) e.reason = clip(r.reason);
+  if (isText(r.reservedUntil) && Number.isFinite(Date.parse(r.reservedUntil))) e.reservedUntil = r.reservedUntil.slice(0, 40);
   if (typeof r.ok === 'boolean') e.ok = r.ok;
   return e;
 }
