@@ -11,8 +11,9 @@ import { strict as assert } from 'assert';
 import { spawnSync } from 'child_process';
 import * as fs from 'fs';
 import * as path from 'path';
-import { cliTimed, describeRun, hasTool, pidAlive } from '../attack';
-import { CLI_HINT, cleanup, isRoot, rejectsWith, report, run, tempDir, waitFor } from '../helpers';
+import { type Timed, cliTimed, describeRun, hasTool, pidAlive, runTimed } from '../attack';
+import { type SshfsExport, startSshfs, whyNoSshfs } from '../sshfs';
+import { CLI, CLI_HINT, cleanup, isRoot, rejectsWith, report, run, tempDir, waitFor } from '../helpers';
 import { acquire } from '../../src/core/lock/lock';
 import { inspect } from '../../src/core/lock/inspect';
 import { history } from '../../src/core/log/history';
@@ -258,5 +259,67 @@ describe('reservations', function () {
     const status = await cliTimed(staticDir, ['status', tag], { timeoutMs: 20_000 });
     assert.doesNotMatch(status.stdout, /\u001b/);
     assert.match(status.stdout, /reserved until \S+, "x\\u001b\[2J\\nfree eve\/R9"\)/);
+  });
+});
+
+describe('reservations on two hosts sharing a static directory (sshfs), their clocks hours apart', function () {
+  this.timeout(180_000);
+  let share: SshfsExport | undefined;
+  const tag = 'eve/R1';
+
+  before(async () => {
+    // This machine can run it: fail rather than skip where a tool is missing.
+    assert.equal(await whyNoSshfs(), undefined);
+    assert.ok(FAKETIME !== undefined && hasTool('unshare'), 'libfaketime and unshare are needed');
+    share = await startSshfs('dss-reserve-sshfs-');
+    fs.mkdirSync(path.join(share.exportDir, tag), { recursive: true });
+  });
+  after(async () => share?.stop());
+
+  /** The tool on host `name` through its own sshfs client, its clock `offsetS` seconds off. */
+  function onHost(name: string, mount: string, offsetS: number, args: readonly string[]): Promise<Timed> {
+    const env = { ...process.env, DEVSERVER_STATIC_DIR: mount, LD_PRELOAD: FAKETIME!, FAKETIME: `${offsetS >= 0 ? '+' : ''}${offsetS}s`, FAKETIME_DONT_FAKE_MONOTONIC: '1', DONT_FAKE_MONOTONIC: '1' };
+    return runTimed('unshare', ['--uts', 'sh', '-c', `hostname ${name} && exec "$0" "$@"`, process.execPath, CLI, ...args], { timeoutMs: 30_000, env });
+  }
+
+  async function judged(name: string, mount: string, offsetS: number): Promise<LockInfo> {
+    const r = await onHost(name, mount, offsetS, ['--json', 'status', tag]);
+    assert.equal(r.code, 0, describeRun(`status on ${name}`, r));
+    return JSON.parse(r.stdout) as LockInfo;
+  }
+
+  it('both call it held until its end and stale after it, by the filesystem\'s clock, whatever their own', async () => {
+    const { mountA, mountB } = share!;
+    // Host A's clock is two hours behind, host B's two hours ahead: by its own clock, B would call an hour's reservation long over.
+    const r = await onHost('hosta', mountA, -7_200, ['reserve', tag, '--for', '1h', '--note', 'across hosts']);
+    assert.equal(r.code, 0, describeRun('reserve on host A', r));
+    const onA = await judged('hosta', mountA, -7_200);
+    const onB = await judged('hostb', mountB, 7_200);
+    for (const [host, info] of [['A', onA], ['B', onB]] as const) {
+      assert.equal(info.state, 'held', `host ${host}: ${JSON.stringify(info)}`);
+      assert.equal(info.reservation?.ended, false, `host ${host}`);
+      // About an hour: each process measures the filesystem's clock to the whole second (clock.ts).
+      assert.ok(info.reservation.leftMs > 50 * 60_000 && info.reservation.leftMs <= 3_602_000, `host ${host} sees about an hour left: ${info.reservation.leftMs} ms`);
+    }
+    assert.equal(onA.reservation?.until, onB.reservation?.until, 'one end, as the record says');
+    const blocked = await onHost('hostb', mountB, 7_200, ['lock', tag, '--', 'true']);
+    assert.equal(blocked.code, 3, describeRun('lock on host B', blocked));
+    const released = await onHost('hosta', mountA, -7_200, ['release', tag]);
+    assert.equal(released.code, 0, describeRun('release on host A', released));
+
+    // A short one: once the filesystem's clock passes its end, both hosts call it stale.
+    const short = await onHost('hosta', mountA, -7_200, ['reserve', tag, '--for', '4s']);
+    assert.equal(short.code, 0, describeRun('short reserve on host A', short));
+    const until = Date.parse((await judged('hostb', mountB, 7_200)).reservation!.until);
+    // The file server here is this machine, so its clock is ours: wait past the end by the
+    // precision each host measures the filesystem's clock to (whole seconds, each rounding its own way).
+    await waitFor(() => (Date.now() > until + 2_500 ? true : undefined), 30_000, 'the end to pass', 100);
+    for (const [host, mount, offset] of [['hosta', mountA, -7_200], ['hostb', mountB, 7_200]] as const) {
+      const info = await judged(host, mount, offset);
+      assert.equal(info.state, 'stale', `${host}: ${JSON.stringify(info)}`);
+      assert.match(info.staleReason ?? '', /reservation ended/);
+    }
+    const took = await onHost('hostb', mountB, 7_200, ['lock', tag, '--', 'true']);
+    assert.equal(took.code, 0, describeRun('lock on host B after the end', took));
   });
 });
