@@ -88,6 +88,11 @@ describe('reservations', function () {
     // Its process has exited: nothing but the reservation keeps it held.
     assert.equal(pidAlive(info.holder.pid), false, 'the reserving process has exited');
 
+    // watch says it too, its end included: its first line, then it ends with its reader.
+    const watched = await run('sh', ['-c', `"$0" "$1" --json watch eve | head -1`, process.execPath, CLI], { env: { ...process.env, DEVSERVER_STATIC_DIR: staticDir } });
+    const line = JSON.parse(watched.stdout) as { tag: string; state: string; purpose: string; reservedUntil: string };
+    assert.deepEqual([line.tag, line.state, line.purpose, line.reservedUntil], [tag, 'held', 'flashing DUT-3', info.reservation.until]);
+
     const marker = path.join(root, 'ran');
     const locked = await cliTimed(staticDir, ['lock', tag, '--', 'touch', marker], { timeoutMs: 20_000 });
     assert.equal(locked.code, 3, describeRun('lock', locked));
