@@ -96,7 +96,7 @@ describe('reservations', function () {
     const marker = path.join(root, 'ran');
     const locked = await cliTimed(staticDir, ['lock', tag, '--', 'touch', marker], { timeoutMs: 20_000 });
     assert.equal(locked.code, 3, describeRun('lock', locked));
-    assert.match(locked.stderr, /held: a lock by root@\S+ \(reserved until .*, flashing DUT-3\)/);
+    assert.match(locked.stderr, /held: a reservation by root@\S+ \(reserved until .*, flashing DUT-3\)\. Wait for it to be released \(--wait\), or ask its owner to release it \(devserver-stage release eve\/R1\), or force-release it/);
     const waited = await cliTimed(staticDir, ['lock', '--wait', '1', tag, '--', 'touch', marker], { timeoutMs: 20_000 });
     assert.equal(waited.code, 3, describeRun('lock --wait 1', waited));
     fs.writeFileSync(path.join(root, 'more.bin'), 'more');

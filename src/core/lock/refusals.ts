@@ -28,10 +28,13 @@ export function describeHolder(info: Pick<LockInfo, 'state' | 'holder' | 'legacy
 }
 
 export function lockedError(info: LockInfo, line?: { shown: string; ahead: readonly QueueEntry[] }): StagingError {
-  const what = info.state === 'legacy' ? 'a legacy devserver lock' : 'a lock';
+  const reserved = info.state === 'held' && info.reservation !== undefined;
+  const what = info.state === 'legacy' ? 'a legacy devserver lock' : reserved ? 'a reservation' : 'a lock';
   const at = { staticDir: info.staticDir, tag: info.tag };
   const legacy = info.state === 'legacy' ? ' Legacy locks are never taken over automatically.' : '';
-  const next: NextStep[] = info.state === 'legacy' ? [{ kind: 'force-release', ...at }] : [{ kind: 'wait', ...at }, { kind: 'force-release', ...at }];
+  // A reservation's holder is a person, not a process that may be gone: ask them, or break it knowingly.
+  const last: NextStep = reserved ? { kind: 'ask-owner', ...at } : { kind: 'force-release', ...at };
+  const next: NextStep[] = info.state === 'legacy' ? [{ kind: 'force-release', ...at }] : [{ kind: 'wait', ...at }, last];
   // A stale lock stands in the way only when it could not be taken over: say why.
   const stale = info.state === 'stale' && info.staleReason !== undefined ? ` It is stale (${info.staleReason}).` : '';
   const waiting = line !== undefined && line.ahead.length > 0 ? ` ${capitalized(inLine(line))}.` : '';
