@@ -135,7 +135,7 @@ export const COMMANDS: readonly CommandSpec[] = [
   },
   {
     name: 'status',
-    description: 'show the lock state of one staging area: free, held, stale or legacy, with its holder, and who waits for it in line',
+    description: "show the lock state of one staging area: free, held, stale or legacy, with its holder (for a reservation: its end, its note and whether it is yours), and who waits for it in line",
     arguments: [{ name: '<tag>', description: 'the staging area, relative to the static directory' }],
     load: () => require('./statusCommand') as typeof import('./statusCommand'),
   },
@@ -209,7 +209,7 @@ export const COMMANDS: readonly CommandSpec[] = [
     description:
       'print every build of the static directory (or below SUBPATH) with its lock state, then a line for each change as it happens: ' +
       'a lock taken, released, turned stale or force-released, a build staged or removed; until stopped (Ctrl-C: exit 130). ' +
-      'With --json each line is a JSON object: time, event (snapshot, change or gone), tag, state, holder (user@host), pid, clientId, purpose, token (the fencing token), staleReason. ' +
+      'With --json each line is a JSON object: time, event (snapshot, change or gone), tag, state, holder (user@host), pid, clientId, purpose, token (the fencing token), staleReason, reservedUntil (the end of a reservation). ' +
       'A reader slower than the changes never makes it hold more than the latest line of each build: those it could not write are coalesced, ' +
       'and once the reader catches up a line says how many (event coalesced, with count) before the latest states. It ends, exit 0, when its reader goes (| head -1). ' +
       'It follows the directory as the Devserver Staging extension does: inotify on local filesystems, and polling every 0.75 to 1.5 s on network filesystems (NFS, sshfs, SMB), which see no events for what other machines do. ' +

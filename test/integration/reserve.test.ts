@@ -104,6 +104,21 @@ describe('reservations in the view', function () {
     pick = '1 day';
     await vscode.commands.executeCommand('devserverStaging.extendReservation', await nodeOf('eve/R2'));
     assert.equal((await statusOf('eve/R2')).reservation?.until, before.reservation?.until);
+    // Force Release… names it as a reservation, whose process says nothing; No keeps it.
+    const asked: string[] = [];
+    const confirm = ext.prompts.confirm;
+    ext.prompts.confirm = async (message, detail) => (asked.push(`${message}\n${detail}`), false);
+    try {
+      await vscode.commands.executeCommand('devserverStaging.forceRelease', await nodeOf('eve/R2'));
+    } finally {
+      ext.prompts.confirm = confirm;
+    }
+    assert.equal(asked.length, 1);
+    assert.match(asked[0], /eve\/R2: root@\S+ .*, reserved until .*\. A reservation is held for a person, who may still be using the build\./);
+    assert.doesNotMatch(asked[0], /Its process/);
+    // The note reaches the dialog inert: no escape character, no link.
+    assert.doesNotMatch(asked[0], /\u001b|\]\(command:/);
+    assert.ok(fs.existsSync(lock), 'kept after No');
     fs.chownSync(path.join(lock, work), 0, 0);
     const released = await cli(staticDir, ['release', 'eve/R2']);
     assert.equal(released.code, 0, released.stderr);
