@@ -264,6 +264,21 @@ describe('reservations', function () {
     const status = await cliTimed(staticDir, ['status', tag], { timeoutMs: 20_000 });
     assert.doesNotMatch(status.stdout, /\u001b/);
     assert.match(status.stdout, /reserved until \S+, "x\\u001b\[2J\\nfree eve\/R9"\)/);
+
+    // A record planted with a hostile user and an end whose text hides a line (Date.parse skips the comment).
+    const record = path.join(area, 'devserver.lock', 'owner.json');
+    const planted = { ...(JSON.parse(fs.readFileSync(record, 'utf8')) as Record<string, unknown>), user: 'mallory\u001b[2J', reservedUntil: 'Jan 1 2099 (\nfree  eve/FORGED)' };
+    fs.writeFileSync(record, JSON.stringify(planted));
+    for (const args of [['status', tag], ['list', 'eve'], ['history', tag]]) {
+      const out = await cliTimed(staticDir, args, { timeoutMs: 20_000 });
+      assert.equal(out.code, 0, describeRun(args.join(' '), out));
+      assert.doesNotMatch(out.stdout, /\u001b|^free {2}eve\/FORGED/m, `${args[0]}: ${out.stdout}`);
+    }
+    const json = await statusOf(staticDir, tag);
+    // Held until at most 30 days past when it was taken, its end written anew.
+    assert.equal(json.state, 'held');
+    assert.ok(Date.parse(json.reservation!.until) <= Date.parse(json.holder!.acquiredAt) + 30 * 86_400_000, json.reservation!.until);
+    assert.match(json.reservation!.until, /^\d{4}-\d\d-\d\dT[\d:.]+Z$/);
   });
 });
 
