@@ -230,8 +230,19 @@ describe('reservations', function () {
       report(`${verb} paused after its check, then ${current.holder!.token.slice(0, 6)} force-released and ${fresh.holder!.token.slice(0, 6)} reserved: refused, new lock intact`);
     }
     // A caller that names the instance it was shown is refused once another is there.
-    await rejectsWith(releaseReservation(staticDir, tag, { token: oldToken }), 'ENOTHELD', 'no longer there');
-    await rejectsWith(extendReservation(staticDir, tag, { token: oldToken, forMs: 60_000 }), 'ENOTHELD', 'no longer there');
+    const errors = [
+      await rejectsWith(releaseReservation(staticDir, tag, { token: oldToken }), 'ENOTHELD', 'no longer there'),
+      await rejectsWith(extendReservation(staticDir, tag, { token: oldToken, forMs: 60_000 }), 'ENOTHELD', 'no longer there'),
+      await rejectsWith(acquire(staticDir, tag, { createOnce: false }), 'ELOCKED', 'a reservation by'),
+    ];
+    // In the core's words: no flag or command, and the next steps as data.
+    for (const e of errors) {
+      assert.doesNotMatch(e.message, CLI_HINT, e.message);
+      assert.ok(e.next !== undefined && e.next.length > 0, e.message);
+      assert.equal(e.message, `${e.facts} ${nextStepWords(e.next)}`);
+    }
+    assert.deepEqual(errors[0].next, [{ kind: 'reserve-again', staticDir, tag }]);
+    assert.deepEqual(errors[2].next, [{ kind: 'wait', staticDir, tag }, { kind: 'ask-owner', staticDir, tag }]);
     assert.equal((await inspect(staticDir, tag)).state, 'held');
   });
 
