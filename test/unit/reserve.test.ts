@@ -11,9 +11,9 @@ import { strict as assert } from 'assert';
 import { spawnSync } from 'child_process';
 import * as fs from 'fs';
 import * as path from 'path';
-import { type Timed, cliTimed, describeRun, hasTool, pidAlive, runTimed } from '../attack';
+import { type Timed, areaJunk, cliTimed, describeRun, hasTool, pidAlive, runTimed } from '../attack';
 import { type SshfsExport, startSshfs, whyNoSshfs } from '../sshfs';
-import { CLI, CLI_HINT, cleanup, isRoot, rejectsWith, report, run, tempDir, waitFor } from '../helpers';
+import { CLI, CLI_HINT, WORKERS, cleanup, isRoot, rejectsWith, report, run, tempDir, waitFor } from '../helpers';
 import { acquire } from '../../src/core/lock/lock';
 import { inspect } from '../../src/core/lock/inspect';
 import { history } from '../../src/core/log/history';
@@ -244,6 +244,34 @@ describe('reservations', function () {
     assert.deepEqual(errors[0].next, [{ kind: 'reserve-again', staticDir, tag }]);
     assert.deepEqual(errors[2].next, [{ kind: 'wait', staticDir, tag }, { kind: 'ask-owner', staticDir, tag }]);
     assert.equal((await inspect(staticDir, tag)).state, 'held');
+  });
+
+  it('of 4 owners releasing one reservation at once while another waits to reserve it, exactly one releases it, and the new reservation stands, 10 times', async () => {
+    const ROUNDS = 10;
+    const RELEASERS = 4;
+    let rounds = 0;
+    for (let round = 0; round < ROUNDS; round++) {
+      const old = await reserve(staticDir, tag, { forMs: 3_600_000, note: `round ${round}` });
+      const racers = [
+        run(process.execPath, [path.join(WORKERS, 'reservation-racer.js'), staticDir, tag, 'reserve']),
+        ...Array.from({ length: RELEASERS }, () => run(process.execPath, [path.join(WORKERS, 'reservation-racer.js'), staticDir, tag, 'release', old.holder!.token])),
+      ];
+      const outcomes = (await Promise.all(racers)).map((r) => JSON.parse(r.stdout) as { what: string; ok: boolean; code?: string; token?: string });
+      const released = outcomes.filter((o) => o.what === 'release' && o.ok);
+      const refused = outcomes.filter((o) => o.what === 'release' && !o.ok);
+      assert.equal(released.length, 1, `round ${round}: ${JSON.stringify(outcomes)}`);
+      assert.deepEqual(refused.map((o) => o.code), Array(RELEASERS - 1).fill('ENOTHELD'), `round ${round}`);
+      const waiter = outcomes[0];
+      assert.ok(waiter.ok && waiter.token !== undefined && waiter.token !== old.holder!.token, `round ${round}: the waiter reserved anew: ${JSON.stringify(waiter)}`);
+      // The kernel's word: the lock in place is the waiter's, whole, and nothing was left about.
+      const now = await inspect(staticDir, tag);
+      assert.equal(now.holder?.token, waiter.token, `round ${round}`);
+      assert.equal(now.reservation?.ended, false);
+      assert.deepEqual(areaJunk(area), [], `round ${round}`);
+      await releaseReservation(staticDir, tag);
+      rounds++;
+    }
+    assert.equal(rounds, ROUNDS);
   });
 
   it('refuses lengths of zero, below zero, without a unit and over 30 days, naming the input and what to do', async () => {
