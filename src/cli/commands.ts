@@ -87,7 +87,7 @@ export const GLOBAL_OPTIONS: readonly OptionSpec[] = [
 ];
 
 export const TOOL_HELP_AFTER = `
-Exit codes: 0 success; 2 usage error or bad tag; 3 held by another (holder on stderr); 1 other errors.
+Exit codes: 0 success; 2 usage error, bad tag or duration; 3 held by another (holder on stderr), or reserved by another user; 1 other errors.
 'verify' exits 0 when the build is intact and 1 when it is damaged (each problem on stdout).
 'lock' exits with the exit code of its command; 'lock' and 'stage' exit 128 + the signal when
 stopped by one while waiting or staging: 130 for Ctrl-C, 143 for SIGTERM, 129 for SIGHUP.
@@ -135,7 +135,7 @@ export const COMMANDS: readonly CommandSpec[] = [
   },
   {
     name: 'status',
-    description: 'show the lock state of one staging area: free, held, stale or legacy, with its holder, and who waits for it in line',
+    description: "show the lock state of one staging area: free, held, stale or legacy, with its holder (for a reservation: its end, its note and whether it is yours), and who waits for it in line",
     arguments: [{ name: '<tag>', description: 'the staging area, relative to the static directory' }],
     load: () => require('./statusCommand') as typeof import('./statusCommand'),
   },
@@ -209,7 +209,7 @@ export const COMMANDS: readonly CommandSpec[] = [
     description:
       'print every build of the static directory (or below SUBPATH) with its lock state, then a line for each change as it happens: ' +
       'a lock taken, released, turned stale or force-released, a build staged or removed; until stopped (Ctrl-C: exit 130). ' +
-      'With --json each line is a JSON object: time, event (snapshot, change or gone), tag, state, holder (user@host), pid, clientId, purpose, token (the fencing token), staleReason. ' +
+      'With --json each line is a JSON object: time, event (snapshot, change or gone), tag, state, holder (user@host), pid, clientId, purpose, token (the fencing token), staleReason, reservedUntil (the end of a reservation). ' +
       'A reader slower than the changes never makes it hold more than the latest line of each build: those it could not write are coalesced, ' +
       'and once the reader catches up a line says how many (event coalesced, with count) before the latest states. It ends, exit 0, when its reader goes (| head -1). ' +
       'It follows the directory as the Devserver Staging extension does: inotify on local filesystems, and polling every 0.75 to 1.5 s on network filesystems (NFS, sshfs, SMB), which see no events for what other machines do. ' +
@@ -261,6 +261,32 @@ export const COMMANDS: readonly CommandSpec[] = [
       { flags: '--limit <n>', description: 'only the newest N events', parse: count },
     ],
     load: () => require('./historyCommand') as typeof import('./historyCommand'),
+  },
+  {
+    name: 'reserve',
+    summary: 'hold the lock of a build for a person until a time (--for 4h), and return at once',
+    description:
+      'take the lock of the existing build TAG for a person rather than a process, and return at once: it stays held until DURATION from now, ' +
+      'whatever becomes of this process, then it is stale and anyone may take it. ' +
+      'It excludes lock, stage, destroy, the extension and the Python devserver exactly as any lock does, and waits in line as lock does (--wait). ' +
+      'With --extend, move the end of your own reservation of TAG to DURATION from now instead (one that has ended is reserved anew). ' +
+      "Yours means your user owns the reservation's work directory; others can break it only with force-release. Release it with release.",
+    arguments: [{ name: '<tag>', description: 'the build, relative to the static directory' }],
+    options: [
+      { flags: '--for <duration>', description: 'how long it lasts: 90m, 4h, 1d, 1d12h (more than 0, at most 30d)' },
+      { flags: '--note <text>', description: 'what it is for, shown to others beside the build (such as: flashing DUT-3)' },
+      { flags: '--extend', description: 'move the end of your own reservation of TAG to DURATION from now' },
+      WAIT,
+    ],
+    check: (o) =>
+      o.for === undefined ? 'reserve needs --for DURATION, such as --for 4h' : o.extend === true && (o.wait !== 0 || o.note !== undefined) ? '--extend takes only --for' : undefined,
+    load: () => require('./reserveCommand') as typeof import('./reserveCommand'),
+  },
+  {
+    name: 'release',
+    description: "release your own reservation of TAG (made with reserve). Another user's reservation, or a lock held by a process, is refused: see force-release.",
+    arguments: [{ name: '<tag>', description: 'the build, relative to the static directory' }],
+    load: () => require('./releaseCommand') as typeof import('./releaseCommand'),
   },
   {
     name: 'force-release',

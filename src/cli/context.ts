@@ -84,8 +84,8 @@ export class CommandContext {
 function exitCodeOf(err: unknown): number {
   if (err instanceof Interrupted) return err.exitCode;
   if (isStagingError(err)) {
-    if (err.code === 'EBADTAG' || err.code === 'EBADSTATICDIR') return EXIT.usage;
-    if (err.code === 'ELOCKED') return EXIT.locked;
+    if (err.code === 'EBADTAG' || err.code === 'EBADSTATICDIR' || err.code === 'EBADDURATION') return EXIT.usage;
+    if (err.code === 'ELOCKED' || err.code === 'ENOTOWNER') return EXIT.locked;
   }
   return EXIT.error;
 }

@@ -11,7 +11,7 @@ import type { ListEntry, LockInfo, QueueEntry } from '../core/base/types';
 export { formatDuration };
 
 function holderShort(info: LockInfo): string {
-  if (info.holder !== undefined) return `${printable(info.holder.user)}@${printable(info.holder.hostname)}:${info.holder.pid}`;
+  if (info.holder !== undefined) return `${printable(info.holder.user)}@${printable(info.holder.hostname)}${info.reservation !== undefined ? '' : `:${info.holder.pid}`}`;
   if (info.legacy !== undefined) return `python@${printable(info.legacy.hostname)}${info.legacy.pid !== undefined ? `:${info.legacy.pid}` : ''}`;
   return info.state === 'free' ? '' : '?';
 }
@@ -20,10 +20,10 @@ export function formatList(entries: readonly ListEntry[]): string {
   if (entries.length === 0) return '(no staging areas)\n';
   // A folder has no lock of its own: it says what it is, not "free".
   const rows = entries.map((e) => [
-    e.kind === 'folder' ? 'folder' : e.state,
+    e.kind === 'folder' ? 'folder' : e.reservation !== undefined && e.state === 'held' ? 'reserved' : e.state,
     printable(e.tag),
     holderShort(e),
-    e.state === 'free' ? '' : formatDuration(e.heartbeatAgeMs),
+    e.reservation !== undefined ? `until ${printableTime(e.reservation.until)}` : e.state === 'free' ? '' : formatDuration(e.heartbeatAgeMs),
     printable(e.holder?.purpose ?? ''),
   ]);
   const header = ['STATE', 'TAG', 'HOLDER', 'HEARTBEAT', 'PURPOSE'];
@@ -54,7 +54,11 @@ export function formatStatus(info: LockInfo, queue: readonly QueueEntry[] = []):
   } else if (info.state !== 'free') {
     lines.push('  holder:     unknown (no holder record)');
   }
-  if (info.state !== 'free') lines.push(`  heartbeat:  ${formatDuration(info.heartbeatAgeMs)} ago`);
+  const r = info.reservation;
+  if (r !== undefined) {
+    const whose = r.mine === true ? 'yours' : r.ownerUid !== undefined ? `uid ${r.ownerUid}'s` : 'owner unknown';
+    lines.push(`  reserved:   until ${printableTime(r.until)} (${r.ended ? 'ended' : `${formatDuration(r.leftMs)} left`}; ${whose})`);
+  } else if (info.state !== 'free') lines.push(`  heartbeat:  ${formatDuration(info.heartbeatAgeMs)} ago`);
   if (info.holderAlive !== undefined) lines.push(`  process:    ${info.holderAlive ? 'running' : 'gone'}`);
   if (info.command !== undefined) lines.push(`  command:    pid ${info.command.pid}, ${info.commandAlive === true ? 'still running: the lock lasts until it ends' : 'ended'}`);
   if (info.staleReason !== undefined) lines.push(`  stale:      ${messageText(info.staleReason)}`);

@@ -61,7 +61,8 @@ function details(e: HistoryEvent): string {
     const n = e.problems ?? 0;
     parts.push(`${e.ok === true ? 'OK' : `DAMAGED: ${n} problem${n === 1 ? '' : 's'}`}, ${e.files ?? 0} file${e.files === 1 ? '' : 's'}, ${formatBytes(e.bytes ?? 0)}`);
   }
-  if (e.kind === 'acquired' && e.holder.purpose !== undefined) parts.push(`for ${printable(e.holder.purpose)}`);
+  if (e.reservedUntil !== undefined) parts.push(`${e.kind === 'released' ? 'reserved' : 'until'} ${e.kind === 'released' ? `until ${printableTime(e.reservedUntil)}` : printableTime(e.reservedUntil)}`);
+  if ((e.kind === 'acquired' || e.kind === 'reserved' || e.kind === 'extended') && e.holder.purpose !== undefined) parts.push(`for ${printable(e.holder.purpose)}`);
   if (e.reason !== undefined) parts.push(printable(e.reason));
   return parts.join(', ');
 }

@@ -5,14 +5,14 @@
 import { spawn } from 'child_process';
 import * as os from 'os';
 import { acquire, type AcquireOptions } from '../core/lock/lock';
-import { isStagingError } from '../core/base/errors';
 import { explainLoss, lossSentence } from '../core/loss';
 import { flushHistory } from '../core/log/history';
 import { processStartOf } from '../core/base/holder';
 import { CommandRecordFile, isGroupAlive } from '../core/lock/lifetime';
 import { commandMain } from './context';
 import { queueNotice } from './format';
-import { Interrupted, STOPPING, messageLine, printable, stderr } from './output';
+import { messageLine, printable, stderr } from './output';
+import { stoppableWait } from './stopWait';
 
 /** Time a command gets to exit after SIGTERM before it is killed. */
 const KILL_GRACE_MS = 5_000;
@@ -79,22 +79,7 @@ export async function runLocked(
   say: (message: string) => void,
 ): Promise<number> {
   // Ctrl-C, SIGTERM or SIGHUP while waiting for the lock stops the wait; the tool then exits 128 + that signal.
-  const waitAbort = new AbortController();
-  let stoppedBy: NodeJS.Signals | undefined;
-  const stopWaiting = (signal: NodeJS.Signals): void => {
-    stoppedBy ??= signal;
-    waitAbort.abort(new Error(`interrupted by ${signal}`));
-  };
-  for (const s of STOPPING) process.on(s, stopWaiting);
-  let lease;
-  try {
-    lease = await acquire(staticDir, tag, { ...options, signal: waitAbort.signal });
-  } catch (err) {
-    if (isStagingError(err, 'ECANCELED') && stoppedBy !== undefined) throw new Interrupted(err, stoppedBy);
-    throw err;
-  } finally {
-    for (const s of STOPPING) process.off(s, stopWaiting);
-  }
+  const lease = await stoppableWait((signal) => acquire(staticDir, tag, { ...options, signal }));
 
   const [command, ...args] = argv;
   const env: NodeJS.ProcessEnv = { ...process.env, DEVSERVER_STAGING_DIR: lease.dir, DEVSERVER_STAGING_TAG: lease.tag };

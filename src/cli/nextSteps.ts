@@ -35,6 +35,12 @@ function stepText(step: NextStep): string {
       return 'raise the size limit (--max-size) if the build really is that large';
     case 'give-static-dir':
       return 'pass --static-dir DIR or set DEVSERVER_STATIC_DIR';
+    case 'give-duration':
+      return `pass --for with a unit, such as --for 90m, --for 4h or --for 1d (at most ${step.maxDays}d)`;
+    case 'reserve-again':
+      return `reserve it anew (devserver-stage reserve ${tagOf(step.tag)} --for DURATION)`;
+    case 'ask-owner':
+      return `ask its owner to release it (devserver-stage release ${tagOf(step.tag)}), or force-release it (devserver-stage force-release ${tagOf(step.tag)})`;
   }
 }
 

@@ -9,7 +9,7 @@
  * holds a record per build, however long the reader lags and however fast the builds change.
  */
 import type { AreaRecord } from '../core/watch/records';
-import { jsonText, messageText, printable } from './output';
+import { jsonText, messageText, printable, printableTime } from './output';
 
 /** One line of the output: a build as it is now, or that it is gone. */
 export interface WatchLine {
@@ -30,6 +30,8 @@ export interface WatchLine {
   /** The fencing token of the lock. */
   token?: number;
   staleReason?: string;
+  /** A reservation: when it ends (ISO 8601, the filesystem's clock). */
+  reservedUntil?: string;
   /** For `coalesced`: how many updates the lines that follow stand for, beyond themselves. */
   count?: number;
 }
@@ -49,12 +51,13 @@ export function lineOf(r: AreaRecord | undefined, tag: string, event: 'snapshot'
     out.holder = e.legacy.hostname;
     if (e.legacy.pid !== undefined) out.pid = e.legacy.pid;
   }
+  if (e?.reservation !== undefined) out.reservedUntil = e.reservation.until;
   if (e?.staleReason !== undefined) out.staleReason = e.staleReason;
   return out;
 }
 
 /** What a line shows of a build: when it differs, a line is due. */
-export const keyOfLine = (l: WatchLine): string => [l.state, l.holder, l.pid, l.clientId, l.token].join('\0');
+export const keyOfLine = (l: WatchLine): string => [l.state, l.holder, l.pid, l.clientId, l.token, l.reservedUntil].join('\0');
 
 /** A line as text: every field a co-user wrote escaped (`printable`, `messageText`), one line whatever they hold. */
 export function textOf(l: WatchLine): string {
@@ -62,7 +65,8 @@ export function textOf(l: WatchLine): string {
     return `${l.time}  (${l.count} update${l.count === 1 ? ' was' : 's were'} coalesced while the reader was behind; the latest state of each build follows)\n`;
   }
   const parts = [l.time, printable(l.tag ?? ''), l.event === 'gone' ? 'gone' : (l.state ?? '')];
-  if (l.holder !== undefined) parts.push(printable(l.holder) + (l.pid !== undefined ? ` pid ${l.pid}` : ''));
+  if (l.holder !== undefined) parts.push(printable(l.holder) + (l.reservedUntil !== undefined ? ` reserved until ${printableTime(l.reservedUntil)}` : l.pid !== undefined ? ` pid ${l.pid}` : ''));
+  if (l.reservedUntil !== undefined && l.purpose !== undefined) parts.push(printable(l.purpose));
   if (l.token !== undefined) parts.push(`token ${l.token}`);
   if (l.staleReason !== undefined) parts.push(`(${messageText(l.staleReason)})`);
   return `${parts.join('  ')}\n`;

@@ -108,7 +108,7 @@ export async function forceRelease(staticDir: string, tag: string, options: Forc
 }
 
 /** Opens an existing area through descriptors, following links only to directories inside the static directory. */
-async function openExisting(area: Area): Promise<Dir> {
+export async function openExisting(area: Area): Promise<Dir> {
   const root = await openDir(area.realStaticDir, true);
   try {
     return await openPath(root, area.realStaticDir, area.segments, area.tag);

@@ -16,6 +16,9 @@ import { openArtifactCommand } from './commands/openArtifact';
 import { openInTerminalCommand } from './commands/openInTerminal';
 import { refreshCommand } from './commands/refresh';
 import { releaseWindowLockCommand } from './commands/releaseWindowLock';
+import { reserveCommand } from './commands/reserve';
+import { extendReservationCommand } from './commands/extendReservation';
+import { releaseReservationCommand } from './commands/releaseReservation';
 import { removeStaticDirCommand } from './commands/removeStaticDir';
 import { revealInExplorerCommand } from './commands/revealInExplorer';
 import { showLogCommand } from './commands/showLog';
@@ -131,6 +134,9 @@ export function activate(context: vscode.ExtensionContext): DevserverStagingApi 
     lockForWindowCommand(commands),
     lockWhenFreeCommand(commands),
     releaseWindowLockCommand(commands),
+    reserveCommand(commands),
+    extendReservationCommand(commands),
+    releaseReservationCommand(commands),
     forceReleaseCommand(commands),
     forceReleaseAllStaleCommand(commands),
     destroyCommand(commands),

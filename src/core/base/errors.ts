@@ -20,6 +20,8 @@ export type ErrorCode =
   | 'ECORRUPT' // a record the tool keeps in an area (the manifest) is damaged: not JSON, or an entry of the wrong shape
   | 'ENOMANIFEST' // the build has no manifest, so there is nothing to verify it against
   | 'ENESTED' // the tag lies inside an existing build: builds are not staged inside builds
+  | 'EBADDURATION' // a reservation's length is not a duration, not above zero, or longer than allowed
+  | 'ENOTOWNER' // extending or releasing a reservation that another user owns
   | 'EUNFINISHED' // the area holds a staging cut off mid-commit whose undo could not finish yet (a full disk, an I/O error); nothing of it is lost
   | 'EIO'; // any other filesystem failure, with the cause attached
 
@@ -48,7 +50,13 @@ export type NextStep =
   /** Raise the size limit of one staging, now `maxBytes`. */
   | { kind: 'raise-size-limit'; maxBytes: number }
   /** Name a static directory: none was given. */
-  | { kind: 'give-static-dir' };
+  | { kind: 'give-static-dir' }
+  /** Give a reservation's length: a number with a unit, at most `maxDays` days. */
+  | { kind: 'give-duration'; maxDays: number }
+  /** Reserve `tag` anew (the reservation meant has ended or was removed). */
+  | { kind: 'reserve-again'; staticDir: string; tag: string }
+  /** Ask the reservation's owner to release it (or force-release it). */
+  | { kind: 'ask-owner'; staticDir: string; tag: string };
 
 /** Which failure of its code an error is, where callers tell them apart. */
 export type ErrorReason =
@@ -125,6 +133,12 @@ function stepWords(step: NextStep): string {
       return 'raise the size limit if the build really is that large';
     case 'give-static-dir':
       return 'give the static directory to use';
+    case 'give-duration':
+      return `give a length with its unit, such as 90m, 4h or 1d, of at most ${step.maxDays} days`;
+    case 'reserve-again':
+      return 'reserve it anew';
+    case 'ask-owner':
+      return 'ask its owner to release it';
   }
 }
 

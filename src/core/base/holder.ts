@@ -108,6 +108,8 @@ export interface HolderOptions {
   staleMs: number;
   refreshMs: number;
   acquiredAtMs: number;
+  /** A reservation: it ends this long after `acquiredAtMs`. */
+  reserveForMs?: number;
 }
 
 /** This process as the author of a record (a lock's owner record, the audit log, the history). */
@@ -133,6 +135,7 @@ export function makeHolder(o: HolderOptions): Holder {
     tool: TOOL,
   };
   if (o.purpose !== undefined && o.purpose !== '') holder.purpose = o.purpose;
+  if (o.reserveForMs !== undefined) holder.reservedUntil = new Date(o.acquiredAtMs + o.reserveForMs).toISOString();
   if (m.bootId !== undefined) holder.bootId = m.bootId;
   if (m.pidNamespace !== undefined) holder.pidNamespace = m.pidNamespace;
   ownStart ??= { value: processStartOf(PID) };
@@ -170,7 +173,7 @@ export function parseHolder(text: string): Holder | undefined {
   };
   const fence = num('fence');
   if (fence !== undefined && Number.isSafeInteger(fence) && fence > 0) h.fence = fence;
-  for (const k of ['purpose', 'bootId', 'pidNamespace', 'processStart', 'tool'] as const) {
+  for (const k of ['purpose', 'bootId', 'pidNamespace', 'processStart', 'tool', 'reservedUntil'] as const) {
     const v = str(k);
     if (v !== undefined) h[k] = v;
   }

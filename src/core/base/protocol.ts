@@ -22,6 +22,13 @@ export const COMMAND_FILE = 'command.json';
  * while it is there the commit is unfinished, and the next holder undoes it (see commit.ts).
  */
 export const COMMIT_FILE = 'commit.json';
+/**
+ * A reservation's end as its owner last moved it, in its work directory
+ * (`devserver.lock/work.<token>/reservation.json`): the owner record is never rewritten.
+ */
+export const RESERVATION_FILE = 'reservation.json';
+/** The longest a reservation may last, or be moved to last from now. */
+export const MAX_RESERVATION_MS = 30 * 86_400_000;
 /** Siblings of the lock used while taking over or removing it. */
 export const CLAIM_PREFIX = `${LOCK_NAME}.claim.`;
 export const LOCK_TRASH_PREFIX = `${LOCK_NAME}.trash.`;

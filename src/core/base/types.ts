@@ -31,6 +31,12 @@ export interface Holder {
   processStart?: string;
   /** The tool and version that wrote this record. */
   tool?: string;
+  /**
+   * A reservation (a lock held for a person, not a process): when it ends, ISO 8601 in the
+   * filesystem's clock. Until then the lock is held whatever its holder's process and heartbeat
+   * say; after it, stale. Its note is `purpose`. The end may have been moved since (reservation.ts).
+   */
+  reservedUntil?: string;
 }
 
 /**
@@ -92,6 +98,22 @@ export interface LockInfo {
   command?: CommandRecord;
   /** Whether that command or its process group still runs: then the lock is still held. */
   commandAlive?: boolean;
+  /** Present when the lock is a reservation: held until its end, stale after it. */
+  reservation?: ReservationInfo;
+}
+
+/** A reservation as a judge sees it. */
+export interface ReservationInfo {
+  /** When it ends, ISO 8601 in the filesystem's clock: the end its owner last set. */
+  until: string;
+  /** Whether it has ended, by the filesystem's clock. */
+  ended: boolean;
+  /** How long it has left, by the filesystem's clock (0 once ended). */
+  leftMs: number;
+  /** The user id that owns its work directory, as the kernel reports it: whose reservation it is. */
+  ownerUid?: number;
+  /** Whether that is this process's user id. */
+  mine?: boolean;
 }
 
 export interface ListEntry extends LockInfo {

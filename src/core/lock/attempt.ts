@@ -82,6 +82,7 @@ export async function tryAcquire(
     fence,
     ...(options.clientId !== undefined ? { clientId: options.clientId } : {}),
     ...(options.purpose !== undefined ? { purpose: options.purpose } : {}),
+    ...(options.reserveForMs !== undefined ? { reserveForMs: options.reserveForMs } : {}),
   });
   const lockPath = lockPathOf(area.dir);
   const state: LockFsState = {

@@ -6,10 +6,11 @@ import * as path from 'path';
 import { isWithin, openDir, readRecord, whereIs, type Dir } from '../fs/anchored';
 import { randomHex } from '../base/crypto';
 import { asStagingError, errnoCode } from '../base/errors';
-import { printable } from '../base/format';
+import { printable, printableTime } from '../base/format';
 import { isOnThisMachine, parseHolder } from '../base/holder';
 import { cachesAttributes, lstatOf, statOf } from '../fs/io';
 import { isLockAlive } from './lifetime';
+import { judgeReservation } from './reservation';
 import { probesAllowed } from '../base/probes';
 import { LOCK_NAME, LOCK_PROBE_PREFIX, MAX_OWNER_BYTES, OWNER_FILE, WORK_PREFIX, thresholdOf } from '../base/protocol';
 import { decodeName, fsPath } from '../base/rawNames';
@@ -113,6 +114,14 @@ export async function judgeLock(
     }
     const acquired = Date.parse(holder.acquiredAt);
     if (Number.isFinite(acquired)) info.ageMs = Math.max(0, nowFsMs - acquired);
+  }
+  // A reservation lasts until its end, whatever its (long gone) process or heartbeat say.
+  const reservation = holder?.reservedUntil !== undefined ? await judgeReservation(lockPath, holder, nowFsMs) : undefined;
+  if (reservation !== undefined) {
+    info.reservation = reservation;
+    info.state = reservation.ended ? 'stale' : 'held';
+    if (reservation.ended) info.staleReason = `its reservation ended at ${printableTime(reservation.until)}`;
+    return { info, identity };
   }
   // Honour the holder's own threshold when it is longer: it refreshes on its schedule, not ours.
   const threshold = thresholdOf(timing, holder?.staleMs);

@@ -122,9 +122,9 @@ export class Lease extends EventEmitter<LeaseEvents> {
   }
 
   /** @internal Records a transition of this lease in the area's history; never rejects. */
-  record(kind: 'acquired' | 'released' | 'lost' | 'destroyed' | 'staged', extra: Partial<NewHistoryEvent> = {}): Promise<void> {
+  record(kind: 'acquired' | 'released' | 'lost' | 'destroyed' | 'staged' | 'reserved', extra: Partial<NewHistoryEvent> = {}): Promise<void> {
     if (!this.adopted) return Promise.resolve();
-    const held = kind === 'acquired' || kind === 'staged' ? {} : { heldMs: Date.now() - this.adoptedAtMs };
+    const held = kind === 'acquired' || kind === 'staged' || kind === 'reserved' ? {} : { heldMs: Date.now() - this.adoptedAtMs };
     return recordHistory(this.staticDir, { tag: this.tag, kind, holder: actorOf(this.holder), fence: this.fence, ...held, ...extra }, this.warn, this.segment);
   }
 
@@ -202,6 +202,33 @@ export class Lease extends EventEmitter<LeaseEvents> {
       () => undefined,
       (err: unknown) => asStagingError(err, 'destroy', this.dir),
     );
+  }
+
+  /**
+   * @internal Lets go of a reservation's lock without removing it (reserve.ts): the heartbeat
+   * stops and the descriptors close, and the lock stays in place, held until the end its record
+   * names. ECOMPROMISED if it was lost meanwhile.
+   */
+  async leaveReserved(): Promise<void> {
+    if (this.status !== 'held' || this.unlock === undefined || held.get(this.lockPath) !== this) {
+      if (this.status === 'held') this.lose(new Error('it was removed or replaced by another'));
+      this.closeDirs();
+      throw this.lostReason ?? new StagingError('ENOTHELD', `The lock on ${this.dir} was already released.`, { path: this.lockPath });
+    }
+    // proper-lockfile removes the lock through our rmdir: that removal is to leave it in place.
+    this.fsState.removeHook = () => Promise.resolve();
+    this.status = 'released';
+    held.delete(this.lockPath);
+    try {
+      await this.unlock();
+    } catch (err) {
+      this.status = 'held';
+      this.lose(err);
+      this.closeDirs();
+      throw this.lostReason!;
+    }
+    await this.record('reserved', { reservedUntil: this.holder.reservedUntil });
+    this.closeDirs();
   }
 
   /** Releases the lock; with `destroy`, removes the staging area too (atomically, see remove.ts). */

@@ -21,6 +21,8 @@ export interface AcquireOptions extends Partial<Timing>, HistoryOptions {
    * in all, when it joins the line and each time either changes.
    */
   onQueue?: OnQueue;
+  /** @internal A reservation (reserve.ts): the lock's record says it ends this long after it was taken. */
+  reserveForMs?: number;
 }
 
 /** The area as `acquire` opened it: the lease keeps its descriptors until it ends. */

@@ -5,18 +5,20 @@
 import * as path from 'path';
 import { fsClockSkew } from '../fs/clock';
 import { StagingError, type NextStep } from '../base/errors';
-import { printable } from '../base/format';
+import { printable, printableTime } from '../base/format';
 import { judgeLock, lockPathOf } from './judge';
 import type { OpenedLockArea } from './options';
 import type { NestingConflict } from './nesting';
 import { describeWaiter } from './queue';
 import type { Area } from '../fs/tags';
-import type { LockInfo, QueueEntry, Timing } from '../base/types';
+import type { LockInfo, QueueEntry, ReservationInfo, Timing } from '../base/types';
 
-export function describeHolder(info: Pick<LockInfo, 'state' | 'holder' | 'legacy' | 'unreadable'>): string {
+export function describeHolder(info: Pick<LockInfo, 'state' | 'holder' | 'legacy' | 'unreadable'> & { reservation?: ReservationInfo }): string {
   if (info.holder !== undefined) {
     const h = info.holder;
-    return `${printable(h.user)}@${printable(h.hostname)} (pid ${h.pid}${h.purpose !== undefined ? `, ${printable(h.purpose)}` : ''})`;
+    const note = h.purpose !== undefined ? `, ${printable(h.purpose)}` : '';
+    if (info.reservation !== undefined) return `${printable(h.user)}@${printable(h.hostname)} (reserved until ${printableTime(info.reservation.until)}${note})`;
+    return `${printable(h.user)}@${printable(h.hostname)} (pid ${h.pid}${note})`;
   }
   if (info.legacy !== undefined) {
     return `the Python devserver on ${printable(info.legacy.hostname)}${info.legacy.pid !== undefined ? ` (pid ${info.legacy.pid})` : ''}`;
@@ -26,10 +28,13 @@ export function describeHolder(info: Pick<LockInfo, 'state' | 'holder' | 'legacy
 }
 
 export function lockedError(info: LockInfo, line?: { shown: string; ahead: readonly QueueEntry[] }): StagingError {
-  const what = info.state === 'legacy' ? 'a legacy devserver lock' : 'a lock';
+  const reserved = info.state === 'held' && info.reservation !== undefined;
+  const what = info.state === 'legacy' ? 'a legacy devserver lock' : reserved ? 'a reservation' : 'a lock';
   const at = { staticDir: info.staticDir, tag: info.tag };
   const legacy = info.state === 'legacy' ? ' Legacy locks are never taken over automatically.' : '';
-  const next: NextStep[] = info.state === 'legacy' ? [{ kind: 'force-release', ...at }] : [{ kind: 'wait', ...at }, { kind: 'force-release', ...at }];
+  // A reservation's holder is a person, not a process that may be gone: ask them, or break it knowingly.
+  const last: NextStep = reserved ? { kind: 'ask-owner', ...at } : { kind: 'force-release', ...at };
+  const next: NextStep[] = info.state === 'legacy' ? [{ kind: 'force-release', ...at }] : [{ kind: 'wait', ...at }, last];
   // A stale lock stands in the way only when it could not be taken over: say why.
   const stale = info.state === 'stale' && info.staleReason !== undefined ? ` It is stale (${info.staleReason}).` : '';
   const waiting = line !== undefined && line.ahead.length > 0 ? ` ${capitalized(inLine(line))}.` : '';

@@ -17,6 +17,8 @@ export async function sameLock(known: AreaRecord | undefined, work: { probes: nu
   // A stale lock that is touched again may have a live holder once more; a lock judged before
   // its holder had written the owner record has a holder to show now.
   if (e.state === 'stale' || (e.state === 'held' && e.holder === undefined)) return false;
+  // A reservation has no heartbeat: a touch of its lock is its owner moving its end (reserve.ts).
+  if (e.reservation !== undefined) return false;
   work.probes++;
   const st = await fs.promises.lstat(fsPath(e.lockPath)).catch(() => null);
   if ((st === null ? undefined : lockIdOf(st)) !== e.lockId) return false;

@@ -36,7 +36,7 @@ export class StaleTimers {
     for (const r of this.locked) {
       if (r.lock?.state !== 'held') continue;
       next = Math.min(next, this.expiresAt(r.lock, r.judgedAt));
-      if (r.lock.holder !== undefined && isOnThisMachine(r.lock.holder)) local = true;
+      if (r.lock.holder !== undefined && r.lock.reservation === undefined && isOnThisMachine(r.lock.holder)) local = true;
     }
     if (next !== Infinity) {
       // A little past the expiry, so that the judge agrees it has passed; never past Node's
@@ -53,6 +53,8 @@ export class StaleTimers {
 
   /** When a held lock, judged at `at`, turns stale unless a heartbeat comes first. */
   private expiresAt(entry: ListEntry, at: number): number {
+    // A reservation ends when it says, whatever its heartbeat.
+    if (entry.reservation !== undefined) return at + entry.reservation.leftMs;
     return at + thresholdOf(this.timing(), entry.holder?.staleMs) - (entry.heartbeatAgeMs ?? 0);
   }
 
@@ -73,7 +75,7 @@ export class StaleTimers {
   private checkLiveness(): void {
     for (const r of this.locked) {
       const h = r.lock?.holder;
-      if (r.lock?.state === 'held' && h !== undefined && isOnThisMachine(h) && !isHolderAlive(h)) this.due(r);
+      if (r.lock?.state === 'held' && r.lock.reservation === undefined && h !== undefined && isOnThisMachine(h) && !isHolderAlive(h)) this.due(r);
     }
   }
 

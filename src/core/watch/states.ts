@@ -36,7 +36,8 @@ export interface Warnings {
 /** What a tree item shows of a lock; anything else (heartbeat age) may change silently. */
 function stateKey(e: ListEntry | undefined): string {
   if (e === undefined) return '';
-  return [e.kind, e.state, e.holder?.token ?? '', e.holder?.clientId ?? '', e.legacy?.pidAndHash ?? '', e.exists].join('\0');
+  // A reservation's end and owner are on its row: a moved end or another owner is a change.
+  return [e.kind, e.state, e.holder?.token ?? '', e.holder?.clientId ?? '', e.legacy?.pidAndHash ?? '', e.exists, e.reservation?.until ?? '', e.reservation?.mine ?? ''].join('\0');
 }
 
 export class LockStates implements Disposable {

@@ -61,6 +61,12 @@ function stepAction(step: NextStep, err: StagingError, where: Where): ErrorActio
       return where(step.dir) !== undefined ? cleanUpAction(step.dir) : undefined;
     case 'give-static-dir':
       return run(vscode.l10n.t('Add Static Directory…'), 'devserverStaging.chooseStaticDir');
+    case 'reserve-again':
+      return run(vscode.l10n.t('Reserve…'), 'devserverStaging.reserve', undefined, undefined, { staticDir: step.staticDir, tag: step.tag });
+    case 'ask-owner':
+      return forceReleaseAction(step.staticDir, step.tag);
+    case 'give-duration':
+      // The editor asks for the length again with its choices.
     case 'verify':
     case 'raise-size-limit':
       // Neither has a command here: the editor verifies with the same bounded reader, and sets no size limit.

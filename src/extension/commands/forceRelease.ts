@@ -17,6 +17,13 @@ const ROUNDS = 3;
 
 /** What the user must know before breaking a lock: who, since when, and whether they still run. */
 export function describeLock(e: LockInfo): string {
+  if (e.reservation !== undefined) {
+    // A person's, not a process's: whether some process runs says nothing about it.
+    const note = e.holder?.purpose !== undefined ? `, ${e.holder.purpose}` : '';
+    const until = new Date(Date.parse(e.reservation.until)).toLocaleString();
+    const when = e.reservation.ended ? vscode.l10n.t('its reservation ended at {0}', until) : vscode.l10n.t('reserved until {0}', until);
+    return `${e.tag}: ${holderOf(e)}${note}, ${when}. ${vscode.l10n.t('A reservation is held for a person, who may still be using the build.')}`;
+  }
   const purpose = e.holder?.purpose !== undefined ? `, ${e.holder.purpose}` : '';
   const age = e.ageMs !== undefined ? vscode.l10n.t(', taken {0} ago', formatDuration(e.ageMs)) : '';
   const beat = e.heartbeatAgeMs !== undefined ? vscode.l10n.t(', last heartbeat {0} ago', formatDuration(e.heartbeatAgeMs)) : '';

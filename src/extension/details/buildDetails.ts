@@ -118,8 +118,13 @@ export class BuildDetails implements vscode.TextDocumentContentProvider, vscode.
       const h = info.holder;
       if (h !== undefined && info.state !== 'free') {
         rows.push([vscode.l10n.t('Holder'), `${h.user}@${h.hostname}, pid ${h.pid} (${h.clientId})`]);
-        if (h.purpose !== undefined) rows.push([vscode.l10n.t('Purpose'), h.purpose]);
+        if (h.purpose !== undefined) rows.push([info.reservation !== undefined ? vscode.l10n.t('Note') : vscode.l10n.t('Purpose'), h.purpose]);
         rows.push([vscode.l10n.t('Acquired'), new Date(h.acquiredAt).toLocaleString()]);
+        if (info.reservation !== undefined) {
+          const until = new Date(Date.parse(info.reservation.until)).toLocaleString();
+          rows.push([vscode.l10n.t('Reserved until'), info.reservation.ended ? vscode.l10n.t('{0} (ended)', until) : until]);
+          rows.push([vscode.l10n.t('Reserved by'), info.reservation.mine === true ? vscode.l10n.t('you') : info.reservation.ownerUid !== undefined ? vscode.l10n.t('user id {0}', String(info.reservation.ownerUid)) : '?']);
+        }
         if (h.fence !== undefined) rows.push([vscode.l10n.t('Fencing token'), String(h.fence)]);
       }
       if (info.legacy !== undefined) rows.push([vscode.l10n.t('Holder'), vscode.l10n.t('Python devserver on {0}', info.legacy.hostname)]);
@@ -184,6 +189,7 @@ async function historySection(staticDir: string, tag: string): Promise<string[]>
     if (e.artifacts !== undefined) details.push(vscode.l10n.t('{0} artifacts, {1}', formatCount(e.artifacts), formatBytes(e.bytes ?? 0)));
     if (e.ok !== undefined) details.push(e.ok ? vscode.l10n.t('whole') : vscode.l10n.t('{0} problems', e.problems ?? 0));
     if (e.reason !== undefined) details.push(e.reason);
+    if (e.reservedUntil !== undefined) details.push(vscode.l10n.t('until {0}', new Date(Date.parse(e.reservedUntil)).toLocaleString()));
     if (e.holder.purpose !== undefined) details.push(e.holder.purpose);
     out.push(`| ${new Date(e.time).toLocaleString()} | ${e.kind} | ${md(who)} | ${md(details.join('; '))} | ${e.fence ?? '—'} |`);
   }

@@ -1,6 +1,7 @@
 /** A build: a directory that was staged or locked, with its lock state and its artifacts below. */
 import * as vscode from 'vscode';
-import { formatBytes, formatCount, formatDuration as formatAge, type AreaRecord, type LastHeld, type LockInfo, type LockState } from '../../core';
+import { formatBytes, formatCount, formatDuration as formatAge, type AreaRecord, type LastHeld, type LockInfo, type LockState, type ReservationInfo } from '../../core';
+import { endOf } from '../model/reservation';
 import { literal } from '../markdown';
 import { rowText } from '../shown';
 import { AreaRow } from './areaRow';
@@ -22,6 +23,8 @@ const LOOKS: Record<LockState, Look> = {
   legacy: { icon: 'lock', color: 'charts.purple', label: vscode.l10n.t('legacy lock') },
 };
 const MINE: Look = { icon: 'account', color: 'charts.green', label: vscode.l10n.t('held by you') };
+const RESERVED: Look = { icon: 'calendar', color: 'charts.yellow', label: vscode.l10n.t('reserved') };
+const MY_RESERVATION: Look = { icon: 'calendar', color: 'charts.green', label: vscode.l10n.t('reserved by you') };
 const STAGING: Look = { icon: 'sync~spin', color: 'charts.green', label: vscode.l10n.t('staging') };
 const DAMAGED: Look = { icon: 'error', color: 'errorForeground', label: vscode.l10n.t('damaged') };
 
@@ -36,6 +39,19 @@ export interface Ownership {
 /** "you are next in line", "you are 3 of 4 in line". */
 function inLineWords(l: InLine): string {
   return l.position <= 1 ? vscode.l10n.t('you are next in line') : vscode.l10n.t('you are {0} of {1} in line', l.position, l.waiting);
+}
+
+/** "reserved by alice until 16:00", "reserved by you until 16:00", "reservation of alice ended at 16:00". */
+function reservedWords(user: string, r: ReservationInfo): string {
+  const until = endOf(r.until);
+  if (r.ended) return vscode.l10n.t('reservation of {0} ended at {1}', user, until);
+  return r.mine === true ? vscode.l10n.t('reserved by you until {0}', until) : vscode.l10n.t('reserved by {0} until {1}', user, until);
+}
+
+/** The look of a reservation that lasts: the user's own, or another's. */
+function reservationLook(e: LockInfo | undefined): Look | undefined {
+  if (e?.state !== 'held' || e.reservation === undefined) return undefined;
+  return e.reservation.mine === true ? MY_RESERVATION : RESERVED;
 }
 
 export class BuildNode extends AreaRow<StaticDirNode | FolderNode> {
@@ -58,7 +74,9 @@ export class BuildNode extends AreaRow<StaticDirNode | FolderNode> {
         case 'free':
           break;
         case 'held':
-          parts.push(e.holder !== undefined ? `${e.holder.user}@${e.holder.hostname}` : vscode.l10n.t('held'));
+          if (e.reservation !== undefined && e.holder !== undefined) parts.push(reservedWords(e.holder.user, e.reservation));
+          else parts.push(e.holder !== undefined ? `${e.holder.user}@${e.holder.hostname}` : vscode.l10n.t('held'));
+          if (e.reservation !== undefined && e.holder?.purpose !== undefined) parts.push(e.holder.purpose);
           break;
         case 'stale':
           parts.push(e.holder !== undefined ? vscode.l10n.t('stale · {0}@{1}', e.holder.user, e.holder.hostname) : vscode.l10n.t('stale'));
@@ -74,13 +92,14 @@ export class BuildNode extends AreaRow<StaticDirNode | FolderNode> {
 
   toTreeItem(r: AreaRecord, own: Ownership, showUsage: boolean): vscode.TreeItem {
     const state = r.lock?.state ?? 'free';
-    const look = own.staging !== undefined ? STAGING : own.mine ? MINE : r.damaged !== undefined ? DAMAGED : LOOKS[state];
+    const look = own.staging !== undefined ? STAGING : own.mine ? MINE : r.damaged !== undefined ? DAMAGED : (reservationLook(r.lock) ?? LOOKS[state]);
     const item = new vscode.TreeItem(rowText(this.name), vscode.TreeItemCollapsibleState.Collapsed);
     item.id = this.id;
     item.description = rowText(BuildNode.description(r, own, showUsage));
     item.iconPath = new vscode.ThemeIcon(look.icon, look.color !== undefined ? new vscode.ThemeColor(look.color) : undefined);
     // This window knows its own locks before the lock's file event comes: mine is held.
-    const context = own.mine ? 'build.held.mine' : `build.${state}`;
+    const reserved = r.lock?.state === 'held' && r.lock.reservation !== undefined ? (r.lock.reservation.mine === true ? '.myReservation' : '.reserved') : '';
+    const context = own.mine ? 'build.held.mine' : `build.${state}${reserved}`;
     item.contextValue = r.damaged !== undefined ? `${context}.damaged` : context;
     // No resourceUri: a build is not a file to decorate, and a URI per row costs thousands of
     // rows in a big folder real time in the workbench. The accessible label is VS Code's own:
@@ -93,13 +112,19 @@ export class BuildNode extends AreaRow<StaticDirNode | FolderNode> {
   static tooltip(r: AreaRecord, own: Ownership, contents: { artifacts: number; bytes: number } | undefined, entry: LockInfo | undefined, last?: LastHeld, now = Date.now()): vscode.MarkdownString {
     const e = entry ?? r.lock;
     const state = e?.state ?? 'free';
-    const look = own.mine ? MINE : LOOKS[state];
+    const look = own.mine ? MINE : (reservationLook(e) ?? LOOKS[state]);
     const md = new vscode.MarkdownString(undefined, true);
     md.appendMarkdown(`**${literal(r.tag)}** — $(${look.icon}) ${look.label}\n\n`);
     const rows: [string, string][] = [];
     if (r.damaged !== undefined) rows.push([vscode.l10n.t('Damaged'), r.damaged]);
     const h = e?.holder;
-    if (h !== undefined && state !== 'free') {
+    const reservation = e?.reservation;
+    if (h !== undefined && state !== 'free' && reservation !== undefined) {
+      rows.push([vscode.l10n.t('Reserved'), `${reservedWords(h.user, reservation)} (${new Date(Date.parse(reservation.until)).toLocaleString()})`]);
+      rows.push([vscode.l10n.t('Host'), h.hostname]);
+      if (h.purpose !== undefined) rows.push([vscode.l10n.t('Note'), h.purpose]);
+      if (h.fence !== undefined) rows.push([vscode.l10n.t('Fencing token'), String(h.fence)]);
+    } else if (h !== undefined && state !== 'free') {
       rows.push([vscode.l10n.t('Holder'), `${h.user}@${h.hostname}, pid ${h.pid}`]);
       rows.push([vscode.l10n.t('Client'), h.clientId]);
       if (h.purpose !== undefined) rows.push([vscode.l10n.t('Purpose'), h.purpose]);
@@ -113,7 +138,7 @@ export class BuildNode extends AreaRow<StaticDirNode | FolderNode> {
     }
     // The Python devserver's lock has no heartbeat: its file's age is when it was taken.
     if (e?.heartbeatAgeMs !== undefined && state === 'legacy') rows.push([vscode.l10n.t('Taken'), vscode.l10n.t('{0} ago', formatAge(e.heartbeatAgeMs))]);
-    else if (e?.heartbeatAgeMs !== undefined && state !== 'free') rows.push([vscode.l10n.t('Heartbeat'), vscode.l10n.t('{0} ago', formatAge(e.heartbeatAgeMs))]);
+    else if (e?.heartbeatAgeMs !== undefined && state !== 'free' && reservation === undefined) rows.push([vscode.l10n.t('Heartbeat'), vscode.l10n.t('{0} ago', formatAge(e.heartbeatAgeMs))]);
     if (own.inLine !== undefined && !own.mine) rows.push([vscode.l10n.t('This window'), inLineWords(own.inLine)]);
     if (e?.holderAlive !== undefined) rows.push([vscode.l10n.t('Process'), e.holderAlive ? vscode.l10n.t('running') : vscode.l10n.t('gone')]);
     if (e?.staleReason !== undefined) rows.push([vscode.l10n.t('Why stale'), e.staleReason]);

@@ -172,9 +172,9 @@ describe('the command line, read quickly and by commander', () => {
     }
   });
 
-  it('on 3,000 random command lines, never reads one otherwise than commander, nor takes one it refuses', async () => {
+  it('on 5,000 random command lines, never reads one otherwise than commander, nor takes one it refuses', async () => {
     let taken = 0;
-    for (const argv of randomCommandLines(3_000)) {
+    for (const argv of randomCommandLines(5_000)) {
       const env = argv.length % 2 === 0 ? '/env/static' : undefined;
       const quick = quickReads(argv, env);
       if (quick === undefined) continue;
@@ -182,6 +182,6 @@ describe('the command line, read quickly and by commander', () => {
       assert.deepEqual(quick, await commanderReads(argv, env), JSON.stringify(argv));
     }
     // The generator must reach both sides, or this test proves nothing.
-    assert.ok(taken > 300, `only ${taken} of 3,000 taken`);
+    assert.ok(taken > 300, `only ${taken} of 5,000 taken`);
   });
 });

@@ -30,6 +30,9 @@ const EACH: { [K in NextStep['kind']]: Extract<NextStep, { kind: K }> } = {
   'free-space': { kind: 'free-space', dir: '/srv/static/eve/R1' },
   'raise-size-limit': { kind: 'raise-size-limit', maxBytes: 1024 },
   'give-static-dir': { kind: 'give-static-dir' },
+  'give-duration': { kind: 'give-duration', maxDays: 30 },
+  'reserve-again': { kind: 'reserve-again', staticDir: '/srv/static', tag: 'eve/R1' },
+  'ask-owner': { kind: 'ask-owner', staticDir: '/srv/static', tag: 'eve/R1' },
 };
 
 /** How the command-line tool words each step. */
@@ -44,6 +47,9 @@ const CLI_WORDS: Record<NextStep['kind'], RegExp> = {
   'free-space': /^Free some space \(devserver-stage du, devserver-stage prune\) or stage onto a larger filesystem\.$/,
   'raise-size-limit': /^Raise the size limit \(--max-size\) if the build really is that large\.$/,
   'give-static-dir': /^Pass --static-dir DIR or set DEVSERVER_STATIC_DIR\.$/,
+  'give-duration': /^Pass --for with a unit, such as --for 90m, --for 4h or --for 1d \(at most 30d\)\.$/,
+  'reserve-again': /^Reserve it anew \(devserver-stage reserve eve\/R1 --for DURATION\)\.$/,
+  'ask-owner': /^Ask its owner to release it \(devserver-stage release eve\/R1\), or force-release it \(devserver-stage force-release eve\/R1\)\.$/,
 };
 
 describe('next steps', () => {

@@ -166,7 +166,7 @@ function imagesOf(markdown: string): string[] {
 const README = (): string => fs.readFileSync(path.join(ROOT, 'README.md'), 'utf8');
 
 /** Every contextValue the view's rows carry; a damaged build adds `.damaged` to its own. */
-const BUILD_STATES = ['build.free', 'build.held', 'build.held.mine', 'build.stale', 'build.legacy'];
+const BUILD_STATES = ['build.free', 'build.held', 'build.held.mine', 'build.held.reserved', 'build.held.myReservation', 'build.stale', 'build.legacy'];
 const CONTEXT_VALUES = ['staticDir', 'staticDir.problem', 'folder', ...BUILD_STATES, ...BUILD_STATES.map((v) => `${v}.damaged`), 'artifactFolder', 'artifact'];
 
 /**
@@ -216,7 +216,13 @@ describe('the manifest', () => {
     const builds = CONTEXT_VALUES.filter((v) => v.startsWith('build.'));
     assert.deepEqual(rowsOf('devserverStaging.destroy'), builds);
     assert.deepEqual(rowsOf('devserverStaging.destroyFolderBuilds'), ['folder']);
-    assert.deepEqual(rowsOf('devserverStaging.forceRelease'), ['build.held', 'build.stale', 'build.legacy', 'build.held.damaged', 'build.stale.damaged', 'build.legacy.damaged']);
+    assert.deepEqual(rowsOf('devserverStaging.forceRelease'), ['build.held', 'build.held.reserved', 'build.stale', 'build.legacy', 'build.held.damaged', 'build.held.reserved.damaged', 'build.stale.damaged', 'build.legacy.damaged']);
+    // A reservation: others break it as a lock; its owner moves its end or releases it.
+    assert.deepEqual(rowsOf('devserverStaging.reserve'), ['build.free', 'build.stale', 'build.free.damaged', 'build.stale.damaged']);
+    assert.deepEqual(rowsOf('devserverStaging.extendReservation'), ['build.held.myReservation', 'build.held.myReservation.damaged']);
+    assert.deepEqual(rowsOf('devserverStaging.releaseReservation'), ['build.held.myReservation', 'build.held.myReservation.damaged']);
+    assert.deepEqual(rowsOf('devserverStaging.releaseReservation', true), ['build.held.myReservation', 'build.held.myReservation.damaged']);
+    assert.deepEqual(rowsOf('devserverStaging.lockWhenFree'), ['build.held', 'build.held.reserved', 'build.stale', 'build.legacy', 'build.held.damaged', 'build.held.reserved.damaged', 'build.stale.damaged', 'build.legacy.damaged']);
     assert.deepEqual(rowsOf('devserverStaging.forceRelease', true), ['build.stale', 'build.stale.damaged']);
     assert.deepEqual(rowsOf('devserverStaging.lockForWindow'), ['build.free', 'build.stale', 'build.free.damaged', 'build.stale.damaged']);
     assert.deepEqual(rowsOf('devserverStaging.releaseWindowLock'), ['build.held.mine', 'build.held.mine.damaged']);
@@ -248,7 +254,7 @@ describe('the manifest', () => {
     const manifestSide = commands.filter((c) => c.enablement === 'isWorkspaceTrusted').map((c) => c.command).sort();
     const wrapper = [...(commandsNeedingTrust(manifest) ?? [])].sort();
     assert.deepEqual(wrapper, manifestSide);
-    for (const id of ['devserverStaging.destroy', 'devserverStaging.destroyFolderBuilds', 'devserverStaging.cleanUp', 'devserverStaging.forceReleaseAllStale', 'devserverStaging.stageBuild', 'devserverStaging.addArtifacts', 'devserverStaging.forceRelease', 'devserverStaging.lockForWindow', 'devserverStaging.lockWhenFree', 'devserverStaging.createStaticDir']) {
+    for (const id of ['devserverStaging.destroy', 'devserverStaging.destroyFolderBuilds', 'devserverStaging.cleanUp', 'devserverStaging.forceReleaseAllStale', 'devserverStaging.stageBuild', 'devserverStaging.addArtifacts', 'devserverStaging.forceRelease', 'devserverStaging.lockForWindow', 'devserverStaging.lockWhenFree', 'devserverStaging.createStaticDir', 'devserverStaging.reserve', 'devserverStaging.extendReservation', 'devserverStaging.releaseReservation']) {
       assert.ok(wrapper.includes(id), id);
     }
     // The wrapper finds this very manifest, and keeps no list of its own that could drift from it.

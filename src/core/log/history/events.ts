@@ -7,9 +7,9 @@ import { thisProcess } from '../../base/holder';
 import type { Holder, LockInfo } from '../../base/types';
 
 /** The transitions of an area that the history records. */
-export type HistoryKind = 'acquired' | 'released' | 'lost' | 'taken-over' | 'force-released' | 'destroyed' | 'staged' | 'verified';
+export type HistoryKind = 'acquired' | 'released' | 'lost' | 'taken-over' | 'force-released' | 'destroyed' | 'staged' | 'verified' | 'reserved' | 'extended';
 
-export const HISTORY_KINDS: readonly HistoryKind[] = ['acquired', 'released', 'lost', 'taken-over', 'force-released', 'destroyed', 'staged', 'verified'];
+export const HISTORY_KINDS: readonly HistoryKind[] = ['acquired', 'released', 'lost', 'taken-over', 'force-released', 'destroyed', 'staged', 'verified', 'reserved', 'extended'];
 
 /** A process that made a transition. */
 export interface HistoryActor {
@@ -42,7 +42,8 @@ export interface HistoryEvent {
   /** When, ISO 8601 in the filesystem's clock (as a holder's `acquiredAt`), so hosts agree on the order. */
   time: string;
   /**
-   * Who: the lock's holder for `acquired`, `released`, `lost`, `staged` and `destroyed`; the process
+   * Who: the lock's holder for `acquired`, `released`, `lost`, `staged`, `destroyed` and `reserved`
+   * (`extended`, and `released` of a reservation: the process of its owner that did it); the process
    * that removed the lock for `taken-over` and `force-released` (the holder it removed is
    * `previous`); the process that checked the build for `verified`.
    */
@@ -55,8 +56,10 @@ export interface HistoryEvent {
   waitedMs?: number;
   /** `taken-over`, `force-released`: the holder of the lock removed. */
   previous?: HistoryPrevious;
-  /** `lost`: why. */
+  /** `lost`: why; `taken-over` of a reservation that had ended: when it ended. */
   reason?: string;
+  /** `reserved`, `extended`: when the reservation ends (ISO 8601, the filesystem's clock); its note is the holder's `purpose`. */
+  reservedUntil?: string;
   /** `staged`: artifacts written (added or replaced), artifacts found identical, bytes written. */
   artifacts?: number;
   skipped?: number;
@@ -109,7 +112,7 @@ export function previousOf(info: Pick<LockInfo, 'holder' | 'legacy'>): HistoryPr
  * The event of a takeover or force-release: by this process, of the lock judged as `info` (its
  * token, its holder, how long it had been held where that is known).
  */
-export function removalEvent(tag: string, kind: 'taken-over' | 'force-released', info: Pick<LockInfo, 'holder' | 'legacy' | 'ageMs'>, by: { clientId?: string; purpose?: string }): NewHistoryEvent {
+export function removalEvent(tag: string, kind: 'taken-over' | 'force-released', info: Pick<LockInfo, 'holder' | 'legacy' | 'ageMs' | 'reservation'>, by: { clientId?: string; purpose?: string }): NewHistoryEvent {
   return {
     tag,
     kind,
@@ -117,6 +120,7 @@ export function removalEvent(tag: string, kind: 'taken-over' | 'force-released',
     ...(info.holder?.fence !== undefined ? { fence: info.holder.fence } : {}),
     ...(info.ageMs !== undefined ? { heldMs: Math.round(info.ageMs) } : {}),
     previous: previousOf(info),
+    ...(info.reservation !== undefined ? { reason: `a reservation ${info.reservation.ended ? 'that ended' : 'until'} ${info.reservation.until}` } : {}),
   };
 }
 

@@ -47,6 +47,9 @@ export function parseEvent(text: string): HistoryEvent | undefined {
   const previous = parsePrevious(r.previous);
   if (previous !== undefined) e.previous = previous;
   if (isText(r.reason)) e.reason = clip(r.reason);
+  // Written anew from its value: the text is a co-user's, and may hide a line in a comment that Date.parse skips.
+  const until = isText(r.reservedUntil) ? Date.parse(r.reservedUntil) : NaN;
+  if (Number.isFinite(until) && Math.abs(until) <= 8.64e15) e.reservedUntil = new Date(until).toISOString();
   if (typeof r.ok === 'boolean') e.ok = r.ok;
   return e;
 }
