@@ -13,7 +13,7 @@ import { DAY_MS, WAIT_FLOOR_MS, WEEK_MS, flushHistory, historyStats, type UsageF
 import { acquire } from '../../src/core/lock/lock';
 import { forceRelease } from '../../src/core/remove';
 import { HISTORY_DIR, META_DIR, historyDirOf, historySegmentName } from '../../src/core/base/protocol';
-import { cleanup, exitOf, expectMessage, killAll, report, startWorker, tempDir, track } from '../helpers';
+import { cli, cleanup, exitOf, expectMessage, killAll, report, startWorker, tempDir, track } from '../helpers';
 
 const timing = { staleMs: 3_000, refreshMs: 1_000 };
 
@@ -30,7 +30,7 @@ function writeSegment(staticDir: string, tag: string, host: string, lines: reado
   return file;
 }
 
-const H = (user: string, pid: number, extra: object = {}): object => ({ user, hostname: 'ws1', pid, clientId: `${user}-${pid}`, ...extra });
+const H = (user: string, pid = 1, extra: object = {}): object => ({ user, hostname: 'ws1', pid, clientId: `${user}-${pid}`, ...extra });
 const at = (ms: number): string => new Date(ms).toISOString();
 
 function lane(f: UsageFigures, tag: string): UsageFigures['lanes'][number] {
@@ -200,5 +200,33 @@ describe('history stats: who uses what', function () {
     assert.deepEqual(day.longestWaits.map((w) => w.tag), ['eve/R39', 'eve/R38', 'eve/R37']);
     assert.deepEqual(day.forceReleases.map((h) => h.tag), ['eve/R39', 'eve/R38', 'eve/R37']);
     assert.deepEqual(day.contended.map((u) => u.tag), ['eve/R39', 'eve/R38', 'eve/R37']);
+  });
+  it('the history --stats command: a short table, or one JSON object; names from the disk printed as text; --stats with --limit a usage error', async () => {
+    const now = Date.now();
+    const tag = 'eve/R\u001b[31m1';
+    writeSegment(staticDir, tag, 'ws1', [
+      { tag, kind: 'acquired', time: at(now - 3_600_000), holder: H('ann\nfake line'), fence: 1, waitedMs: 60_000 },
+      { tag, kind: 'force-released', time: at(now - 1_800_000), holder: H('bob', 2), fence: 1, heldMs: 1_800_000, previous: { user: 'ann\nfake line', hostname: 'ws1', pid: 1, clientId: 'ann\nfake line-1' } },
+    ]);
+    writeSegment(staticDir, 'kevin/R1', 'ws1', [{ tag: 'kevin/R1', kind: 'released', time: at(now - 8 * DAY_MS), holder: H('cy', 3), fence: 1, heldMs: 1_000 }]);
+    const r = await cli(staticDir, ['history', '--stats', 'eve']);
+    assert.equal(r.code, 0, r.stderr);
+    assert.doesNotMatch(r.stdout, /\u001b/, 'no escape sequence reaches the terminal');
+    assert.doesNotMatch(r.stdout, /^fake line/m, 'a newline in a name makes no line of its own');
+    assert.match(r.stdout, /eve, .* 1 build used, 1 holding, 1 wait \(60 s in all\)/);
+    for (const title of ['Busiest builds', 'Most contended', 'Longest waits', 'Force-releases']) assert.match(r.stdout, new RegExp(`^${title}$`, 'm'));
+    assert.match(r.stdout, /"eve\/R\\u001b\[31m1"/, 'the tag printed quoted, with escapes');
+    assert.match(r.stdout, /bob@ws1:2/);
+    const week = await cli(staticDir, ['--json', 'history', '--stats', '--since', '1w']);
+    assert.equal(week.code, 0, week.stderr);
+    const f = JSON.parse(week.stdout) as UsageFigures;
+    assert.equal(week.stdout.trimEnd().split('\n').length, 1, 'one object on one line');
+    assert.equal(f.untilMs - f.sinceMs, WEEK_MS);
+    assert.deepEqual([f.builds, f.forceReleases[0].tag, f.lanes[0].holds[0].holder.user], [1, tag, 'ann\nfake line'], 'kevin/R1, 8 days ago, is outside the week');
+    const month = await cli(staticDir, ['--json', 'history', '--stats', '--since', '30d']);
+    assert.equal((JSON.parse(month.stdout) as UsageFigures).builds, 2);
+    const both = await cli(staticDir, ['history', '--stats', '--limit', '3']);
+    assert.equal(both.code, 2, both.stderr);
+    assert.match(both.stderr, /--stats and --limit cannot be used together/);
   });
 });
