@@ -19,7 +19,8 @@ const time = (ms: number): string => printableTime(new Date(ms).toISOString());
 const plural = (n: number, word: string): string => `${n} ${word}${n === 1 ? '' : 's'}`;
 
 function buildRow(u: BuildFigures): string[] {
-  return [printable(u.tag), String(u.holds), span(u.heldMs), String(u.waits), span(u.waitedMs), span(u.longestWaitMs), String(u.forceReleases)];
+  const waited = (ms: number): string => (u.waits === 0 ? '-' : span(ms));
+  return [printable(u.tag), String(u.holds), span(u.heldMs), String(u.waits), waited(u.waitedMs), waited(u.longestWaitMs), String(u.forceReleases)];
 }
 
 const BUILD_HEADER = ['TAG', 'HOLDS', 'HELD', 'WAITS', 'WAITED', 'LONGEST WAIT', 'FORCE-RELEASED'];

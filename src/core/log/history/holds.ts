@@ -71,12 +71,16 @@ const keyOf = (fence: number | undefined, clientId: string | undefined): string 
  * starts.
  */
 export function holdsOf(events: readonly HistoryEvent[], nowMs: number): TagHolds {
+  return holdsOfTimed(events.map((e) => ({ e, t: Date.parse(e.time) })), nowMs);
+}
+
+/** `holdsOf`, of events with their times already parsed (as a read keeps them). */
+export function holdsOfTimed(events: readonly { e: HistoryEvent; t: number }[], nowMs: number): TagHolds {
   const holds: Hold[] = [];
   const waits: Wait[] = [];
   const open = new Map<string, Hold>();
   const ended = new Set<string>();
-  for (const e of events) {
-    const t = Date.parse(e.time);
+  for (const { e, t } of events) {
     if (e.kind === 'acquired') {
       const who = whoOf(e.holder);
       if (e.waitedMs !== undefined && e.waitedMs >= WAIT_FLOOR_MS) waits.push({ tag: e.tag, who, fromMs: t - e.waitedMs, toMs: t });

@@ -159,8 +159,8 @@ export async function readTagDir(dir: Dir, want: Want, kept: Kept): Promise<void
     const source = kept.source();
     let got = 0;
     for (const gen of gens.sort((a, b) => b - a).slice(0, want.glance ? 1 : undefined)) {
-      const { events, oldestMs } = await readSegment(dir, historySegmentName(host, gen), want, want.limit - got);
-      for (const [line, e] of events.entries()) kept.add({ e, t: Date.parse(e.time), source, generation: gen, line });
+      const { events, times, oldestMs } = await readSegment(dir, historySegmentName(host, gen), want, want.limit - got);
+      for (let line = 0; line < events.length; line++) kept.add({ e: events[line], t: times[line], source, generation: gen, line });
       got += events.length;
       if (got >= want.limit || oldestMs < want.sinceMs - ORDER_SLACK_MS) break;
     }

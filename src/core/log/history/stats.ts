@@ -6,9 +6,9 @@
 import * as path from 'path';
 import { historyDirOf } from '../../base/protocol';
 import { parseTag } from '../../fs/tags';
-import type { HistoryEvent, HistoryOptions } from './events';
-import { holdsOf } from './holds';
-import { Kept } from './kept';
+import type { HistoryOptions } from './events';
+import { holdsOfTimed } from './holds';
+import { Kept, type Read } from './kept';
 import { readTagDir, visitHistory } from './read';
 import { defaultWarn } from './report';
 import { type TallyLimits, type UsageFigures, UsageTally } from './tally';
@@ -51,8 +51,8 @@ export async function historyStats(staticDir: string, query: StatsQuery = {}): P
     async (dir, want) => {
       const kept = new Kept(Infinity);
       await readTagDir(dir, want, kept);
-      for (const [tag, events] of byTag(await kept.events(), path.basename(dir.shown), scope)) {
-        const th = holdsOf(events, nowMs);
+      for (const [tag, events] of byTag(await kept.reads(), path.basename(dir.shown), scope)) {
+        const th = holdsOfTimed(events, nowMs);
         for (const t of tallies) t.add(tag, th);
       }
     },
@@ -66,10 +66,11 @@ const inScope = (tag: string, scope: string): boolean => scope === '' || tag ===
  * A tag directory's events by tag, those in scope only. A line naming a tag that is not this
  * directory's (written there by hand) is left out: each build's history is whole in one visit.
  */
-function byTag(events: readonly HistoryEvent[], dirName: string, scope: string): Map<string, HistoryEvent[]> {
-  const out = new Map<string, HistoryEvent[]>();
+function byTag(events: readonly Read[], dirName: string, scope: string): Map<string, Read[]> {
+  const out = new Map<string, Read[]>();
   const ours = new Map<string, boolean>();
-  for (const e of events) {
+  for (const r of events) {
+    const e = r.e;
     let ok = ours.get(e.tag);
     if (ok === undefined) {
       ok = inScope(e.tag, scope) && historyDirOf(e.tag)[1] === dirName;
@@ -77,8 +78,8 @@ function byTag(events: readonly HistoryEvent[], dirName: string, scope: string):
     }
     if (!ok) continue;
     const list = out.get(e.tag);
-    if (list === undefined) out.set(e.tag, [e]);
-    else list.push(e);
+    if (list === undefined) out.set(e.tag, [r]);
+    else list.push(r);
   }
   return out;
 }
