@@ -24,7 +24,7 @@ const LABEL = 230;
 const LANE = 26;
 const TOP = 22;
 const BAR = 14;
-const WAIT = 4;
+const WAIT = 5;
 
 const HOUR = 3_600_000;
 const DAY = 24 * HOUR;
@@ -49,7 +49,8 @@ export function timelineSvg(f: UsageFigures, words: TimelineWords): string {
   const x = (ms: number): number => LABEL + (Math.min(Math.max(ms, f.sinceMs), f.untilMs) - f.sinceMs) * (plot / span);
   const height = TOP + Math.max(1, f.lanes.length) * LANE + 6;
   const out: string[] = [
-    `<svg class="timeline" viewBox="0 0 ${WIDTH} ${height}" width="100%" role="img" xmlns="http://www.w3.org/2000/svg">`,
+    // Drawn at its own size (a narrow panel scrolls it): scaled down, its words would be too small to read.
+    `<svg class="timeline" viewBox="0 0 ${WIDTH} ${height}" width="${WIDTH}" height="${height}" role="img" xmlns="http://www.w3.org/2000/svg">`,
   ];
   const step = STEPS.find((s) => span / s <= 12) ?? STEPS[STEPS.length - 1];
   for (let t = Math.ceil(f.sinceMs / step) * step; t <= f.untilMs; t += step) {

@@ -63,7 +63,8 @@ h2 { font-size: 1.05em; font-weight: 600; margin: 18px 0 6px; }
 .window { display: none; }
 #w-day:checked ~ .day, #w-week:checked ~ .week { display: block; }
 .totals { margin: 10px 0; }
-.timeline { display: block; max-width: 1200px; }
+.scroll { overflow-x: auto; }
+.timeline { display: block; }
 .lane-bg { fill: transparent; }
 .lane:nth-child(even) .lane-bg { fill: var(--vscode-list-hoverBackground); fill-opacity: 0.5; }
 .lane-label, .tick-label { fill: var(--vscode-foreground); font-size: 12px; font-family: var(--vscode-editor-font-family); }
@@ -76,14 +77,14 @@ h2 { font-size: 1.05em; font-weight: 600; margin: 18px 0 6px; }
 .force-released { fill: var(--vscode-charts-red); }
 .taken-over { fill: var(--vscode-charts-orange); }
 .open { fill: var(--vscode-charts-purple); }
-.wait { fill: var(--vscode-charts-foreground, var(--vscode-foreground)); fill-opacity: 0.6; }
+.wait { fill: var(--vscode-charts-foreground, var(--vscode-foreground)); fill-opacity: 0.8; }
 .legend { display: flex; flex-wrap: wrap; gap: 14px; margin: 6px 0 0; color: var(--vscode-descriptionForeground); }
 .legend svg { vertical-align: middle; margin-right: 4px; }
 table { border-collapse: collapse; margin: 4px 0; }
 th, td { text-align: left; padding: 2px 14px 2px 0; vertical-align: top; }
 th { font-weight: 600; color: var(--vscode-descriptionForeground); border-bottom: 1px solid var(--vscode-panel-border); }
 td.n { text-align: right; font-variant-numeric: tabular-nums; }
-td.tag { font-family: var(--vscode-editor-font-family); word-break: break-all; }
+td.tag { font-family: var(--vscode-editor-font-family); overflow-wrap: anywhere; }
 .none { color: var(--vscode-descriptionForeground); }
 `;
 
@@ -111,7 +112,7 @@ function windowSection(f: UsageFigures, which: 'day' | 'week', words: UsageWords
     parts.push(`<p class="none">${esc(words.nothing)}</p></section>`);
     return parts.join('');
   }
-  parts.push(timelineSvg(f, words));
+  parts.push(`<div class="scroll">${timelineSvg(f, words)}</div>`);
   parts.push(
     `<div class="legend">${ENDS.map((e) => `<span>${swatch(`hold ${e}`)}${esc(words.ends[e])}</span>`).join('')}<span>${swatch('wait')}${esc(words.legendWait)}</span></div>`,
   );
