@@ -151,6 +151,28 @@ describe('history stats: who uses what', function () {
     assert.deepEqual([none.builds, none.lanes.length], [0, 0]);
   });
 
+  it('one holder at a time: a holding with no end that another holder followed ended by then (unrecorded); a late end still counts', async () => {
+    const now = Date.parse('2026-03-10T12:00:00Z');
+    const tag = 'eve/R3';
+    writeSegment(staticDir, tag, 'ws1', [
+      // Its end never recorded (the lock removed by hand): the next holder took the lock an hour later.
+      { tag, kind: 'acquired', time: at(now - 3 * 3_600_000), holder: H('ann', 1), fence: 1 },
+      { tag, kind: 'acquired', time: at(now - 2 * 3_600_000), holder: H('bob', 2), fence: 2, waitedMs: 4 },
+      // Written by a host whose clock is a little behind: the release comes after the next acquire.
+      { tag, kind: 'acquired', time: at(now - 3_600_000 + 5), holder: H('cy', 3), fence: 3, waitedMs: 3_000 },
+      { tag, kind: 'released', time: at(now - 3_600_000 + 20), holder: H('bob', 2), fence: 2, heldMs: 3_600_000 },
+    ]);
+    const [day] = await historyStats(staticDir, { nowMs: now });
+    assert.deepEqual(
+      lane(day, tag).holds.map((h) => [h.holder.user, h.end, h.toMs - h.fromMs]),
+      [
+        ['ann', 'unrecorded', 3_600_000],
+        ['bob', 'released', 3_600_000 + 20],
+        ['cy', 'open', 3_600_000 - 5],
+      ],
+    );
+  });
+
   it('hostile text is kept as the text it is: control characters, markup and link syntax in users, hosts, purposes and tags', async () => {
     const now = Date.parse('2026-03-10T12:00:00Z');
     const tag = 'eve/<img src=x onerror=alert(1)>\u001b[31m';

@@ -4,8 +4,13 @@
  */
 import type { HistoryActor, HistoryEvent, HistoryPrevious } from './events';
 
-/** How a holding ended: its holder let it go (released, or destroyed the build), lost it, had it force-released, or it expired and was taken over; `open`: no end recorded yet. */
-export type HoldEnd = 'released' | 'destroyed' | 'lost' | 'force-released' | 'taken-over' | 'open';
+/**
+ * How a holding ended: its holder let it go (released, or destroyed the build), lost it, had it
+ * force-released, or it expired and was taken over; `unrecorded`: another holder took the lock
+ * later, so it ended by then, but no end was recorded (a record not written, a lock removed by
+ * hand); `open`: no end recorded yet, and no one took the lock since.
+ */
+export type HoldEnd = 'released' | 'destroyed' | 'lost' | 'force-released' | 'taken-over' | 'unrecorded' | 'open';
 
 /** Who, as the history names them: a co-user's words, to be shown as text only. */
 export interface Who {
@@ -80,8 +85,11 @@ export function holdsOfTimed(events: readonly { e: HistoryEvent; t: number }[], 
   const waits: Wait[] = [];
   const open = new Map<string, Hold>();
   const ended = new Set<string>();
+  // The lock of one area has one holder at a time: a holding still open when another begins ended by then.
+  const superseded = new Map<Hold, number>();
   for (const { e, t } of events) {
     if (e.kind === 'acquired') {
+      for (const h of open.values()) if (!superseded.has(h)) superseded.set(h, Math.max(h.fromMs, t));
       const who = whoOf(e.holder);
       if (e.waitedMs !== undefined && e.waitedMs >= WAIT_FLOOR_MS) waits.push({ tag: e.tag, who, fromMs: t - e.waitedMs, toMs: t });
       const hold: Hold = { tag: e.tag, holder: who, fromMs: t, toMs: nowMs, end: 'open', startSeen: true, ...(e.fence !== undefined ? { fence: e.fence } : {}) };
@@ -120,6 +128,12 @@ export function holdsOfTimed(events: readonly { e: HistoryEvent; t: number }[], 
       ...(e.fence !== undefined ? { fence: e.fence } : {}),
     });
     if (key !== undefined) ended.add(key);
+  }
+  for (const h of open.values()) {
+    const endMs = superseded.get(h);
+    if (endMs === undefined) continue;
+    h.end = 'unrecorded';
+    h.toMs = endMs;
   }
   return { holds, waits };
 }
