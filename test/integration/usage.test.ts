@@ -60,7 +60,7 @@ describe('Show Usage', function () {
     const html = panel.webview.html;
     assert.match(html, /<h1>Usage of eve-release\/R120-15662\.0\.0<\/h1>/);
     // The command line holds it now: one holding, still open, in both windows.
-    assert.equal((html.match(/<rect class="hold open" [^>]*height="14">/g) ?? []).length, 2, html);
+    assert.equal((html.match(/<rect class="hold open" [^>]*height="13">/g) ?? []).length, 2, html);
     assert.match(html, /: still held, /);
     assert.match(html, /\(integration test\)/, 'the holder\'s purpose');
     assert.match(html, /default-src 'none'/);
@@ -76,7 +76,7 @@ describe('Show Usage', function () {
     const html = panel.webview.html;
     const [day] = html.split('<section class="window week">');
     assert.equal((day.match(/<g class="lane">/g) ?? []).length, 3, 'three builds of eve-release were held today');
-    assert.equal((day.match(/<rect class="hold released" [^>]*height="14">/g) ?? []).length, 3, 'two releases of the free build and the hand-written one');
+    assert.equal((day.match(/<rect class="hold released" [^>]*height="13">/g) ?? []).length, 3, 'two releases of the free build and the hand-written one');
     assert.match(day, /\(usage first\)/);
     assert.match(day, /&lt;script&gt;alert\(1\)&lt;\/script&gt;@&lt;img src=x onerror=alert\(2\)&gt;:66/);
     assert.doesNotMatch(html, /<script|<img|href=/i);

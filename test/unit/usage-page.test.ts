@@ -20,7 +20,7 @@ const words: UsageWords = {
   lastWeek: 'Last week',
   totals: (f: UsageFigures) => `${f.builds} builds used, ${f.holds} holdings, ${f.waits} waits`,
   nothing: 'Nothing.',
-  ends: { released: 'released', destroyed: 'destroyed', lost: 'lost', 'force-released': 'force-released', 'taken-over': 'expired', open: 'still held' },
+  ends: { released: 'released', destroyed: 'destroyed', lost: 'lost', 'force-released': 'force-released', 'taken-over': 'expired', unrecorded: 'ended', open: 'still held' },
   waited: 'waited',
   legendWait: 'waiting',
   omitted: (n) => `${n} more`,
@@ -96,7 +96,7 @@ describe('the Show Usage page', function () {
     const [day, week] = html.split('<section class="window week">');
     assert.equal((day.match(/<g class="lane">/g) ?? []).length, 1, 'the day: one lane, eve/R1');
     assert.equal((week.match(/<g class="lane">/g) ?? []).length, 2, 'the week: two lanes');
-    for (const end of ['released', 'force-released', 'open']) assert.equal((day.match(new RegExp(`<rect class="hold ${end}" [^>]*height="14">`, "g")) ?? []).length, 1, end);
+    for (const end of ['released', 'force-released', 'open']) assert.equal((day.match(new RegExp(`<rect class="hold ${end}" [^>]*height="13">`, "g")) ?? []).length, 1, end);
     assert.equal((day.match(/<rect class="wait" [^>]*height="5">/g) ?? []).length, 1, 'one wait drawn (2 ms is no wait)');
     assert.match(day, /bob@ws1:2: force-released — cy@ws1:3, 3600 s/);
     assert.match(day, /<h2>Force-releases<\/h2><table>.*<td class="tag">eve\/R1<\/td><td>bob@ws1:2<\/td><td>cy@ws1:3<\/td>/s);

@@ -63,12 +63,11 @@ h2 { font-size: 1.05em; font-weight: 600; margin: 18px 0 6px; }
 .window { display: none; }
 #w-day:checked ~ .day, #w-week:checked ~ .week { display: block; }
 .totals { margin: 10px 0; }
-.scroll { overflow-x: auto; }
-.timeline { display: block; }
+.timeline { display: block; max-width: 1100px; }
 .lane-bg { fill: transparent; }
 .lane:nth-child(even) .lane-bg { fill: var(--vscode-list-hoverBackground); fill-opacity: 0.5; }
-.lane-label, .tick-label { fill: var(--vscode-foreground); font-size: 12px; font-family: var(--vscode-editor-font-family); }
-.tick-label { fill: var(--vscode-descriptionForeground); font-size: 10px; text-anchor: middle; }
+.lane-label, .tick-label { fill: var(--vscode-foreground); font-size: 13px; font-family: var(--vscode-editor-font-family); }
+.tick-label { fill: var(--vscode-descriptionForeground); font-size: 11px; }
 .tick { stroke: var(--vscode-editorRuler-foreground, var(--vscode-panel-border)); stroke-width: 0.5; }
 .hold { stroke: var(--vscode-editor-background); stroke-width: 0.5; }
 .released { fill: var(--vscode-charts-green); }
@@ -76,6 +75,7 @@ h2 { font-size: 1.05em; font-weight: 600; margin: 18px 0 6px; }
 .lost { fill: var(--vscode-charts-yellow); }
 .force-released { fill: var(--vscode-charts-red); }
 .taken-over { fill: var(--vscode-charts-orange); }
+.unrecorded { fill: var(--vscode-disabledForeground); }
 .open { fill: var(--vscode-charts-purple); }
 .wait { fill: var(--vscode-charts-foreground, var(--vscode-foreground)); fill-opacity: 0.8; }
 .legend { display: flex; flex-wrap: wrap; gap: 14px; margin: 6px 0 0; color: var(--vscode-descriptionForeground); }
@@ -88,7 +88,7 @@ td.tag { font-family: var(--vscode-editor-font-family); overflow-wrap: anywhere;
 .none { color: var(--vscode-descriptionForeground); }
 `;
 
-const ENDS: readonly Hold['end'][] = ['released', 'destroyed', 'lost', 'force-released', 'taken-over', 'open'];
+const ENDS: readonly Hold['end'][] = ['released', 'destroyed', 'lost', 'force-released', 'taken-over', 'unrecorded', 'open'];
 
 function swatch(cls: string): string {
   return `<svg width="14" height="10" aria-hidden="true"><rect class="${cls}" x="0" y="0" width="14" height="10"/></svg>`;
@@ -112,7 +112,7 @@ function windowSection(f: UsageFigures, which: 'day' | 'week', words: UsageWords
     parts.push(`<p class="none">${esc(words.nothing)}</p></section>`);
     return parts.join('');
   }
-  parts.push(`<div class="scroll">${timelineSvg(f, words)}</div>`);
+  parts.push(timelineSvg(f, words));
   parts.push(
     `<div class="legend">${ENDS.map((e) => `<span>${swatch(`hold ${e}`)}${esc(words.ends[e])}</span>`).join('')}<span>${swatch('wait')}${esc(words.legendWait)}</span></div>`,
   );

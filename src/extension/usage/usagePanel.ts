@@ -6,6 +6,7 @@
 import * as crypto from 'crypto';
 import * as vscode from 'vscode';
 import { DAY_MS, WEEK_MS, historyStats } from '../../core';
+import { rowText } from '../shown';
 import { usagePage } from './usagePage';
 import { usageWords } from './words';
 
@@ -40,7 +41,7 @@ export async function showUsage(target: UsageTarget, warn: (w: Error) => void): 
   let panel = panels.get(key);
   if (panel === undefined) {
     const name = target.scope === '' ? vscode.l10n.t('every build') : (target.scope.split('/').at(-1) ?? target.scope);
-    panel = vscode.window.createWebviewPanel(USAGE_VIEW_TYPE, vscode.l10n.t('Usage: {0}', name), vscode.ViewColumn.Active, {
+    panel = vscode.window.createWebviewPanel(USAGE_VIEW_TYPE, vscode.l10n.t('Usage: {0}', rowText(name)), vscode.ViewColumn.Active, {
       enableScripts: false,
       enableForms: false,
       enableCommandUris: false,

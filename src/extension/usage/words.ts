@@ -27,6 +27,7 @@ export function usageWords(): UsageWords {
       lost: vscode.l10n.t('lost'),
       'force-released': vscode.l10n.t('force-released'),
       'taken-over': vscode.l10n.t('expired, taken over'),
+      unrecorded: vscode.l10n.t('ended, not recorded'),
       open: vscode.l10n.t('still held'),
     },
     waited: vscode.l10n.t('waited'),
