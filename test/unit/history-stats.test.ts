@@ -9,7 +9,7 @@ import { strict as assert } from 'assert';
 import { spawnSync } from 'child_process';
 import * as fs from 'fs';
 import * as path from 'path';
-import { DAY_MS, WAIT_FLOOR_MS, WEEK_MS, flushHistory, historyStats, type UsageFigures } from '../../src/core/log/history';
+import { DAY_MS, MAX_LANE_ITEMS, WAIT_FLOOR_MS, WEEK_MS, flushHistory, historyStats, type UsageFigures } from '../../src/core/log/history';
 import { acquire } from '../../src/core/lock/lock';
 import { forceRelease } from '../../src/core/remove';
 import { HISTORY_DIR, META_DIR, historyDirOf, historySegmentName } from '../../src/core/base/protocol';
@@ -222,6 +222,24 @@ describe('history stats: who uses what', function () {
     assert.deepEqual(day.longestWaits.map((w) => w.tag), ['eve/R39', 'eve/R38', 'eve/R37']);
     assert.deepEqual(day.forceReleases.map((h) => h.tag), ['eve/R39', 'eve/R38', 'eve/R37']);
     assert.deepEqual(day.contended.map((u) => u.tag), ['eve/R39', 'eve/R38', 'eve/R37']);
+  });
+
+  it('a lane keeps the newest holdings only, and counts the rest: a build held every few minutes still draws', async () => {
+    const now = Date.parse('2026-03-10T12:00:00Z');
+    const tag = 'eve/busy';
+    const lines: object[] = [];
+    for (let i = 0; i < 3 * MAX_LANE_ITEMS; i++) {
+      const start = now - DAY_MS + i * 20_000;
+      lines.push({ tag, kind: 'acquired', time: at(start), holder: H('u', i), fence: i + 1 }, { tag, kind: 'released', time: at(start + 10_000), holder: H('u', i), fence: i + 1, heldMs: 10_000 });
+    }
+    writeSegment(staticDir, tag, 'ws1', lines);
+    const [day] = await historyStats(staticDir, { nowMs: now });
+    const l = lane(day, tag);
+    assert.equal(l.usage.holds, 3 * MAX_LANE_ITEMS, 'every holding counted');
+    assert.equal(l.holds.length, MAX_LANE_ITEMS, 'only so many drawn');
+    assert.equal(l.omitted, 2 * MAX_LANE_ITEMS);
+    assert.equal(l.holds.at(-1)!.holder.pid, 3 * MAX_LANE_ITEMS - 1, 'the newest kept');
+    assert.ok(l.holds.every((h, i) => i === 0 || h.fromMs >= l.holds[i - 1].fromMs), 'oldest first');
   });
   it('the history --stats command: a short table, or one JSON object; names from the disk printed as text; --stats with --limit a usage error', async () => {
     const now = Date.now();
