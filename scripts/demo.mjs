@@ -5,6 +5,7 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { writeDemoHistory } from './demoHistory.mjs';
 
 const root = path.resolve(fileURLToPath(import.meta.url), '..', '..');
 const cli = path.join(root, 'dist', 'cli.js');
@@ -36,6 +37,7 @@ export function createDemo(staticDir) {
     JSON.stringify({ pid: 41812, hostname: 'buildbot-7', user: 'chrome-bot', clientId: 'buildbot-7:41812', purpose: 'stage octopus R119', acquiredAt: hourAgo.toISOString(), token: 'demo0stale0token', staleMs: 10000, refreshMs: 2500 }, null, 2),
   );
   fs.utimesSync(stale, hourAgo, hourAgo);
+  writeDemoHistory(staticDir);
   // A legacy lock left by the Python devserver, when Debian's python3-lockfile is there to make one.
   const legacyArea = path.join(staticDir, 'hatch-paladin', 'R120-15663.0.0-rc1');
   const py = spawnSync('/usr/bin/python3', ['-c', 'import lockfile,sys; lockfile.FileLock(sys.argv[1]).acquire(timeout=0)', path.join(legacyArea, 'devserver')]);

@@ -3,7 +3,9 @@
  * suite (bench/vscode/run.mjs starts it). Prints figures; asserts no timing. See bench/README.md.
  *
  * Environment:
- *   DEVSERVER_STAGING_BENCH_PARTS        comma-separated, of activation,latency,cpu,scale,scan,big (default all)
+ *   DEVSERVER_STAGING_BENCH_PARTS        comma-separated, of activation,latency,cpu,scale,scan,big,usage (default all)
+ *   DEVSERVER_STAGING_BENCH_USAGE_BUILDS builds of the usage part's folder (default 5000), with
+ *   DEVSERVER_STAGING_BENCH_USAGE_EVENTS events of history in all (default 100000)
  *   DEVSERVER_STAGING_BENCH_BIG_FOLDERS  folders of the big part (default 3)
  *   DEVSERVER_STAGING_BENCH_BIG_BUILDS   builds in each of them (default 5000)
  *   DEVSERVER_STAGING_BENCH_CYCLES       lock cycles of the big part's memory figure (default 1000)
@@ -29,6 +31,7 @@ import type { DevserverStagingApi } from '../../src/extension/extension';
 import type { Node } from '../../src/extension/tree/provider';
 import { BlockProbe } from '../blocks';
 import { median, p95 } from '../stats';
+import { usagePart } from './usage';
 
 const T0 = Date.now();
 const EXTENSION_ID = 'devserver-staging.devserver-staging';
@@ -36,7 +39,7 @@ const EXTENSION_ID = 'devserver-staging.devserver-staging';
 const MARK = '::test:: ';
 
 const env = process.env;
-const PARTS = new Set((env['DEVSERVER_STAGING_BENCH_PARTS'] ?? 'activation,latency,cpu,scale,scan,big').split(',').map((s) => s.trim()));
+const PARTS = new Set((env['DEVSERVER_STAGING_BENCH_PARTS'] ?? 'activation,latency,cpu,scale,scan,big,usage').split(',').map((s) => s.trim()));
 const EVENTS = Number(env['DEVSERVER_STAGING_BENCH_EVENTS'] ?? 60);
 const CPU_MS = Number(env['DEVSERVER_STAGING_BENCH_CPU_SECONDS'] ?? 60) * 1000;
 
@@ -868,7 +871,7 @@ async function big(api: DevserverStagingApi, probe: TreeProbe, smallDir: string)
 // ---------------------------------------------------------------------------------------------
 
 export async function run(): Promise<void> {
-  const staticDir = ['latency', 'cpu', 'scale', 'scan', 'big'].some((p) => PARTS.has(p)) ? makeStaticDir() : undefined;
+  const staticDir = ['latency', 'cpu', 'scale', 'scan', 'big', 'usage'].some((p) => PARTS.has(p)) ? makeStaticDir() : undefined;
   const config = vscode.workspace.getConfiguration('devserverStaging');
   if (staticDir !== undefined) await config.update('staticDirs', [staticDir], vscode.ConfigurationTarget.Global);
   const api = await activate();
@@ -884,6 +887,7 @@ export async function run(): Promise<void> {
     if (PARTS.has('scale')) await scale(api, probe, staticDir);
     if (PARTS.has('scan')) await scan(api, probe, staticDir);
     if (PARTS.has('big')) await big(api, probe, staticDir);
+    if (PARTS.has('usage')) await usagePart(say, figures, Number(env['DEVSERVER_STAGING_BENCH_USAGE_BUILDS'] ?? 5_000), Number(env['DEVSERVER_STAGING_BENCH_USAGE_EVENTS'] ?? 100_000));
   } finally {
     probe.dispose();
     await config.update('staticDirs', undefined, vscode.ConfigurationTarget.Global);

@@ -10,7 +10,7 @@
 // --activation-runs    further fresh VS Codes that only activate the extension (default 3)
 // --quick              20 events, 15 s CPU windows: a smoke run, not figures to quote
 // --no-build           measure dist/ as it is instead of building the production bundles first
-// --parts              which parts of the full runs (default activation,latency,cpu,scale,scan,big,reload;
+// --parts              which parts of the full runs (default activation,latency,cpu,scale,scan,big,usage,reload;
 //                      reload is measured in the browser, on the headless route only)
 // --reload-runs=N      reloads of the window in the reload part (default 5)
 // --profile=DIR        write the extension host's CPU profile of the scan part to DIR/scan.cpuprofile
@@ -90,7 +90,7 @@ async function runOnce(parts) {
   }
 }
 
-const parts = arg('parts', 'activation,latency,cpu,scale,scan,big,reload').split(',').map((p) => p.trim());
+const parts = arg('parts', 'activation,latency,cpu,scale,scan,big,usage,reload').split(',').map((p) => p.trim());
 const hostParts = parts.filter((p) => p !== 'reload');
 const results = [];
 let failed = false;

@@ -110,6 +110,7 @@ Examples:
   devserver-stage -d /srv/static lock --create-once eve-release/R120-15662.0.0 -- ./stage.sh
   devserver-stage -d /srv/static verify eve-release/R120-15662.0.0
   devserver-stage -d /srv/static history eve-release/R120-15662.0.0 --since 2d
+  devserver-stage -d /srv/static history --stats eve-release --since 1w
   devserver-stage -d /srv/static du eve-release
   devserver-stage -d /srv/static --json watch eve-release
   devserver-stage -d /srv/static prune --keep 50 --older-than 30d --dry-run
@@ -254,12 +255,16 @@ export const COMMANDS: readonly CommandSpec[] = [
       'show the history of TAG, or of every area without it, oldest first: each time it was acquired (and how long the holder waited), ' +
       'released or lost (and how long it was held), taken over from a stale holder, force-released, destroyed, staged (artifacts, bytes) or verified, ' +
       'with who did it, when (UTC) and the fencing token. Every client records it (devserver-stage, the extension, the core library), on the static directory itself. ' +
-      'With --json, one JSON object per line (JSON lines), as the history is stored.',
-    arguments: [{ name: '[tag]', description: 'the area, relative to the static directory (it need not exist any more)' }],
+      'With --json, one JSON object per line (JSON lines), as the history is stored. ' +
+      'With --stats, who used what instead, over the last day (or --since): for TAG, a folder of builds or every build, the builds held longest, ' +
+      'the most contended (waits of 1 s or more, and how long), the longest waits and the force-releases; with --json one object with every holding of the busiest builds.',
+    arguments: [{ name: '[tag]', description: 'the area, relative to the static directory (it need not exist any more); with --stats also a folder of builds' }],
     options: [
-      { flags: '--since <duration>', description: 'only events of the last DURATION: 30m, 12h, 2d, 1d12h', parse: duration },
+      { flags: '--since <duration>', description: 'only events of the last DURATION: 30m, 12h, 2d, 1d12h; with --stats the window: 1d (the default), 1w', parse: duration },
       { flags: '--limit <n>', description: 'only the newest N events', parse: count },
+      { flags: '--stats', description: 'who used what: holdings, waits and force-releases per build, busiest and most contended first' },
     ],
+    check: (o) => (o.stats === true && o.limit !== undefined ? '--stats and --limit cannot be used together' : undefined),
     load: () => require('./historyCommand') as typeof import('./historyCommand'),
   },
   {

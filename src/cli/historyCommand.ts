@@ -1,12 +1,14 @@
 /**
  * `devserver-stage history [TAG]`: what happened to a build, oldest first: one line per event on
  * stdout, or with --json one JSON object per line (JSON lines, as the history is stored), so that
- * `tail -n 1` and `jq -c` work on it as on the files.
+ * `tail -n 1` and `jq -c` work on it as on the files. With --stats, who used what over a window
+ * (`statsFormat.ts`), or with --json one object.
  */
-import { history, type HistoryActor, type HistoryEvent, type HistoryPrevious, type HistoryQuery } from '../core/log/history';
-import { formatBytes, formatDuration } from '../core/base/format';
+import { DAY_MS, history, historyStats, type HistoryActor, type HistoryEvent, type HistoryPrevious, type HistoryQuery } from '../core/log/history';
+import { formatBytes } from '../core/base/format';
 import { commandMain } from './context';
 import { jsonText, printable, printableTime, stdout } from './output';
+import { formatStats, span } from './statsFormat';
 import { columnWidths, tableLine } from './usageFormat';
 
 export interface HistoryCommandIo {
@@ -14,7 +16,12 @@ export interface HistoryCommandIo {
   json: boolean;
 }
 
-export const main = commandMain(async (ctx, [tag]: readonly [string | undefined], o: { since?: number; limit?: number }) => {
+export const main = commandMain(async (ctx, [tag]: readonly [string | undefined], o: { since?: number; limit?: number; stats?: boolean }) => {
+  if (o.stats === true) {
+    const [figures] = await historyStats(ctx.staticDir(), { ...(tag !== undefined ? { scope: tag } : {}), windowsMs: [o.since ?? DAY_MS], warn: ctx.warn });
+    stdout.write(ctx.json ? `${jsonText(figures)}\n` : formatStats(figures));
+    return 0;
+  }
   const query: HistoryQuery = {
     warn: ctx.warn,
     ...(tag !== undefined ? { tag } : {}),
@@ -36,11 +43,6 @@ export async function runHistory(staticDir: string, query: HistoryQuery, io: His
     writeHistory(events, query.tag, io.stdout);
   }
   return 0;
-}
-
-/** Short waits matter ("waited 15 ms"); longer ones as `formatDuration` says them. */
-function span(ms: number): string {
-  return ms < 1_000 ? `${ms} ms` : formatDuration(ms);
 }
 
 function who(h: HistoryActor | HistoryPrevious): string {

@@ -27,6 +27,7 @@ import { goToBuildCommand } from './commands/goToBuild';
 import { showMoreCommand } from './commands/showMore';
 import { verifyBuildCommand } from './commands/verifyBuild';
 import { showBuildDetailsCommand } from './commands/showBuildDetails';
+import { showUsageCommand } from './commands/showUsage';
 import { BuildDetails, DETAILS_SCHEME } from './details/buildDetails';
 import { FilterStatus } from './tree/filterStatus';
 import { stageBuildCommand } from './commands/stageBuild';
@@ -154,6 +155,7 @@ export function activate(context: vscode.ExtensionContext): DevserverStagingApi 
     showMoreCommand(commands),
     verifyBuildCommand(commands),
     showBuildDetailsCommand(commands),
+    showUsageCommand(commands),
     stageBuildCommand(commands),
     addArtifactsCommand(commands),
   );

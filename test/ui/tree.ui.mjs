@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 // The tree as a user sees it: the demo static directory (free, held, stale and legacy builds)
 // opened in the headless VS Code, the view opened and its boards expanded in the browser, the
-// rows on screen checked, and a screenshot taken (.cache/ui/tree-view.png; with
+// rows on screen checked (and Show Usage's page, usage.ui.mjs), and screenshots taken (.cache/ui/tree-view.png; with
 // --update-screenshots also media/screenshots/ for the README).
 import { execFileSync } from 'node:child_process';
 import * as fs from 'node:fs';
@@ -10,6 +10,7 @@ import * as path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { chromiumArgs, root } from '../../scripts/vscode/headless.mjs';
 import { HELD_TAG, prepareDemo, startHeadless } from '../../scripts/start.mjs';
+import { checkUsagePage } from './usage.ui.mjs';
 
 const defaultOutDir = path.join(root, '.cache', 'ui');
 
@@ -383,6 +384,8 @@ export async function runUiCheck({ updateScreenshots = false, log = console.log,
       return lostToast.isVisible();
     });
     await lostToast.locator('.codicon-notifications-clear, .codicon-close').first().click().catch(() => undefined);
+
+    await checkUsagePage({ page, row, check, shoot, vp });
 
     // Then reload the window: the old window's extension host ends, and with it the lock it holds;
     // the folders left expanded come back expanded.

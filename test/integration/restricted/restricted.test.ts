@@ -92,6 +92,10 @@ describe('Restricted Mode', function () {
     const r2 = (await ext.tree.getChildren(eve)).find((n) => n.kind === 'build' && n.tag === 'eve/R2');
     const uri = await vscode.commands.executeCommand<vscode.Uri>('devserverStaging.showBuildDetails', r2);
     assert.match(await pageText(uri), /stale/);
+    // Show Usage only reads: allowed here, and it writes nothing either.
+    const usage = await vscode.commands.executeCommand<vscode.WebviewPanel | undefined>('devserverStaging.showUsage', r2);
+    assert.match(usage?.webview.html ?? '', /<h1>Usage of eve\/R2<\/h1>/);
+    usage?.dispose();
     await vscode.commands.executeCommand('devserverStaging.refresh');
     await waitFor(() => (ext.states.entry(canary, 'eve/R2')?.state === 'stale' ? true : undefined), 10_000, 'listed again');
     // Every command that writes, as a script or a keybinding would call it, bypassing its menus.

@@ -17,7 +17,8 @@
  * One file per job here: the events (events.ts) and reading a line back (parse.ts); recording
  * (record.ts), appending to the segments on disk (append.ts), the segments kept open between
  * records (segments.ts); reading (read.ts, readSegment.ts, kept.ts) and the glance at who held
- * an area last (lastHeld.ts); what could not be done, told to `warn` (report.ts).
+ * an area last (lastHeld.ts); who used what (stats.ts: holdings and waits of one area in holds.ts,
+ * the figures of a window in tally.ts); what could not be done, told to `warn` (report.ts).
  */
 export {
   type HistoryActor,
@@ -37,3 +38,6 @@ export { flushHistory, recordHistory } from './record';
 export { HistorySegment } from './segments';
 export { type HistoryQuery, history } from './read';
 export { type LastHeld, lastHeld } from './lastHeld';
+export { type Hold, type HoldEnd, type Wait, type Who, WAIT_FLOOR_MS, holdsOf } from './holds';
+export { type BuildFigures, type Lane, type UsageFigures, MAX_LANE_ITEMS } from './tally';
+export { DAY_MS, WEEK_MS, type StatsQuery, historyStats } from './stats';

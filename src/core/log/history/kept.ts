@@ -44,8 +44,13 @@ export class Kept {
   }
 
   async events(): Promise<HistoryEvent[]> {
+    return (await this.reads()).map((r) => r.e);
+  }
+
+  /** The events kept with their times, in order. */
+  async reads(): Promise<Read[]> {
     const sorted = this.newest(await sortInSlices(this.items, byTime));
     this.items = [];
-    return sorted.map((r) => r.e);
+    return sorted;
   }
 }

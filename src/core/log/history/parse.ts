@@ -31,6 +31,11 @@ function parsePrevious(v: unknown): HistoryPrevious | undefined {
  * writable by co-users, so a line may be anything. Undefined for a line that is not an event.
  */
 export function parseEvent(text: string): HistoryEvent | undefined {
+  return parseTimed(text)?.e;
+}
+
+/** `parseEvent`, with the event's time in milliseconds since the epoch: readers order by it, and parse it once. */
+export function parseTimed(text: string): { e: HistoryEvent; t: number } | undefined {
   if (text === '' || text[0] !== '{') return undefined;
   let r: Record<string, unknown>;
   try {
@@ -39,7 +44,8 @@ export function parseEvent(text: string): HistoryEvent | undefined {
     return undefined;
   }
   if (typeof r !== 'object' || r === null || !isText(r.tag) || !isText(r.time) || !HISTORY_KINDS.includes(r.kind as HistoryKind)) return undefined;
-  if (!Number.isFinite(Date.parse(r.time))) return undefined;
+  const t = Date.parse(r.time);
+  if (!Number.isFinite(t)) return undefined;
   const holder = parseActor(r.holder);
   if (holder === undefined) return undefined;
   const e: HistoryEvent = { tag: r.tag, kind: r.kind as HistoryKind, time: r.time, holder };
@@ -51,5 +57,5 @@ export function parseEvent(text: string): HistoryEvent | undefined {
   const until = isText(r.reservedUntil) ? Date.parse(r.reservedUntil) : NaN;
   if (Number.isFinite(until) && Math.abs(until) <= 8.64e15) e.reservedUntil = new Date(until).toISOString();
   if (typeof r.ok === 'boolean') e.ok = r.ok;
-  return e;
+  return { e, t };
 }

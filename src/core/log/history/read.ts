@@ -44,52 +44,73 @@ export async function history(staticDir: string, query: HistoryQuery = {}): Prom
 }
 
 export async function collect(staticDir: string, query: HistoryQuery, kinds?: ReadonlySet<HistoryKind>, glance = false): Promise<HistoryEvent[]> {
-  const sd = await resolveStaticDir(staticDir);
-  const tag = query.tag === undefined ? undefined : parseTag(query.tag).join('/');
   const limit = query.limit === undefined ? Infinity : Math.max(0, Math.floor(query.limit));
-  if (limit === 0) return [];
+  const kept = new Kept(limit);
+  await visitHistory(
+    staticDir,
+    (sync) => {
+      const tag = query.tag === undefined ? undefined : parseTag(query.tag).join('/');
+      if (limit === 0) return undefined;
+      return {
+        ...(tag !== undefined ? { tag } : {}),
+        sinceMs: query.sinceMs ?? -Infinity,
+        limit,
+        ...(kinds !== undefined ? { kinds } : {}),
+        warn: query.warn ?? defaultWarn,
+        sync: sync && !glance,
+        glance,
+      };
+    },
+    (dir, want) => readTagDir(dir, want, kept),
+  );
+  return kept.events();
+}
+
+/**
+ * Opens the history of `staticDir` and visits the directory of `want.tag`, or of every tag, each
+ * opened without following a link. `wantOf` (told whether the filesystem allows synchronous calls)
+ * says what is wanted, or undefined for nothing. Events this process recorded are written first.
+ */
+export async function visitHistory(staticDir: string, wantOf: (sync: boolean) => Want | undefined, visit: (dir: Dir, want: Want) => Promise<void>): Promise<void> {
+  const sd = await resolveStaticDir(staticDir);
+  const want = wantOf(sd.io.sync);
+  if (want === undefined) return;
   await flushHistory();
-  const want: Want = {
-    ...(tag !== undefined ? { tag } : {}),
-    sinceMs: query.sinceMs ?? -Infinity,
-    limit,
-    ...(kinds !== undefined ? { kinds } : {}),
-    warn: query.warn ?? defaultWarn,
-    sync: sd.io.sync && !glance,
-    glance,
-  };
   const top = await openDir(sd.staticDir, true, want.sync);
   const opened: Dir[] = [top];
-  const kept = new Kept(limit);
   try {
     const hist = await openChain(opened, [META_DIR, HISTORY_DIR], want);
-    if (hist === undefined) return [];
-    if (tag !== undefined) {
-      const dir = await openChain(opened, historyDirOf(tag), want);
-      if (dir !== undefined) await readTagDir(dir, want, kept);
+    if (hist === undefined) return;
+    if (want.tag !== undefined) {
+      const dir = await openChain(opened, historyDirOf(want.tag), want);
+      if (dir !== undefined) await visit(dir, want);
     } else {
-      for (const fan of await listNames(hist, want)) {
-        const fanDir = await openQuietly(hist, fan, want);
-        if (fanDir === undefined) continue;
-        try {
-          for (const name of await listNames(fanDir, want)) {
-            const dir = await openQuietly(fanDir, name, want);
-            if (dir === undefined) continue;
-            try {
-              await readTagDir(dir, want, kept);
-            } finally {
-              dir.close();
-            }
-          }
-        } finally {
-          fanDir.close();
-        }
-      }
+      await eachTagDir(hist, want, (dir) => visit(dir, want));
     }
   } finally {
     for (const d of opened) d.close();
   }
-  return kept.events();
+}
+
+/** Visits every tag directory below the opened history directory, each opened (never through a link) and closed after its visit. */
+async function eachTagDir(hist: Dir, want: Want, visit: (dir: Dir, name: string) => Promise<void>): Promise<void> {
+  for (const fan of await listNames(hist, want)) {
+    const fanDir = await openQuietly(hist, fan, want);
+    if (fanDir === undefined) continue;
+    try {
+      for (const name of await listNames(fanDir, want)) {
+        const dir = await openQuietly(fanDir, name, want);
+        if (dir === undefined) continue;
+        try {
+          await visit(dir, name);
+        } finally {
+          dir.close();
+        }
+      }
+    } finally {
+      fanDir.close();
+    }
+  }
 }
 
 /** The names in an opened directory; none when it cannot be read (reported, unless it has gone). */
@@ -124,7 +145,7 @@ async function openQuietly(parent: Dir, name: string, want: Want): Promise<Dir |
 }
 
 /** The events of one tag directory that `want` asks for, into `kept`: per host, newest generation first, as many as needed. */
-async function readTagDir(dir: Dir, want: Want, kept: Kept): Promise<void> {
+export async function readTagDir(dir: Dir, want: Want, kept: Kept): Promise<void> {
   const byHost = new Map<string, number[]>();
   for (const name of await listNames(dir, want)) {
     const seg = parseHistorySegmentName(name);
@@ -138,8 +159,8 @@ async function readTagDir(dir: Dir, want: Want, kept: Kept): Promise<void> {
     const source = kept.source();
     let got = 0;
     for (const gen of gens.sort((a, b) => b - a).slice(0, want.glance ? 1 : undefined)) {
-      const { events, oldestMs } = await readSegment(dir, historySegmentName(host, gen), want, want.limit - got);
-      for (const [line, e] of events.entries()) kept.add({ e, t: Date.parse(e.time), source, generation: gen, line });
+      const { events, times, oldestMs } = await readSegment(dir, historySegmentName(host, gen), want, want.limit - got);
+      for (let line = 0; line < events.length; line++) kept.add({ e: events[line], t: times[line], source, generation: gen, line });
       got += events.length;
       if (got >= want.limit || oldestMs < want.sinceMs - ORDER_SLACK_MS) break;
     }
