@@ -31,6 +31,9 @@ import { CLAIM_PREFIX, LOCK_FENCED_PREFIX, LOCK_NAME, LOCK_TRASH_PREFIX, MAX_OWN
 import { step } from '../base/steps';
 import { holdsUnfinishedCommit, putAside, removeEmptyLock } from './unlock';
 
+/** The sticky bit of a directory's mode (S_ISVTX), which Node's constants do not name. */
+const STICKY = 0o1000;
+
 /** More generations than this means something keeps dying mid-takeover; give up rather than loop. */
 const MAX_GENERATIONS = 16;
 
@@ -93,7 +96,22 @@ async function isSameInstance(lockPath: string, id: LockIdentity, requireSameMti
  * so that a failed takeover leaves the lock exactly where and as it was.
  */
 async function checkRemovable(lockPath: string, shown: string): Promise<void> {
-  if (process.getuid?.() === 0) return;
+  const uid = process.getuid?.();
+  if (uid === undefined || uid === 0) return;
+  // In a sticky area (mode 1777, as shared directories often are) only an entry's owner, the
+  // area's owner or root may remove or rename it: the lock's insides could be taken apart, but
+  // not the lock itself, which would be left empty and the holder cut off. Refused whole instead.
+  const areaSt = await fs.promises.stat(path.dirname(lockPath)).catch(() => undefined);
+  if (areaSt !== undefined && (areaSt.mode & STICKY) !== 0 && areaSt.uid !== uid) {
+    const lockSt = await fs.promises.lstat(lockPath).catch(() => undefined);
+    if (lockSt !== undefined && lockSt.uid !== uid) {
+      throw new StagingError(
+        'ELOCKED',
+        `Cannot remove the lock ${shown}: its directory is sticky (only an entry's owner may remove it there) and the lock belongs to another user. Ask its owner or root to remove it.`,
+        { path: shown },
+      );
+    }
+  }
   const entries = await fs.promises.readdir(lockPath, { withFileTypes: true }).catch(() => []);
   const dirs = [lockPath, ...entries.filter((e) => e.isDirectory()).map((e) => `${lockPath}/${e.name}`)];
   for (const d of dirs) {

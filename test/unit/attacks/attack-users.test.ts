@@ -44,6 +44,41 @@ describe('attack: two real users, a holder with umask 077 and --stale 60', funct
   });
   after(() => root && cleanup(root));
 
+  // In a sticky directory only an entry's owner (or the directory's, or root) may remove it: another
+  // user could take the lock's insides apart but not the lock, which was left empty, the holder cut
+  // off and the force-release reported as failed.
+  it('in a sticky area, another user\'s force-release is refused whole and the lock stays as it was; root\'s goes through', async () => {
+    const tag = 'sticky/R1';
+    const area = path.join(staticDir, tag);
+    fs.mkdirSync(area, { recursive: true });
+    fs.chmodSync(path.dirname(area), 0o777);
+    fs.chmodSync(area, 0o1777);
+    const running = path.join(marks, 'sticky-holder-running');
+    const held = spawn('runuser', ['-u', 'daemon', '--', process.execPath, CLI, 'lock', tag, '--', 'sh', '-c', `touch ${running}; exec sleep 60`], {
+      env: { ...process.env, DEVSERVER_STATIC_DIR: staticDir },
+      stdio: ['ignore', 'ignore', 'pipe'],
+    });
+    const heldExit = new Promise<number | null>((r) => held.once('exit', (code) => r(code)));
+    try {
+      await waitFor(() => (fs.existsSync(running) ? true : undefined), 15_000, 'daemon\'s command to start');
+      const lockDir = path.join(area, 'devserver.lock');
+      const snapshot = (): string => JSON.stringify([fs.statSync(lockDir).ino, fs.readdirSync(lockDir).sort(), fs.readFileSync(path.join(lockDir, 'owner.json'), 'utf8'), fs.readdirSync(area).sort()]);
+      const before = snapshot();
+      const refused = await cliTimed(staticDir, ['force-release', tag], { timeoutMs: 20_000, user: 'nobody' });
+      assert.equal(refused.code, 3, `nobody's force-release: exit ${refused.code}: ${refused.stderr}`);
+      assert.match(refused.stderr, /sticky/);
+      assert.equal(snapshot(), before, 'the lock, its record and the area are as they were');
+      assert.deepEqual(areaJunk(area), []);
+      assert.equal(held.exitCode, null, 'daemon still holds it and its command runs');
+      const byRoot = await cliTimed(staticDir, ['force-release', tag], { timeoutMs: 20_000 });
+      assert.equal(byRoot.code, 0, byRoot.stderr);
+      assert.ok(!fs.existsSync(lockDir), 'root removed the lock');
+      report(`sticky area: nobody's force-release refused (exit 3), the lock untouched; root's went through; daemon's lock -- exited ${await heldExit}`);
+    } finally {
+      if (held.exitCode === null) held.kill('SIGKILL');
+    }
+  });
+
   for (const [holder, contender] of [
     ['nobody', 'daemon'],
     ['daemon', 'nobody'],
