@@ -397,7 +397,12 @@ describe('the README', () => {
   });
 });
 
-/** What the .vsix may hold: the bundles, the icons, the manifest and the documents (vsce renames some); the README's images besides. */
+/** The worker threads' files (src/core/<layer>/<name>Worker.ts; see src/core/base/threads.ts), each bundled to dist/ once for every bundle. */
+const WORKERS = (fs.readdirSync(path.join(ROOT, 'src', 'core'), { recursive: true }) as string[])
+  .filter((f) => /(^|\/)\w+Worker\.ts$/.test(f))
+  .map((f) => `dist/${path.basename(f, '.ts')}.js`)
+  .sort();
+
 /** The command line's bundles: the entry, commander (for help and usage errors), and one per command, each loaded when needed. */
 const CLI_BUNDLES = [
   'dist/cli.js',
@@ -425,8 +430,8 @@ const SHIPPED = [
   'extension/changelog.md',
   'extension/LICENSE.txt',
   'extension/dist/extension.js',
-  // The thread the extension's watches live in.
-  'extension/dist/watchWorker.js',
+  // The worker threads: the extension's watches, the staging's copies, verification's hashes.
+  ...WORKERS.map((f) => `extension/${f}`),
   ...CLI_BUNDLES.map((f) => `extension/${f}`),
   'extension/media/icon.svg',
   'extension/media/icon.png',
@@ -520,7 +525,7 @@ describe('the .vsix', function () {
   });
 
   it('ships minified bundles without source maps', () => {
-    for (const name of ['dist/extension.js', 'dist/watchWorker.js', ...CLI_BUNDLES]) {
+    for (const name of ['dist/extension.js', ...WORKERS, ...CLI_BUNDLES]) {
       const text = files.get(`extension/${name}`)!.toString('utf8');
       assert.doesNotMatch(text, /sourceMappingURL/, name);
       const perLine = Math.round(text.length / text.split('\n').length);
