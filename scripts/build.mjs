@@ -125,8 +125,11 @@ await Promise.all([
   bundle({ entryPoints: { commander: 'node_modules/commander/index.js' }, outdir: 'dist/cli' }),
   bundle({ entryPoints: ['src/core/index.ts'], outfile: 'dist/core.js', plugins: [plainFs, signalExitAssert] }),
   // The worker threads' files, beside the extension's and the library's bundles (src/core/base/threads.ts):
-  // the model's watches, the staging's copying workers.
-  bundle({ entryPoints: { watchWorker: 'src/core/watch/watchWorker.ts', copyWorker: 'src/core/stage/copyWorker.ts' }, outdir: 'dist' }),
+  // the model's watches, the staging's copying workers, verification's hashers.
+  bundle({
+    entryPoints: { watchWorker: 'src/core/watch/watchWorker.ts', copyWorker: 'src/core/stage/copyWorker.ts', hashWorker: 'src/core/stage/hashWorker.ts' },
+    outdir: 'dist',
+  }),
 ]);
 chmodSync('dist/cli.js', 0o755);
 
