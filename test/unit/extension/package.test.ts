@@ -25,6 +25,29 @@ describe('package', () => {
     assert.deepEqual(out.missing, []);
   });
 
+  it('stages a directory and verifies it with the built core, whose worker threads run from dist/', async () => {
+    const dir = tempDir('dss-core-');
+    try {
+      const tree = path.join(dir, 'tree');
+      fs.mkdirSync(path.join(tree, 'sub'), { recursive: true });
+      // Large enough that verification hashes it in a worker thread.
+      fs.writeFileSync(path.join(tree, 'large.bin'), Buffer.alloc(3 * 1024 * 1024, 7));
+      fs.writeFileSync(path.join(tree, 'sub', 'small.txt'), 'small\n');
+      fs.mkdirSync(path.join(dir, 'static'));
+      const script = `const c = require('devserver-staging/core');
+        (async () => {
+          const staged = await c.stage(process.argv[1], 'eve/R1', [process.argv[2]]);
+          const verified = await c.verify(process.argv[1], 'eve/R1');
+          console.log(JSON.stringify({ files: staged.added.length, ok: verified.ok, checked: verified.checkedFiles }));
+        })();`;
+      const r = await run(process.execPath, ['-e', script, path.join(dir, 'static'), tree], { cwd: ROOT });
+      assert.equal(r.code, 0, r.stderr);
+      assert.deepEqual(JSON.parse(r.stdout), { files: 2, ok: true, checked: 2 });
+    } finally {
+      cleanup(dir);
+    }
+  });
+
   it('ships type declarations for the core', () => {
     const entry = fs.readFileSync(path.join(ROOT, 'dist', 'core.d.ts'), 'utf8');
     assert.match(entry, /types\/index/);
@@ -542,9 +565,10 @@ describe('the .vsix', function () {
   });
 
   it('runs the command-line tool it ships, from any directory', async () => {
-    // The bundles as shipped, and nothing else: the entry finds each command's bundle beside it.
+    // The bundles as shipped, and nothing else: the entry finds each command's bundle beside it,
+    // and the command bundles their worker threads' files one directory up.
     const shipped = path.join(dir, 'shipped');
-    for (const f of CLI_BUNDLES) {
+    for (const f of [...CLI_BUNDLES, ...WORKERS]) {
       fs.mkdirSync(path.dirname(path.join(shipped, f)), { recursive: true });
       fs.writeFileSync(path.join(shipped, f), files.get(`extension/${f}`)!);
     }
@@ -569,5 +593,17 @@ describe('the .vsix', function () {
     const staged = await run(process.execPath, [cli, '-d', staticDir, 'stage', 'eve/R2', archive], elsewhere);
     assert.equal(staged.code, 0, staged.stderr);
     assert.equal(fs.readFileSync(path.join(staticDir, 'eve', 'R2', 'readme.txt'), 'utf8'), 'xz\n');
+    // A directory, copied by the copying workers; verified, its large file by a hashing worker.
+    const tree = path.join(dir, 'tree');
+    fs.mkdirSync(path.join(tree, 'sub'), { recursive: true });
+    fs.writeFileSync(path.join(tree, 'large.bin'), Buffer.alloc(3 * 1024 * 1024, 7));
+    fs.writeFileSync(path.join(tree, 'sub', 'small.txt'), 'small\n');
+    const copied = await run(process.execPath, [cli, '-d', staticDir, 'stage', 'eve/R3', tree], elsewhere);
+    assert.equal(copied.code, 0, copied.stderr);
+    assert.ok(fs.readFileSync(path.join(staticDir, 'eve', 'R3', 'large.bin')).equals(fs.readFileSync(path.join(tree, 'large.bin'))));
+    const verified = await run(process.execPath, [cli, '-d', staticDir, '--json', 'verify', 'eve/R3'], elsewhere);
+    assert.equal(verified.code, 0, `${verified.stdout}\n${verified.stderr}`);
+    const result = JSON.parse(verified.stdout) as { ok: boolean; checkedFiles: number };
+    assert.deepEqual([result.ok, result.checkedFiles], [true, 2]);
   });
 });
