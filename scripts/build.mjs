@@ -115,11 +115,21 @@ mkdirSync('dist', { recursive: true });
 await Promise.all([
   bundle({ entryPoints: ['src/extension/extension.ts'], outfile: 'dist/extension.js', external: ['vscode'], plugins: [plainFs, signalExitAssert] }),
   bundle({ entryPoints: ['src/cli/main.ts'], outfile: 'dist/cli.js', banner: { js: '#!/usr/bin/env node' }, plugins: [commandsExternal] }),
-  bundle({ entryPoints: commandFiles.map((f) => `src/cli/${f}`), outdir: 'dist/cli', plugins: [lockfileOnlyWhereUsed, plainFs, signalExitAssert] }),
+  // Their worker threads' files are those in dist/, one directory up (src/core/base/threads.ts).
+  bundle({
+    entryPoints: commandFiles.map((f) => `src/cli/${f}`),
+    outdir: 'dist/cli',
+    define: { ...common.define, __WORKERS_DIR__: JSON.stringify('..') },
+    plugins: [lockfileOnlyWhereUsed, plainFs, signalExitAssert],
+  }),
   bundle({ entryPoints: { commander: 'node_modules/commander/index.js' }, outdir: 'dist/cli' }),
   bundle({ entryPoints: ['src/core/index.ts'], outfile: 'dist/core.js', plugins: [plainFs, signalExitAssert] }),
-  // The model's watches run here, a worker thread beside the extension's (and the library's) bundle.
-  bundle({ entryPoints: ['src/core/watch/watchWorker.ts'], outfile: 'dist/watchWorker.js' }),
+  // The worker threads' files, beside the extension's and the library's bundles (src/core/base/threads.ts):
+  // the model's watches, the staging's copying workers, verification's hashers.
+  bundle({
+    entryPoints: { watchWorker: 'src/core/watch/watchWorker.ts', copyWorker: 'src/core/stage/copyWorker.ts', hashWorker: 'src/core/stage/hashWorker.ts' },
+    outdir: 'dist',
+  }),
 ]);
 chmodSync('dist/cli.js', 0o755);
 

@@ -5,8 +5,11 @@
  */
 import * as os from 'os';
 import * as path from 'path';
-import { Worker } from 'worker_threads';
-import { CHUNK, MEASURE_MS, PROGRESS_EVERY, SMALL_MAX, WORKER_SOURCE, type CopyJob, type FromWorker, type Result, type ToWorker, type WorkerData } from './copyThread';
+import { startThread, workerFile, type Thread } from '../base/threads';
+import type { CopyJob, FromWorker, Result, ToWorker } from './copyProtocol';
+
+/** Where the build puts the worker (base/threads.ts). */
+const WORKER_SCRIPT = workerFile(__dirname, 'copyWorker');
 
 /** Small files per message: enough to make the message's cost vanish, few enough to keep both workers fed. */
 const BATCH = 16;
@@ -37,7 +40,7 @@ export interface Job {
 }
 
 interface Slot {
-  worker: Worker;
+  worker: Thread<ToWorker>;
   /** Jobs sent to it and not answered yet. */
   jobs: Map<number, Job>;
   /** The keys of the batches sent to it and not answered yet, oldest first (it answers in order). */
@@ -221,38 +224,39 @@ class Workers {
     else this.inFlight.delete(key);
   }
 
+  /** What a worker of `slot` answered: progress, or the results of a batch. */
+  private receive(slot: Slot, msg: FromWorker): void {
+    if ('progress' in msg) {
+      slot.jobs.get(msg.id)?.onProgress?.(msg.progress);
+      return;
+    }
+    for (const r of msg.results) {
+      const job = slot.jobs.get(r.id);
+      if (job === undefined) continue;
+      slot.jobs.delete(r.id);
+      if (job.large) slot.busy = false;
+      if (job.phase === 'create') this.creating = false;
+      if ('created' in r) {
+        // Made: now to be copied into, unless its staging stopped meanwhile.
+        if (!job.pool.stopping) {
+          (job.message as CopyJob).created = r.created;
+          job.phase = 'copy';
+          this.enqueue(this.small, job);
+        }
+      } else job.resolve(r);
+      job.pool.settled();
+    }
+    this.answered(slot);
+    if (slot.jobs.size === 0) {
+      slot.worker.unref();
+      this.idleSoon();
+    }
+    this.pump();
+  }
+
   private spawn(): void {
-    const data: WorkerData = { small: SMALL_MAX, chunk: CHUNK, progressEvery: PROGRESS_EVERY, measureMs: MEASURE_MS };
-    const worker = new Worker(WORKER_SOURCE, { eval: true, workerData: data });
-    const slot: Slot = { worker, jobs: new Map(), batches: [], busy: false };
-    worker.on('message', (msg: FromWorker) => {
-      if ('progress' in msg) {
-        slot.jobs.get(msg.id)?.onProgress?.(msg.progress);
-        return;
-      }
-      for (const r of msg.results) {
-        const job = slot.jobs.get(r.id);
-        if (job === undefined) continue;
-        slot.jobs.delete(r.id);
-        if (job.large) slot.busy = false;
-        if (job.phase === 'create') this.creating = false;
-        if ('created' in r) {
-          // Made: now to be copied into, unless its staging stopped meanwhile.
-          if (!job.pool.stopping) {
-            (job.message as CopyJob).created = r.created;
-            job.phase = 'copy';
-            this.enqueue(this.small, job);
-          }
-        } else job.resolve(r);
-        job.pool.settled();
-      }
-      this.answered(slot);
-      if (slot.jobs.size === 0) {
-        worker.unref();
-        this.idleSoon();
-      }
-      this.pump();
-    });
+    const slot: Slot = { worker: startThread<ToWorker, FromWorker>(WORKER_SCRIPT, (msg) => this.receive(slot, msg)), jobs: new Map(), batches: [], busy: false };
+    const worker = slot.worker;
     const lost = (err: Error): void => {
       const i = this.slots.indexOf(slot);
       if (i >= 0) this.slots.splice(i, 1);

@@ -1,44 +1,15 @@
 /**
  * SHA-256 of local files in worker threads. Hashing every staged byte on the main thread made
  * staging a directory CPU-bound at about a third of `cp -r`'s speed; in workers it runs beside the
- * copy (which the kernel does), and the main thread stays free for the editor.
+ * copy (which the kernel does), and the main thread stays free for the editor. What a worker
+ * runs is hashWorker.ts, its messages hashProtocol.ts.
  */
 import * as os from 'os';
-import { Worker } from 'worker_threads';
+import { startThread, workerFile, type Thread } from '../base/threads';
+import type { FileIdentity, HashJob, HashReply } from './hashProtocol';
 
-// Inline, so the bundle needs no separate worker file. Reads with a fixed buffer; reports size too.
-// Workers share the process's descriptors: the file is read through the stager's own descriptor,
-// at explicit offsets (the copy reads the same descriptor), and left open for the stager to close.
-const WORKER_SOURCE = `
-const { parentPort } = require('worker_threads');
-const fs = require('fs');
-const crypto = require('crypto');
-const buf = Buffer.allocUnsafe(4 * 1024 * 1024);
-parentPort.on('message', ({ id, fd, limit }) => {
-  try {
-    const st = fs.fstatSync(fd);
-    const hash = crypto.createHash('sha256');
-    let size = 0;
-    for (;;) {
-      const n = fs.readSync(fd, buf, 0, Math.min(buf.length, limit - size), size);
-      if (n === 0) break;
-      hash.update(buf.subarray(0, n));
-      size += n;
-      if (size % (16 * 1024 * 1024) === 0) parentPort.postMessage({ id, progress: size });
-    }
-    parentPort.postMessage({ id, size, sha256: hash.digest('hex'), opened: { ino: st.ino, size: st.size, mtimeMs: st.mtimeMs } });
-  } catch (err) {
-    parentPort.postMessage({ id, error: String(err && err.message || err), code: err && err.code });
-  }
-});
-`;
-
-/** What a file was when the worker began to read it: to tell whether it changed while it was staged. */
-export interface FileIdentity {
-  ino: number;
-  size: number;
-  mtimeMs: number;
-}
+/** Where the build puts the worker (base/threads.ts). */
+const WORKER_SCRIPT = workerFile(__dirname, 'hashWorker');
 
 export interface FileDigest {
   size: number;
@@ -46,19 +17,8 @@ export interface FileDigest {
   opened: FileIdentity;
 }
 
-interface Reply {
-  id: number;
-  /** Bytes hashed so far, sent every 16 MiB of a large file. */
-  progress?: number;
-  size?: number;
-  sha256?: string;
-  opened?: FileIdentity;
-  error?: string;
-  code?: string;
-}
-
 export class FileHasher {
-  private readonly workers: Worker[] = [];
+  private readonly workers: Thread<HashJob>[] = [];
   private readonly pending = new Map<
     number,
     { resolve: (r: FileDigest) => void; reject: (e: Error) => void; onProgress?: (bytes: number) => void }
@@ -86,19 +46,18 @@ export class FileHasher {
   }
 
   private spawn(): void {
-    const w = new Worker(WORKER_SOURCE, { eval: true });
-    w.on('message', (r: Reply) => {
+    const w = startThread<HashJob, HashReply>(WORKER_SCRIPT, (r) => {
       const p = this.pending.get(r.id);
       if (p === undefined) return;
-      if (r.progress !== undefined) {
+      if ('progress' in r) {
         p.onProgress?.(r.progress);
         return;
       }
       this.pending.delete(r.id);
-      if (r.error !== undefined) p.reject(Object.assign(new Error(r.error), r.code !== undefined ? { code: r.code } : {}));
+      if ('error' in r) p.reject(Object.assign(new Error(r.error), r.code !== undefined ? { code: r.code } : {}));
       else {
-        p.onProgress?.(r.size!);
-        p.resolve({ size: r.size!, sha256: r.sha256!, opened: r.opened! });
+        p.onProgress?.(r.size);
+        p.resolve({ size: r.size, sha256: r.sha256, opened: r.opened });
       }
     });
     w.on('error', (err) => this.failAll(err));

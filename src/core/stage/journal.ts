@@ -126,7 +126,7 @@ export class Journal {
     }
   }
 
-  /** The work directory's identity, named through the lock: what a copying worker checks before each file (copyThread.ts). */
+  /** The work directory's identity, named through the lock: what a copying worker checks before each file (copyWorker.ts). */
   get fence(): { path: string; ino: number } {
     return { path: this.workDir, ino: this.workOpen().ino };
   }

@@ -9,9 +9,9 @@
  * opens it once, reads each chunk once, hashes it and writes it to its place in the work
  * directory, all with synchronous calls of microseconds: two workers copy two files at a time,
  * and the main thread only walks the source and keeps the books. What a worker runs is
- * copyThread.ts; how files are handed to the workers, copyWorkers.ts.
+ * copyWorker.ts (its messages, copyProtocol.ts); how files are handed to the workers, copyWorkers.ts.
  */
-import { SMALL_MAX, type CopyJob, type FailSide, type Result } from './copyThread';
+import { SMALL_MAX, type CopyJob, type FailSide, type Result } from './copyProtocol';
 import { busyWith, workers, type Job } from './copyWorkers';
 import type { TreeSize } from './types';
 

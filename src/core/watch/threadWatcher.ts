@@ -15,18 +15,17 @@
  * If the worker cannot start or stops, the watches are made in this thread instead
  * (`DirectoryWatcher`), and `onError` says so once.
  */
-import * as path from 'path';
-import { Worker } from 'worker_threads';
 import { pause } from '../base/slices';
+import { startThread, workerFile, type Thread } from '../base/threads';
 import { DirectoryWatcher, WATCH_THREAD_STOPPED, type WatchEvent, type Watcher, type WatcherFactory } from './watcher';
 import type { FromWatches, ToWatches } from './watchProtocol';
 
-/** Where the build puts the worker: beside the bundle that loads this (or beside this file, compiled). */
-const WORKER_SCRIPT = path.join(__dirname, 'watchWorker.js');
+/** Where the build puts the worker (base/threads.ts). */
+const WORKER_SCRIPT = workerFile(__dirname, 'watchWorker');
 
 export class ThreadWatcher<T> implements Watcher<T> {
   private readonly data = new Map<string, T>();
-  private worker: Worker | undefined;
+  private worker: Thread<ToWatches> | undefined;
   /** Set once the worker has failed: the watches are in this thread from then on. */
   private here: DirectoryWatcher<T> | undefined;
   /** After a failure: the watches still to be made again here, and when they all are. */
@@ -115,10 +114,9 @@ export class ThreadWatcher<T> implements Watcher<T> {
     this.start().postMessage(batch);
   }
 
-  private start(): Worker {
+  private start(): Thread<ToWatches> {
     if (this.worker !== undefined) return this.worker;
-    const worker = new Worker(this.script);
-    worker.on('message', (m: FromWatches) => this.receive(m));
+    const worker = startThread<ToWatches, FromWatches>(this.script, (m) => this.receive(m));
     worker.on('error', (err) => this.fail(worker, err));
     worker.on('exit', (code) => this.fail(worker, new Error(`the watcher thread exited with code ${code}`)));
     // The watches keep nothing alive: neither the extension host nor another process waits for
@@ -148,7 +146,7 @@ export class ThreadWatcher<T> implements Watcher<T> {
   }
 
   /** The worker could not start or stopped: its watches are made again here, in slices. */
-  private fail(worker: Worker, err: unknown): void {
+  private fail(worker: Thread<ToWatches>, err: unknown): void {
     if (this.worker !== worker || this.disposed) return;
     this.worker = undefined;
     void worker.terminate();

@@ -2,14 +2,12 @@
  * The thread that holds the extension's watches (see threadWatcher.ts): a `DirectoryWatcher` run
  * from the model's messages, its news sent back a batch per turn of this thread's event loop.
  */
-import { parentPort } from 'worker_threads';
+import { threadPort } from '../base/threads';
 import { DirectoryWatcher } from './watcher';
 import { NewsBatch, type FromWatches, type ToWatches } from './watchProtocol';
 
-const port = parentPort;
-if (port === null) throw new Error('watchWorker.js runs as a worker thread of the model (threadWatcher.ts).');
-
-const post = (m: FromWatches): void => port.postMessage(m);
+const port = threadPort<ToWatches, FromWatches>('watchWorker', 'the model (threadWatcher.ts)');
+const post = (m: FromWatches): void => port.post(m);
 let news: NewsBatch | undefined;
 
 function send(): void {
@@ -33,7 +31,7 @@ const watcher = new DirectoryWatcher<undefined>(
   (dir) => post({ dropped: dir }),
 );
 
-port.on('message', (m: ToWatches) => {
+port.onMessage((m) => {
   if (m.clear === true) watcher.unwatchAll();
   for (const op of m.ops) {
     if (op.startsWith('+')) watcher.watch(op.slice(1), undefined);

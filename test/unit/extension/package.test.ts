@@ -25,6 +25,29 @@ describe('package', () => {
     assert.deepEqual(out.missing, []);
   });
 
+  it('stages a directory and verifies it with the built core, whose worker threads run from dist/', async () => {
+    const dir = tempDir('dss-core-');
+    try {
+      const tree = path.join(dir, 'tree');
+      fs.mkdirSync(path.join(tree, 'sub'), { recursive: true });
+      // Large enough that verification hashes it in a worker thread.
+      fs.writeFileSync(path.join(tree, 'large.bin'), Buffer.alloc(3 * 1024 * 1024, 7));
+      fs.writeFileSync(path.join(tree, 'sub', 'small.txt'), 'small\n');
+      fs.mkdirSync(path.join(dir, 'static'));
+      const script = `const c = require('devserver-staging/core');
+        (async () => {
+          const staged = await c.stage(process.argv[1], 'eve/R1', [process.argv[2]]);
+          const verified = await c.verify(process.argv[1], 'eve/R1');
+          console.log(JSON.stringify({ files: staged.added.length, ok: verified.ok, checked: verified.checkedFiles }));
+        })();`;
+      const r = await run(process.execPath, ['-e', script, path.join(dir, 'static'), tree], { cwd: ROOT });
+      assert.equal(r.code, 0, r.stderr);
+      assert.deepEqual(JSON.parse(r.stdout), { files: 2, ok: true, checked: 2 });
+    } finally {
+      cleanup(dir);
+    }
+  });
+
   it('ships type declarations for the core', () => {
     const entry = fs.readFileSync(path.join(ROOT, 'dist', 'core.d.ts'), 'utf8');
     assert.match(entry, /types\/index/);
@@ -397,7 +420,12 @@ describe('the README', () => {
   });
 });
 
-/** What the .vsix may hold: the bundles, the icons, the manifest and the documents (vsce renames some); the README's images besides. */
+/** The worker threads' files (src/core/<layer>/<name>Worker.ts; see src/core/base/threads.ts), each bundled to dist/ once for every bundle. */
+const WORKERS = (fs.readdirSync(path.join(ROOT, 'src', 'core'), { recursive: true }) as string[])
+  .filter((f) => /(^|\/)\w+Worker\.ts$/.test(f))
+  .map((f) => `dist/${path.basename(f, '.ts')}.js`)
+  .sort();
+
 /** The command line's bundles: the entry, commander (for help and usage errors), and one per command, each loaded when needed. */
 const CLI_BUNDLES = [
   'dist/cli.js',
@@ -425,8 +453,8 @@ const SHIPPED = [
   'extension/changelog.md',
   'extension/LICENSE.txt',
   'extension/dist/extension.js',
-  // The thread the extension's watches live in.
-  'extension/dist/watchWorker.js',
+  // The worker threads: the extension's watches, the staging's copies, verification's hashes.
+  ...WORKERS.map((f) => `extension/${f}`),
   ...CLI_BUNDLES.map((f) => `extension/${f}`),
   'extension/media/icon.svg',
   'extension/media/icon.png',
@@ -520,7 +548,7 @@ describe('the .vsix', function () {
   });
 
   it('ships minified bundles without source maps', () => {
-    for (const name of ['dist/extension.js', 'dist/watchWorker.js', ...CLI_BUNDLES]) {
+    for (const name of ['dist/extension.js', ...WORKERS, ...CLI_BUNDLES]) {
       const text = files.get(`extension/${name}`)!.toString('utf8');
       assert.doesNotMatch(text, /sourceMappingURL/, name);
       const perLine = Math.round(text.length / text.split('\n').length);
@@ -537,9 +565,10 @@ describe('the .vsix', function () {
   });
 
   it('runs the command-line tool it ships, from any directory', async () => {
-    // The bundles as shipped, and nothing else: the entry finds each command's bundle beside it.
+    // The bundles as shipped, and nothing else: the entry finds each command's bundle beside it,
+    // and the command bundles their worker threads' files one directory up.
     const shipped = path.join(dir, 'shipped');
-    for (const f of CLI_BUNDLES) {
+    for (const f of [...CLI_BUNDLES, ...WORKERS]) {
       fs.mkdirSync(path.dirname(path.join(shipped, f)), { recursive: true });
       fs.writeFileSync(path.join(shipped, f), files.get(`extension/${f}`)!);
     }
@@ -564,5 +593,17 @@ describe('the .vsix', function () {
     const staged = await run(process.execPath, [cli, '-d', staticDir, 'stage', 'eve/R2', archive], elsewhere);
     assert.equal(staged.code, 0, staged.stderr);
     assert.equal(fs.readFileSync(path.join(staticDir, 'eve', 'R2', 'readme.txt'), 'utf8'), 'xz\n');
+    // A directory, copied by the copying workers; verified, its large file by a hashing worker.
+    const tree = path.join(dir, 'tree');
+    fs.mkdirSync(path.join(tree, 'sub'), { recursive: true });
+    fs.writeFileSync(path.join(tree, 'large.bin'), Buffer.alloc(3 * 1024 * 1024, 7));
+    fs.writeFileSync(path.join(tree, 'sub', 'small.txt'), 'small\n');
+    const copied = await run(process.execPath, [cli, '-d', staticDir, 'stage', 'eve/R3', tree], elsewhere);
+    assert.equal(copied.code, 0, copied.stderr);
+    assert.ok(fs.readFileSync(path.join(staticDir, 'eve', 'R3', 'large.bin')).equals(fs.readFileSync(path.join(tree, 'large.bin'))));
+    const verified = await run(process.execPath, [cli, '-d', staticDir, '--json', 'verify', 'eve/R3'], elsewhere);
+    assert.equal(verified.code, 0, `${verified.stdout}\n${verified.stderr}`);
+    const result = JSON.parse(verified.stdout) as { ok: boolean; checkedFiles: number };
+    assert.deepEqual([result.ok, result.checkedFiles], [true, 2]);
   });
 });
