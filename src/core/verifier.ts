@@ -14,7 +14,7 @@ import { openBelow, type Dir } from './fs/anchored';
 import { readEntries } from './build/browse';
 import { StagingError, asStagingError, errnoCode } from './base/errors';
 import { isBookkeeping } from './base/protocol';
-import { FileHasher, type FileDigest } from './stage/hasher';
+import { FileHasher, HashThreadFailed, type FileDigest } from './stage/hasher';
 import type { ManifestEntry } from './build/manifest';
 import { pause } from './base/slices';
 import type { ArtifactFacts, EntryType, VerifyOptions, VerifyProblem, VerifyProgress } from './verifyTypes';
@@ -341,6 +341,8 @@ export class Verifier {
     } catch (err) {
       // Stopped: the caller reports the cancel.
       if (this.stopped) return;
+      // The tool's own thread failed: that says nothing of the file, so the build is not called damaged.
+      if (err instanceof HashThreadFailed) throw err;
       this.unreadable(name, entry, err);
       return;
     } finally {

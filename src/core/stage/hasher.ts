@@ -5,11 +5,22 @@
  * runs is hashWorker.ts, its messages hashProtocol.ts.
  */
 import * as os from 'os';
+import { StagingError } from '../base/errors';
 import { startThread, workerFile, type Thread } from '../base/threads';
 import type { FileIdentity, HashJob, HashReply } from './hashProtocol';
 
 /** Where the build puts the worker (base/threads.ts). */
 const WORKER_SCRIPT = workerFile(__dirname, 'hashWorker');
+
+/**
+ * A hashing thread that failed to start or stopped: the tool's own fault (a damaged installation,
+ * the worker file missing), never the file's. Callers rethrow it rather than report the file.
+ */
+export class HashThreadFailed extends StagingError {
+  constructor(why: string, cause?: unknown) {
+    super('EIO', `A hashing thread of this tool stopped (${why}): its installation may be damaged; reinstall it.`, cause !== undefined ? { cause } : {});
+  }
+}
 
 export interface FileDigest {
   size: number;
@@ -60,7 +71,14 @@ export class FileHasher {
         p.resolve({ size: r.size, sha256: r.sha256, opened: r.opened });
       }
     });
-    w.on('error', (err) => this.failAll(err));
+    w.on('error', (err) => this.failAll(new HashThreadFailed(err.message, err)));
+    // A thread that ends on its own (not closed by us) would leave its hashes waiting for ever.
+    w.on('exit', (code) => {
+      if (this.closed) return;
+      const at = this.workers.indexOf(w);
+      if (at >= 0) this.workers.splice(at, 1);
+      this.failAll(new HashThreadFailed(`exit ${code}`));
+    });
     // Not unref'd: while a hash is awaited the worker may be all that keeps the process alive
     // (a command-line staging would exit silently). The stager closes them when it is done.
     this.workers.push(w);

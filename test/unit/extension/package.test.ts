@@ -48,6 +48,33 @@ describe('package', () => {
     }
   });
 
+  it('a hashing thread that cannot start (its file missing from an install) fails verify as the tool\'s fault, never calls the build damaged', async () => {
+    const dir = tempDir('dss-core-broken-');
+    try {
+      // The built core and its copying worker, without the hashing worker.
+      const install = path.join(dir, 'install');
+      fs.mkdirSync(install);
+      for (const f of ['core.js', 'copyWorker.js']) fs.copyFileSync(path.join(ROOT, 'dist', f), path.join(install, f));
+      const tree = path.join(dir, 'tree');
+      fs.mkdirSync(tree);
+      fs.writeFileSync(path.join(tree, 'large.bin'), Buffer.alloc(3 * 1024 * 1024, 7));
+      fs.mkdirSync(path.join(dir, 'static'));
+      const script = `const c = require(process.argv[3]);
+        (async () => {
+          await c.stage(process.argv[1], 'eve/R1', [process.argv[2]]);
+          const out = await c.verify(process.argv[1], 'eve/R1').then((v) => ({ ok: v.ok, problems: v.problems.map((p) => p.kind) }), (err) => ({ code: err.code, message: err.message }));
+          console.log(JSON.stringify(out));
+        })();`;
+      const r = await run(process.execPath, ['-e', script, path.join(dir, 'static'), tree, path.join(install, 'core.js')], { cwd: dir });
+      assert.equal(r.code, 0, r.stderr);
+      const out = JSON.parse(r.stdout) as { code?: string; message?: string; ok?: boolean };
+      assert.equal(out.code, 'EIO', r.stdout);
+      assert.match(out.message ?? '', /installation may be damaged/);
+    } finally {
+      cleanup(dir);
+    }
+  });
+
   it('ships type declarations for the core', () => {
     const entry = fs.readFileSync(path.join(ROOT, 'dist', 'core.d.ts'), 'utf8');
     assert.match(entry, /types\/index/);
