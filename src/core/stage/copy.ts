@@ -169,10 +169,6 @@ export class Copier {
    */
   async stream(name: string, content: Readable, part: string, e: IncomingEntry): Promise<Written> {
     const calls = callsFor(this.sync);
-    // An error the content meets while the part is being opened (a round trip to the thread pool
-    // on a network filesystem) is kept by the stream and thrown by the loop below; until the loop
-    // listens, this listener keeps it from being an uncaught exception.
-    content.on('error', ignore);
     let fd: number;
     try {
       this.check();
@@ -227,8 +223,6 @@ export class Copier {
 const WRITE_NEW = fs.constants.O_WRONLY | fs.constants.O_CREAT | fs.constants.O_EXCL | fs.constants.O_NOFOLLOW;
 
 /** A write into the work directory failed: the area's problem, not the source's. */
-const ignore = (): void => undefined;
-
 class WriteFailure extends Error {
   constructor(override readonly cause: unknown) {
     super('write failed');
