@@ -4,7 +4,8 @@
  */
 import * as fs from 'fs';
 import * as path from 'path';
-import { openDir, openDirIfThere, openPath, readRecordBytes, readRecordBytesSync, type Dir } from './fs/anchored';
+import { openDir, openDirIfThere, openPath, readRecordBytes, type Dir } from './fs/anchored';
+import { callsFor } from './fs/calls';
 import { fsClockSkew } from './fs/clock';
 import { naturalOrder, printable } from './base/format';
 import { StagingError, asStagingError, errnoCode, isStagingError } from './base/errors';
@@ -144,7 +145,7 @@ async function openSeen(p: string, seen: Seen, sync: boolean): Promise<Dir | und
  */
 async function readOpened(dir: Dir, sync: boolean): Promise<DirRead> {
   const at = dir.at('.');
-  const stat = sync ? fs.fstatSync(dir.fd) : await fs.promises.stat(at);
+  const stat = await callsFor(sync).fstat(dir.fd);
   // A small directory (an area, a folder of a build) is listed in one call; a large one (a board
   // of thousands of builds) in slices, so the event loop is not held while it is read.
   let listed: { entries: fs.Dirent[]; undecodable: fs.Dirent[] } | undefined;
@@ -398,7 +399,7 @@ async function readManifestCount(at: string, file: string, sync: boolean): Promi
   let bytes: Buffer;
   try {
     // Never through a link, never waiting on a FIFO put in its place.
-    bytes = sync ? readRecordBytesSync(at, file, MAX_MANIFEST_BYTES) : await readRecordBytes(at, file, MAX_MANIFEST_BYTES);
+    bytes = await readRecordBytes(at, file, MAX_MANIFEST_BYTES, sync);
   } catch (err) {
     return isStagingError(err) ? { damaged: err.message } : undefined;
   }

@@ -11,6 +11,7 @@ import * as fs from 'fs';
 import * as os from 'os';
 import { performance } from 'perf_hooks';
 import { openBelow, type Dir } from './fs/anchored';
+import { callsFor } from './fs/calls';
 import { readEntries } from './build/browse';
 import { StagingError, asStagingError, errnoCode } from './base/errors';
 import { isBookkeeping } from './base/protocol';
@@ -28,15 +29,6 @@ const PROGRESS_MS = 100;
 const O_READ_ARTIFACT = fs.constants.O_RDONLY | fs.constants.O_NOFOLLOW | fs.constants.O_NONBLOCK;
 
 const nextTurn = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
-
-/** The callback API: a bare descriptor, which the caller closes (a FileHandle dropped would be closed by the collector). */
-function openFd(p: string, flags: number): Promise<number> {
-  return new Promise((resolve, reject) => fs.open(p, flags, (err, fd) => (err === null ? resolve(fd) : reject(err))));
-}
-
-function fstatFd(fd: number): Promise<fs.Stats> {
-  return new Promise((resolve, reject) => fs.fstat(fd, (err, st) => (err === null ? resolve(st) : reject(err))));
-}
 
 function typeOf(e: fs.Dirent | fs.Stats): EntryType {
   if (e.isFile()) return 'file';
@@ -228,7 +220,7 @@ export class Verifier {
       if (type !== 'symlink') return this.problem({ path: name, kind: 'not-a-link', expected, actual: { type } });
       let target: string;
       try {
-        target = this.sync ? fs.readlinkSync(dir.at(base)) : await fs.promises.readlink(dir.at(base));
+        target = await callsFor(this.sync).readlink(dir.at(base));
       } catch (err) {
         return this.problem({ path: name, kind: errnoCode(err) === 'ENOENT' ? 'missing' : 'unreadable', expected, detail: reasonOf(err) });
       }
@@ -273,9 +265,11 @@ export class Verifier {
    */
   private async open(dir: Dir, base: string, name: string, entry: ManifestEntry): Promise<{ fd: number; st: fs.Stats } | undefined> {
     const expected = recorded(entry);
+    const calls = callsFor(this.sync);
     let fd: number;
     try {
-      fd = this.sync ? fs.openSync(dir.at(base), O_READ_ARTIFACT) : await openFd(dir.at(base), O_READ_ARTIFACT);
+      // A bare descriptor, which this class closes (a FileHandle dropped would be closed by the collector).
+      fd = await calls.open(dir.at(base), O_READ_ARTIFACT);
     } catch (err) {
       this.files++;
       this.doneBytes += entry.size;
@@ -289,7 +283,7 @@ export class Verifier {
     }
     let st: fs.Stats;
     try {
-      st = this.sync ? fs.fstatSync(fd) : await fstatFd(fd);
+      st = await calls.fstat(fd);
     } catch (err) {
       fs.closeSync(fd);
       this.unreadable(name, entry, err);

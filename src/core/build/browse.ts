@@ -8,6 +8,7 @@
 import * as fs from 'fs';
 import * as path from 'path';
 import { openBelow, openDir, openPath, type Dir } from '../fs/anchored';
+import { callsFor } from '../fs/calls';
 import { StagingError, asStagingError, errnoCode, isStagingError } from '../base/errors';
 import { MAX_MANIFEST_BYTES, parseArtifacts, readManifestBytes, type JudgeOptions, type ManifestEntry } from './manifest';
 import { MANIFEST_FILE } from '../base/protocol';
@@ -47,8 +48,7 @@ export async function openBuild(area: Area): Promise<Dir> {
  * directories do that).
  */
 export async function readEntries(p: string, sync: boolean): Promise<{ entries: fs.Dirent[]; undecodable: fs.Dirent[] }> {
-  const options = { withFileTypes: true, encoding: 'buffer' } as const;
-  const raw = sync ? fs.readdirSync(fsPath(p), options) : await fs.promises.readdir(fsPath(p), options);
+  const raw = await callsFor(sync).readdirTypedRaw(fsPath(p));
   const entries: fs.Dirent[] = [];
   const undecodable: fs.Dirent[] = [];
   for (const e of raw) {
@@ -69,12 +69,12 @@ const DIR_BATCH = 128;
  * is what a name that is not UTF-8 decodes to, is the directory read again as `readEntries` reads it.
  */
 export async function readEntriesInSlices(p: string, sync: boolean): Promise<{ entries: fs.Dirent[]; undecodable: fs.Dirent[] }> {
-  const options = { bufferSize: DIR_BATCH, encoding: 'utf8' as const };
-  const dir = sync ? fs.opendirSync(fsPath(p), options) : await fs.promises.opendir(fsPath(p), options);
+  const calls = callsFor(sync);
+  const dir = await calls.opendir(fsPath(p), { bufferSize: DIR_BATCH, encoding: 'utf8' });
   const entries: fs.Dirent[] = [];
   try {
     for (let n = 1; ; n++) {
-      const e = sync ? dir.readSync() : await dir.read();
+      const e = await calls.readEntry(dir);
       if (e === null) break;
       if (e.name.includes('\uFFFD')) return await readEntries(p, sync);
       entries.push(e);
@@ -84,8 +84,7 @@ export async function readEntriesInSlices(p: string, sync: boolean): Promise<{ e
       }
     }
   } finally {
-    if (sync) dir.closeSync();
-    else await dir.close();
+    await calls.closeDir(dir);
   }
   return { entries, undecodable: [] };
 }

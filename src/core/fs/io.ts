@@ -8,7 +8,8 @@
  */
 import * as fs from 'fs';
 import { promisify } from 'util';
-import { createRecord, createRecordSync, mountPoints, readRecord, readRecordSync, settle } from './anchored';
+import { createRecord, mountPoints, readRecord } from './anchored';
+import { type Calls, callsFor } from './calls';
 import { decodeName, fsPath } from '../base/rawNames';
 
 export interface Io {
@@ -44,82 +45,46 @@ const isMissing = (err: unknown): boolean => {
   return code === 'ENOENT' || code === 'ENOTDIR';
 };
 
-/*
- * The callback API, promised, rather than fs.promises: the first use of fs.promises loads its
- * module (with readline's, which it takes), a tenth of a command's start, and a rejected
- * fs.promises call costs more than an lstat itself. Every path goes to the kernel through
- * `fsPath`: a name whose bytes are not UTF-8 is acted on by those bytes (rawNames.ts).
- */
-const lstatP = promisify(fs.lstat);
-const statP = promisify(fs.stat);
-const realpathP = promisify(fs.realpath.native) as unknown as (p: fs.PathLike, options: { encoding: 'buffer' }) => Promise<Buffer>;
-export const lstatOf = (p: string): Promise<fs.Stats> => lstatP(fsPath(p));
-/** stat(2) of `p`, links followed. */
-export const statOf = (p: string): Promise<fs.Stats> => statP(fsPath(p));
-/** The real path of `p`, by the system's realpath(3), as fs.promises.realpath; bytes that are not UTF-8 kept (rawNames.ts). */
-export const realpathOf = async (p: string): Promise<string> => decodeName(await realpathP(fsPath(p), { encoding: 'buffer' }));
-const mkdirOf = promisify(fs.mkdir);
 const statfsOf = promisify(fs.statfs) as (p: fs.PathLike) => Promise<fs.StatsFs>;
-const rmdirP = promisify(fs.rmdir);
-const unlinkP = promisify(fs.unlink);
-const utimesP = promisify(fs.utimes);
-const lutimesP = promisify(fs.lutimes);
-const readdirP = promisify(fs.readdir) as unknown as (p: fs.PathLike, options: { encoding: 'buffer' }) => Promise<Buffer[]>;
-const renameP = promisify(fs.rename);
-const chmodP = promisify(fs.chmod);
-const readlinkP = promisify(fs.readlink);
-const symlinkP = promisify(fs.symlink);
+const asyncCalls = callsFor(false);
+export const lstatOf = (p: string): Promise<fs.Stats> => asyncCalls.lstat(fsPath(p));
+/** stat(2) of `p`, links followed. */
+export const statOf = (p: string): Promise<fs.Stats> => asyncCalls.stat(fsPath(p));
+/** The real path of `p`, by the system's realpath(3), as fs.promises.realpath; bytes that are not UTF-8 kept (rawNames.ts). */
+export const realpathOf = async (p: string): Promise<string> => decodeName(await asyncCalls.realpath(fsPath(p)));
 
-export const asyncIo: Io = {
-  sync: false,
-  lstat: lstatOf,
-  lstatOrNull: (p) =>
-    new Promise((resolve, reject) => {
-      fs.lstat(fsPath(p), (err, st) => (err === null ? resolve(st) : isMissing(err) ? resolve(null) : reject(err)));
-    }),
-  stat: statOf,
-  realpath: realpathOf,
-  mkdir: (p) => mkdirOf(fsPath(p)).then(() => undefined),
-  rmdir: (p) => rmdirP(fsPath(p)),
-  unlink: (p) => unlinkP(fsPath(p)),
-  readRecord: (p, shown, max) => readRecord(p, shown, max),
-  writeNewFile: (p, data, mode) => createRecord(p, data, mode),
-  utimes: (p, a, m) => utimesP(fsPath(p), a, m),
-  lutimes: (p, a, m) => lutimesP(fsPath(p), a, m),
-  rename: (a, b) => renameP(fsPath(a), fsPath(b)),
-  chmod: (p, mode) => chmodP(fsPath(p), mode),
-  readlink: (p) => readlinkP(fsPath(p)),
-  symlink: (text, p) => symlinkP(text, fsPath(p)),
-  readdir: async (p) => (await readdirP(fsPath(p), { encoding: 'buffer' })).map(decodeName),
-};
+/** The Io over `calls`: every path goes to the kernel through `fsPath`, so a name whose bytes are not UTF-8 is acted on by those bytes (rawNames.ts). */
+function ioOver(calls: Calls): Io {
+  return {
+    sync: calls.sync,
+    lstat: (p) => calls.lstat(fsPath(p)),
+    lstatOrNull: (p) =>
+      calls.lstatIfThere(fsPath(p)).then(
+        (st) => st ?? null,
+        (err: unknown) => {
+          if (isMissing(err)) return null;
+          throw err;
+        },
+      ),
+    stat: (p) => calls.stat(fsPath(p)),
+    realpath: async (p) => decodeName(await calls.realpath(fsPath(p))),
+    mkdir: (p) => calls.mkdir(fsPath(p)),
+    rmdir: (p) => calls.rmdir(fsPath(p)),
+    unlink: (p) => calls.unlink(fsPath(p)),
+    readRecord: (p, shown, max) => readRecord(p, shown, max, calls.sync),
+    writeNewFile: (p, data, mode) => createRecord(p, data, mode, calls.sync),
+    utimes: (p, a, m) => calls.utimes(fsPath(p), a, m),
+    lutimes: (p, a, m) => calls.lutimes(fsPath(p), a, m),
+    rename: (a, b) => calls.rename(fsPath(a), fsPath(b)),
+    chmod: (p, mode) => calls.chmod(fsPath(p), mode),
+    readlink: (p) => calls.readlink(fsPath(p)),
+    symlink: (text, p) => calls.symlink(text, fsPath(p)),
+    readdir: async (p) => (await calls.readdirRaw(fsPath(p))).map(decodeName),
+  };
+}
 
-export const syncIo: Io = {
-  sync: true,
-  lstat: (p) => settle(() => fs.lstatSync(fsPath(p))),
-  lstatOrNull: (p) =>
-    settle(() => {
-      try {
-        return fs.lstatSync(fsPath(p), { throwIfNoEntry: false }) ?? null;
-      } catch (err) {
-        if (isMissing(err)) return null;
-        throw err;
-      }
-    }),
-  stat: (p) => settle(() => fs.statSync(fsPath(p))),
-  realpath: (p) => settle(() => decodeName(fs.realpathSync.native(fsPath(p), { encoding: 'buffer' }))),
-  mkdir: (p) => settle(() => void fs.mkdirSync(fsPath(p))),
-  rmdir: (p) => settle(() => fs.rmdirSync(fsPath(p))),
-  unlink: (p) => settle(() => fs.unlinkSync(fsPath(p))),
-  readRecord: (p, shown, max) => settle(() => readRecordSync(p, shown, max)),
-  writeNewFile: (p, data, mode) => settle(() => createRecordSync(p, data, mode)),
-  utimes: (p, a, m) => settle(() => fs.utimesSync(fsPath(p), a, m)),
-  lutimes: (p, a, m) => settle(() => fs.lutimesSync(fsPath(p), a, m)),
-  rename: (a, b) => settle(() => fs.renameSync(fsPath(a), fsPath(b))),
-  chmod: (p, mode) => settle(() => fs.chmodSync(fsPath(p), mode)),
-  readlink: (p) => settle(() => fs.readlinkSync(fsPath(p))),
-  symlink: (text, p) => settle(() => fs.symlinkSync(text, fsPath(p))),
-  readdir: (p) => settle(() => fs.readdirSync(fsPath(p), { encoding: 'buffer' }).map(decodeName)),
-};
+export const asyncIo: Io = ioOver(asyncCalls);
+export const syncIo: Io = ioOver(callsFor(true));
 
 /**
  * statfs magic numbers of local filesystems: ext2/3/4, XFS, Btrfs, tmpfs, overlayfs, ZFS, F2FS,

@@ -5,7 +5,8 @@
  */
 import * as fs from 'fs';
 import * as path from 'path';
-import { isWithin, openBelow, openDir, settle, whereIs, type Dir } from '../fs/anchored';
+import { isWithin, openBelow, openDir, whereIs, type Dir } from '../fs/anchored';
+import { callsFor } from '../fs/calls';
 import { errnoCode } from '../base/errors';
 import { sideName } from '../base/holder';
 import { asyncIo, cachesAttributes, ioFor, isLocalDevice, type Io } from '../fs/io';
@@ -62,11 +63,6 @@ function modeFor(staticDir: Dir): number {
   return 0o755 | (staticDir.mode & 0o022);
 }
 
-/** `sync` on a local filesystem (a few microseconds a call), else off the event loop's thread (see io.ts). */
-export function call<T>(sync: boolean, now: () => T, later: () => Promise<T>): Promise<T> {
-  return sync ? settle(now) : later();
-}
-
 /**
  * Opens the directory `name` of ours in `parent`, making it where it is missing: with `mode`
  * exactly (whatever the umask), and then something else in its place (a link, a file, a FIFO:
@@ -75,23 +71,24 @@ export function call<T>(sync: boolean, now: () => T, later: () => Promise<T>): P
  */
 async function ownDir(parent: Dir, name: string, sync: boolean, mode?: number): Promise<Dir> {
   const p = parent.at(name);
+  const calls = callsFor(sync);
   for (let tries = 0; ; tries++) {
     try {
       return await openBelow(parent, name, sync);
     } catch (err) {
       const code = errnoCode(err);
       if (tries >= 3 || (code !== 'ENOENT' && (mode === undefined || (code !== 'ELOOP' && code !== 'ENOTDIR')))) throw err;
-      if (code !== 'ENOENT') await call(sync, () => fs.unlinkSync(p), () => fs.promises.unlink(p));
+      if (code !== 'ENOENT') await calls.unlink(p);
     }
     try {
-      await call(sync, () => void fs.mkdirSync(p, mode), () => fs.promises.mkdir(p, mode).then(() => undefined));
+      await calls.mkdir(p, mode);
     } catch (err) {
       if (errnoCode(err) === 'EEXIST') continue;
       throw err;
     }
     const dir = await openBelow(parent, name, sync);
     // mkdir's mode went through the umask: set it exactly, on what was opened.
-    if (mode !== undefined) await call(sync, () => fs.fchmodSync(dir.fd, mode), () => fs.promises.chmod(dir.at('.'), mode)).catch(() => undefined);
+    if (mode !== undefined) await calls.fchmod(dir.fd, mode).catch(() => undefined);
     return dir;
   }
 }
@@ -135,7 +132,7 @@ export function closeQueue(q: QueueDirs): void {
 }
 
 export function readdir(io: Io, dir: Dir): Promise<string[]> {
-  return call(io.sync, () => fs.readdirSync(dir.at('.')), () => fs.promises.readdir(dir.at('.')));
+  return callsFor(io.sync).readdir(dir.at('.'));
 }
 
 /**

@@ -12,7 +12,8 @@
  * Claims (`devserver.lock.claim.*`) are the takeover's and are left to it.
  */
 import * as fs from 'fs';
-import { removeTree, removeTreeSync, type Dir } from '../fs/anchored';
+import { removeTree, type Dir } from '../fs/anchored';
+import { callsFor } from '../fs/calls';
 import { undoFencedDir } from './commit';
 import { restoreCarriers } from './fence';
 import { isPidAlive, parseSideName, thisMachine } from '../base/holder';
@@ -37,7 +38,7 @@ async function isDeadOwners(area: Dir, name: string, prefix: string, timing: Tim
  * Returns the area's listing as it was read (the nesting check walks on from it).
  */
 export async function clearLitter(io: Io, area: Dir, timing: Timing): Promise<fs.Dirent[]> {
-  const entries = io.sync ? fs.readdirSync(area.at('.'), { withFileTypes: true }) : await fs.promises.readdir(area.at('.'), { withFileTypes: true });
+  const entries = await callsFor(io.sync).readdirTyped(area.at('.'));
   // Unfinished commits first: until each is undone, nothing else here may change. A taker that
   // could not give what it took aside a fenced name (a full disk) left it as trash.
   for (const { name } of entries) {
@@ -66,8 +67,7 @@ export async function clearLitter(io: Io, area: Dir, timing: Timing): Promise<fs
     if (litter && name.startsWith(LOCK_NAME)) await restoreCarriers(io, area, name);
     if (!litter) continue;
     try {
-      if (io.sync) removeTreeSync(area, name);
-      else await removeTree(area, name);
+      await removeTree(area, name, { sync: io.sync });
     } catch {
       /* left for the next holder */
     }

@@ -28,7 +28,7 @@
  * Every path here is named through the area's open directory or the lock's (see anchored/dir.ts).
  */
 import * as fs from 'fs';
-import { openDir, readRecordSync, removeTree, removeTreeSync, type Dir } from '../fs/anchored';
+import { openDir, readRecordSync, removeTree, type Dir } from '../fs/anchored';
 import { errnoCode } from '../base/errors';
 import { CARRIER_PREFIX, restoreCarriers } from './fence';
 import { sideName } from '../base/holder';
@@ -141,7 +141,7 @@ const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms
 export async function rmTreeSoon(io: Io, area: Dir, name: string): Promise<void> {
   for (let tries = 20; ; tries--) {
     try {
-      return io.sync ? removeTreeSync(area, name) : await removeTree(area, name);
+      return await removeTree(area, name, { sync: io.sync });
     } catch (err) {
       if (errnoCode(err) !== 'ENOTEMPTY' || tries === 0) throw err;
     }
@@ -260,7 +260,7 @@ async function releaseLocal(state: LockFsState, lost: () => NodeJS.ErrnoExceptio
     trashed = false;
     const lock = await openDir(own, true, true);
     try {
-      removeTreeSync(lock, state.workName);
+      await removeTree(lock, state.workName, { sync: true });
     } finally {
       lock.close();
     }

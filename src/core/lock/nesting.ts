@@ -15,6 +15,7 @@
 import * as fs from 'fs';
 import * as path from 'path';
 import { openBelow, openDir, type Dir } from '../fs/anchored';
+import { callsFor } from '../fs/calls';
 import { asStagingError, errnoCode } from '../base/errors';
 import { asyncIo, type Io } from '../fs/io';
 import { hasBuildMark } from './inspect';
@@ -108,7 +109,7 @@ export async function findHeldInside(
     try {
       // The area's own listing may come from the caller, who just read it.
       if (current === dir && listing !== undefined) entries = listing;
-      else entries = io.sync ? fs.readdirSync(current, { withFileTypes: true }) : await fs.promises.readdir(current, { withFileTypes: true });
+      else entries = await callsFor(io.sync).readdirTyped(current);
     } catch {
       continue;
     }

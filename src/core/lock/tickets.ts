@@ -15,6 +15,7 @@
 import * as fs from 'fs';
 import * as path from 'path';
 import { type Dir } from '../fs/anchored';
+import { callsFor } from '../fs/calls';
 import { errnoCode } from '../base/errors';
 import { printable } from '../base/format';
 import { isHolderAlive, isOnThisMachine, isPidAlive, parseHolder, parseObject, parseSideName, sideName, thisMachine } from '../base/holder';
@@ -98,7 +99,7 @@ export async function readTickets(io: Io, q: Dir, shown: string, options: ReadOp
   const records: RecordCache = options.records ?? new Map<string, { key: string; parsed: Parsed }>();
   const tickets: Ticket[] = [];
   const others: string[] = [];
-  const names = io.sync ? fs.readdirSync(q.at('.')) : await fs.promises.readdir(q.at('.'));
+  const names = await callsFor(io.sync).readdir(q.at('.'));
   for (const name of names) {
     const turn = pause();
     if (turn !== undefined) await turn;
@@ -196,15 +197,6 @@ export function numbered(entries: QueueEntry[]): QueueEntry[] {
   return entries;
 }
 
-function call<T>(io: Io, now: () => T, later: () => Promise<T>): Promise<T> {
-  if (!io.sync) return later();
-  try {
-    return Promise.resolve(now());
-  } catch (err) {
-    return Promise.reject(err);
-  }
-}
-
 /**
  * Removes a ticket judged stale, and no other: moves whatever has its name aside in one rename,
  * and if that was not the ticket judged (its waiter left and a newcomer took the same number in
@@ -220,7 +212,7 @@ export async function removeTicket(io: Io, q: Dir, t: Pick<Ticket, 'name' | 'ino
     return errnoCode(err) === 'ENOENT';
   }
   const st = await io.lstatOrNull(aside).catch(() => null);
-  if (st !== null && st.ino !== t.ino) await call(io, () => fs.linkSync(aside, q.at(t.name)), () => fs.promises.link(aside, q.at(t.name))).catch(() => undefined);
+  if (st !== null && st.ino !== t.ino) await callsFor(io.sync).link(aside, q.at(t.name)).catch(() => undefined);
   await removeEntry(io, aside);
   return true;
 }

@@ -4,9 +4,9 @@
  */
 import * as crypto from 'crypto';
 import * as fs from 'fs';
-import { Transform, type Readable } from 'stream';
-import { pipeline } from 'stream/promises';
+import { type Readable } from 'stream';
 import { StagingError, asStagingError, isStagingError } from '../base/errors';
+import { callsFor } from '../fs/calls';
 import { changedSourceError } from './sources/errors';
 import { CopyFailure, CopyPool, SMALL_MAX, type CopyTask } from './pool';
 import { limitOf, sizeLimit, type SizeLimit } from './space';
@@ -163,56 +163,16 @@ export class Copier {
   }
 
   /**
-   * Content from a stream (an archive's entry, a download): counted, hashed and written as it
-   * passes, into `part`, which is created and never replaced.
+   * Content from a stream (an archive's entry, a download): each chunk, as it comes, counted,
+   * hashed and written into `part`, which is created and never replaced. The same bytes are hashed
+   * and written, in the same order, whichever calls write them (`sync`: see the constructor).
    */
   async stream(name: string, content: Readable, part: string, e: IncomingEntry): Promise<Written> {
-    return this.sync ? this.streamSync(name, content, part, e) : this.streamAsync(name, content, part, e);
-  }
-
-  /** `stream` through the thread pool: a filesystem that may stop answering must not stall the event loop. */
-  private async streamAsync(name: string, content: Readable, part: string, e: IncomingEntry): Promise<Written> {
-    const hash = crypto.createHash('sha256');
-    let size = 0;
-    const total = e.size;
-    const meter = new Transform({
-      transform: (chunk: Buffer, _enc, done) => {
-        try {
-          this.budget.count(chunk.length, e.source);
-        } catch (err) {
-          return done(err as Error);
-        }
-        hash.update(chunk);
-        size += chunk.length;
-        this.progress.update(name, size, total);
-        done(null, chunk);
-      },
-    });
-    const out = fs.createWriteStream(part, { flags: 'wx' });
-    let writeError: unknown;
-    out.once('error', (err) => (writeError = err));
-    try {
-      await pipeline(content, meter, out, { signal: this.signal });
-    } catch (err) {
-      if (this.signal.aborted) throw this.signal.reason;
-      if (isStagingError(err)) throw err;
-      // Writing failed (a full disk, permissions): the area's problem, not the source's.
-      if (writeError !== undefined) throw asStagingError(writeError, `write ${name} into`, this.dir);
-      throw this.sourceFailure(e, err);
-    }
-    const { ino } = await fs.promises.lstat(part);
-    return { size, sha256: hash.digest('hex'), ino };
-  }
-
-  /**
-   * `stream` on a local filesystem: each chunk, as it comes, counted, hashed and written with
-   * synchronous calls. The same bytes are hashed and written, in the same order.
-   */
-  private async streamSync(name: string, content: Readable, part: string, e: IncomingEntry): Promise<Written> {
+    const calls = callsFor(this.sync);
     let fd: number;
     try {
       this.check();
-      fd = fs.openSync(part, WRITE_NEW, 0o666);
+      fd = await calls.open(part, WRITE_NEW, 0o666);
     } catch (err) {
       content.destroy();
       if (this.signal.aborted) throw this.signal.reason;
@@ -229,20 +189,17 @@ export class Copier {
         this.budget.count(chunk.length, e.source);
         hash.update(chunk);
         try {
-          for (let off = 0; off < chunk.length; ) off += fs.writeSync(fd, chunk, off, chunk.length - off);
+          for (let off = 0; off < chunk.length; ) off += await calls.write(fd, chunk, off, chunk.length - off);
         } catch (err) {
           throw new WriteFailure(err);
         }
         size += chunk.length;
         this.progress.update(name, size, total);
       }
-      ino = fs.fstatSync(fd).ino;
+      ino = (await calls.fstat(fd)).ino;
     } catch (err) {
-      try {
-        fs.closeSync(fd);
-      } catch {
-        // failed already
-      }
+      // Failed already: what a close says now adds nothing.
+      await calls.close(fd).catch(() => undefined);
       if (this.signal.aborted) throw this.signal.reason;
       if (isStagingError(err)) throw err;
       if (err instanceof WriteFailure) throw asStagingError(err.cause, `write ${name} into`, this.dir);
@@ -250,7 +207,7 @@ export class Copier {
     }
     try {
       // A network filesystem may report a failed write only here.
-      fs.closeSync(fd);
+      await calls.close(fd);
     } catch (err) {
       throw asStagingError(err, `write ${name} into`, this.dir);
     }

@@ -23,6 +23,7 @@ import { createRecord, openBelow, type Dir } from '../fs/anchored';
 import { COMMIT_FILE, COMMIT_PART, commitText, keptWords, undoCommit, type CommitStep, type WorkPlace } from '../lock/commit';
 import { StagingError, asStagingError, errnoCode } from '../base/errors';
 import { LOCK_NAME } from '../base/protocol';
+import { callsFor } from '../fs/calls';
 import { asyncIo, type Io } from '../fs/io';
 import { step } from '../base/steps';
 import { MANIFEST_FILE, TIMESTAMP_FILE } from './types';
@@ -285,8 +286,7 @@ export class Journal {
   }
 
   private async chmod(dir: Dir, mode: number): Promise<void> {
-    if (this.sync) fs.fchmodSync(dir.fd, mode);
-    else await new Promise<void>((resolve, reject) => fs.fchmod(dir.fd, mode, (err) => (err === null ? resolve() : reject(err))));
+    await callsFor(this.sync).fchmod(dir.fd, mode);
   }
 
   /** Lets go of every descriptor: after the commit or the rollback, once nothing writes any more. */

@@ -28,6 +28,8 @@ import { DEFAULT_MAX_BYTES, type IncomingEntry, type Manifest, type ManifestEntr
  */
 const PARALLEL = 4096;
 
+const ignore = (): void => undefined;
+
 /** Everything one call does to the area, so that it can be undone. */
 export class Transaction {
   private readonly dir: string;
@@ -131,6 +133,10 @@ export class Transaction {
     };
     try {
       for await (const entry of openSource(spec, ctx)) {
+        // An error the content meets before it is read (the source cut off while this entry's
+        // place is made, through the thread pool on a network filesystem) stays in the stream,
+        // which throws it to its reader (Copier.stream); until then it must not be uncaught.
+        entry.content?.on('error', ignore);
         if (failure !== undefined) {
           entry.content?.destroy();
           throw failure.err;

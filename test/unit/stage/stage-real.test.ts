@@ -15,7 +15,7 @@ import { META_DIR, TRASH_DIR } from '../../../src/core/base/protocol';
 import { stage } from '../../../src/core/stage/stage';
 import { MANIFEST_FILE, type Manifest, type StageProgress } from '../../../src/core/stage/types';
 import { differences, partsIn, sha, startServer, tree, writeArchives, type EntrySpec, type TestServer } from '../../fixtures';
-import { cleanup, isRoot, report, run, tempDir, WORKERS } from '../../helpers';
+import { cleanup, cli, isRoot, report, run, tempDir, WORKERS } from '../../helpers';
 
 /** The stated cancellation requirement. */
 const CANCEL_MS = 100;
@@ -235,6 +235,23 @@ describe('stage() over HTTP from a real server', function () {
         }
         await watch.unchanged(`${route} cut off (${mode})`, mode === 'new' ? tag : undefined);
       }
+    }
+  });
+
+  it('a response cut off midway, written through the thread pool (as onto a network filesystem), fails the same way', async () => {
+    // In a child process: which calls the core makes is decided once per filesystem in a process.
+    // There the part file is opened through the thread pool while the download goes on, and the
+    // cut must still come back as the staging's failure, never as an uncaught exception.
+    for (const route of ['/half/build.tar.gz', '/half/plain.bin']) {
+      const url = `${base}${route}`;
+      const tag = `http/cut-pooled-${path.basename(route)}`;
+      const r = await cli(staticDir, ['stage', tag, url], { DEVSERVER_STAGING_ASYNC_IO: '1' });
+      report(`${route} through the thread pool: exit ${String(r.code)}: ${r.stderr.trim()}`);
+      assert.notEqual(r.code, 0, r.stderr);
+      assert.ok(r.stderr.includes(url), r.stderr);
+      assert.match(r.stderr, /the connection ended after \d+ of \d+ bytes/);
+      assert.doesNotMatch(r.stderr, /^\s+at /m, 'a stack trace: the failure escaped the staging');
+      await watch.unchanged(`${route} cut off, through the thread pool`, tag);
     }
   });
 

@@ -6,7 +6,7 @@ import * as fs from 'fs';
 import * as path from 'path';
 import { StagingError, errnoCode } from '../../base/errors';
 import { decodeName, fsPath } from '../../base/rawNames';
-import { asyncFd, fstat, settle, syncFd } from './fdCalls';
+import { callsFor } from '../calls';
 
 const C = fs.constants;
 export const O_DIR = C.O_RDONLY | C.O_DIRECTORY;
@@ -28,9 +28,7 @@ export interface Dir {
 
 /** Opens a directory; a name whose bytes are not UTF-8 is opened by those bytes (rawNames.ts). */
 export function openDirFd(p: string, flags: number, sync = false): Promise<number> {
-  const at = fsPath(p);
-  if (sync) return settle(() => fs.openSync(at, flags));
-  return new Promise((resolve, reject) => fs.open(at, flags, (err, fd) => (err === null ? resolve(fd) : reject(err))));
+  return callsFor(sync).open(fsPath(p), flags);
 }
 
 export function makeDir(fd: number, shown: string, st: fs.Stats): Dir {
@@ -68,7 +66,7 @@ export function checkName(name: string): void {
 export async function openDir(p: string, follow = true, sync = false): Promise<Dir> {
   const fd = await openDirFd(p, follow ? O_DIR : O_DIR_NOFOLLOW, sync);
   try {
-    return makeDir(fd, p, await fstat(fd, sync));
+    return makeDir(fd, p, await callsFor(sync).fstat(fd));
   } catch (err) {
     fs.closeSync(fd);
     throw err;
@@ -77,18 +75,17 @@ export async function openDir(p: string, follow = true, sync = false): Promise<D
 
 /** Opens the directory `name` inside `parent`, refusing a symlink and a non-directory (ENOTDIR, or ELOOP on some kernels). */
 export async function openBelow(parent: Dir, name: string, sync = false): Promise<Dir> {
-  if (sync) return settle(() => openBelowSync(parent, name));
   checkName(name);
   let fd: number;
   try {
-    fd = await openDirFd(parent.at(name), O_DIR_NOFOLLOW);
+    fd = await openDirFd(parent.at(name), O_DIR_NOFOLLOW, sync);
   } catch (err) {
     // Linux answers ENOTDIR, not ELOOP, for a symlink opened with O_DIRECTORY | O_NOFOLLOW.
-    if (errnoCode(err) === 'ENOTDIR' && (await isLink(parent.at(name)))) throw linkError(parent, name);
+    if (errnoCode(err) === 'ENOTDIR' && (await isLink(parent.at(name), sync))) throw linkError(parent, name);
     throw err;
   }
   try {
-    return makeDir(fd, path.join(parent.shown, name), await fstat(fd));
+    return makeDir(fd, path.join(parent.shown, name), await callsFor(sync).fstat(fd));
   } catch (err) {
     fs.closeSync(fd);
     throw err;
@@ -100,32 +97,10 @@ function linkError(parent: Dir, name: string): NodeJS.ErrnoException {
 }
 
 export function isLink(p: string, sync = false): Promise<boolean> {
-  if (sync) return settle(() => fs.lstatSync(fsPath(p), { throwIfNoEntry: false })?.isSymbolicLink() === true);
-  return fs.promises.lstat(fsPath(p)).then(
+  return callsFor(sync).lstat(fsPath(p)).then(
     (st) => st.isSymbolicLink(),
     () => false,
   );
-}
-
-/**
- * The synchronous twin of `openBelow`, for local filesystems (see io.ts): a few microseconds,
- * where a round trip through the thread pool costs tens.
- */
-export function openBelowSync(parent: Dir, name: string): Dir {
-  checkName(name);
-  let fd: number;
-  try {
-    fd = fs.openSync(fsPath(parent.at(name)), O_DIR_NOFOLLOW);
-  } catch (err) {
-    if (errnoCode(err) === 'ENOTDIR' && fs.lstatSync(fsPath(parent.at(name)), { throwIfNoEntry: false })?.isSymbolicLink() === true) throw linkError(parent, name);
-    throw err;
-  }
-  try {
-    return makeDir(fd, path.join(parent.shown, name), fs.fstatSync(fd));
-  } catch (err) {
-    fs.closeSync(fd);
-    throw err;
-  }
 }
 
 export interface MakeOptions {
@@ -147,7 +122,7 @@ export async function openOrMakeBelow(parent: Dir, name: string, options: MakeOp
   } catch (err) {
     if (errnoCode(err) !== 'ENOENT') throw err;
   }
-  const made = await (sync ? settle(() => fs.mkdirSync(parent.at(name))) : fs.promises.mkdir(parent.at(name))).then(
+  const made = await callsFor(sync).mkdir(parent.at(name)).then(
     () => true,
     (err: unknown) => {
       if (errnoCode(err) !== 'EEXIST') throw err;
@@ -158,7 +133,7 @@ export async function openOrMakeBelow(parent: Dir, name: string, options: MakeOp
   if (made && options.mode !== undefined) {
     try {
       // Through the descriptor: the directory this call made, wherever it is by now.
-      await (sync ? syncFd : asyncFd).fchmod(dir.fd, options.mode);
+      await callsFor(sync).fchmod(dir.fd, options.mode);
     } catch (err) {
       dir.close();
       throw err;

@@ -18,15 +18,13 @@
  *
  * One file per job here: directories (dir.ts), paths below a root (openPath.ts), what a record must
  * be (refuse.ts), reading and writing records (readRecord.ts, writeRecord.ts), mount points
- * (mounts.ts), removing trees (remove.ts), on descriptor calls in sync and async twins (fdCalls.ts).
+ * (mounts.ts), removing trees (remove.ts); their calls go through one adapter (../calls.ts).
  */
-export { settle } from './fdCalls';
 export {
   type Dir,
   type MakeOptions,
   fdPath,
   openBelow,
-  openBelowSync,
   openDir,
   openDirIfThere,
   openDirWhere,
@@ -38,4 +36,4 @@ export { type RecordLimits, hardLinked, notARecord, refuseUnlessOneLink } from '
 export { type RecordTail, readRecord, readRecordBytes, readRecordBytesSync, readRecordSync, readRecordTail, readRecordUnlessSeen, recordIdentity } from './readRecord';
 export { type AppendOptions, type AppendOutcome, type TouchOutcome, appendRecord, createRecord, createRecordSync, touchRecord } from './writeRecord';
 export { mountPoints } from './mounts';
-export { removeTree, removeTreeSync } from './remove';
+export { type RemoveOptions, removeTree } from './remove';

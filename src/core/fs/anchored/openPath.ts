@@ -6,7 +6,7 @@ import * as fs from 'fs';
 import * as path from 'path';
 import { StagingError, errnoCode } from '../../base/errors';
 import { type Dir, O_DIR, isLink, makeDir, openBelow, openDirFd, whereIs } from './dir';
-import { fstat } from './fdCalls';
+import { callsFor } from '../calls';
 
 /** True when `child` is `parent` or lies inside it; compares path segments, never string prefixes. */
 export function isWithin(parent: string, child: string): boolean {
@@ -51,7 +51,7 @@ export async function openPath(root: Dir, realRoot: string, segments: readonly s
             path: path.join(current.shown, seg),
           });
         });
-        next = makeDir(fd, path.join(current.shown, seg), await fstat(fd, sync).catch((e: unknown) => {
+        next = makeDir(fd, path.join(current.shown, seg), await callsFor(sync).fstat(fd).catch((e: unknown) => {
           fs.closeSync(fd);
           throw e;
         }));
@@ -70,7 +70,7 @@ export async function openPath(root: Dir, realRoot: string, segments: readonly s
     if (!owned) {
       // No segments: a second descriptor of the root, so that the caller may close what it got.
       const fd = await openDirFd(root.at('.'), O_DIR, sync);
-      return makeDir(fd, root.shown, await fstat(fd, sync));
+      return makeDir(fd, root.shown, await callsFor(sync).fstat(fd));
     }
     return current;
   } catch (err) {

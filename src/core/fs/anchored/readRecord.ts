@@ -5,7 +5,7 @@
 import * as fs from 'fs';
 import { errnoCode } from '../../base/errors';
 import { fsPath } from '../../base/rawNames';
-import { asyncFd, syncFd } from './fdCalls';
+import { callsFor } from '../calls';
 import { describeType, notARecord } from './refuse';
 
 const C = fs.constants;
@@ -13,8 +13,9 @@ const C = fs.constants;
 /**
  * Reads one of the tool's own small files (an owner record, a manifest) without following a link
  * and without blocking on a FIFO: ENOENT as usual when it is absent; EIO naming it when it is a
- * link, not a regular file, or larger than `maxBytes`. Synchronous: each step is one short syscall
- * on a regular file, and nothing here can wait on another process.
+ * link, not a regular file, or larger than `maxBytes`. Kept synchronous for callers that cannot
+ * wait for a promise (the release at exit, a command record read by a synchronous judge); every
+ * other caller reads through `readRecord`, synchronous there too on a local filesystem.
  */
 export function readRecordSync(p: string, shown: string, maxBytes: number): string {
   return readRecordBytesSync(p, shown, maxBytes).toString('utf8');
@@ -50,9 +51,9 @@ export function readRecordBytesSync(p: string, shown: string, maxBytes: number):
   }
 }
 
-/** `readRecordSync` off the event loop's thread, for filesystems that may stall (NFS, FUSE). */
-export async function readRecord(p: string, shown: string, maxBytes: number): Promise<string> {
-  return (await readRecordBytes(p, shown, maxBytes)).toString('utf8');
+/** `readRecordSync` with synchronous calls (`sync`, a local filesystem) or off the event loop's thread, for filesystems that may stall (NFS, FUSE). */
+export async function readRecord(p: string, shown: string, maxBytes: number, sync = false): Promise<string> {
+  return (await readRecordBytes(p, shown, maxBytes, sync)).toString('utf8');
 }
 
 /**
@@ -60,8 +61,8 @@ export async function readRecord(p: string, shown: string, maxBytes: number): Pr
  * would hold the event loop longer than a slice may, so its reader decodes it a slice at a time
  * (manifest.ts).
  */
-export async function readRecordBytes(p: string, shown: string, maxBytes: number): Promise<Buffer> {
-  return (await readRecordUnlessSeen(p, shown, maxBytes, undefined)).bytes as Buffer;
+export async function readRecordBytes(p: string, shown: string, maxBytes: number, sync = false): Promise<Buffer> {
+  return (await readRecordUnlessSeen(p, shown, maxBytes, undefined, sync)).bytes as Buffer;
 }
 
 /**
@@ -83,16 +84,23 @@ export function recordIdentity(st: fs.Stats): string {
  * the identity, the change time (ms, the filesystem's clock): a reader should not keep what it
  * read of a file changed moments ago, which may have been read in the middle of a write.
  */
-export async function readRecordUnlessSeen(p: string, shown: string, maxBytes: number, seen: string | undefined): Promise<{ identity: string; changedMs: number; bytes?: Buffer }> {
-  let fh: fs.promises.FileHandle;
+export async function readRecordUnlessSeen(
+  p: string,
+  shown: string,
+  maxBytes: number,
+  seen: string | undefined,
+  sync = false,
+): Promise<{ identity: string; changedMs: number; bytes?: Buffer }> {
+  const calls = callsFor(sync);
+  let fd: number;
   try {
-    fh = await fs.promises.open(fsPath(p), C.O_RDONLY | C.O_NOFOLLOW | C.O_NONBLOCK);
+    fd = await calls.open(fsPath(p), C.O_RDONLY | C.O_NOFOLLOW | C.O_NONBLOCK);
   } catch (err) {
     if (errnoCode(err) === 'ELOOP') throw notARecord(shown, 'a symbolic link');
     throw err;
   }
   try {
-    const st = await fh.stat();
+    const st = await calls.fstat(fd);
     if (!st.isFile()) throw notARecord(shown, describeType(st));
     if (st.size > maxBytes) throw notARecord(shown, `larger than ${maxBytes} bytes`);
     const identity = recordIdentity(st);
@@ -103,9 +111,9 @@ export async function readRecordUnlessSeen(p: string, shown: string, maxBytes: n
     const buf = Buffer.allocUnsafe(Math.min(maxBytes + 1, st.size + 1));
     let n = 0;
     for (;;) {
-      const { bytesRead } = await fh.read(buf, n, buf.length - n, null);
-      if (bytesRead === 0) break;
-      n += bytesRead;
+      const got = await calls.read(fd, buf, n, buf.length - n, null);
+      if (got === 0) break;
+      n += got;
       if (n >= buf.length) {
         if (n > maxBytes) throw notARecord(shown, `larger than ${maxBytes} bytes`);
         break;
@@ -113,7 +121,7 @@ export async function readRecordUnlessSeen(p: string, shown: string, maxBytes: n
     }
     return { identity, changedMs, bytes: buf.subarray(0, n) };
   } finally {
-    await fh.close().catch(() => undefined);
+    await calls.close(fd).catch(() => undefined);
   }
 }
 
@@ -129,7 +137,7 @@ export interface RecordTail {
  * through a link, never from a FIFO or device (EIO naming it), ENOENT when it is absent.
  */
 export async function readRecordTail(p: string, shown: string, maxBytes: number, sync = false): Promise<RecordTail> {
-  const calls = sync ? syncFd : asyncFd;
+  const calls = callsFor(sync);
   let fd: number;
   try {
     fd = await calls.open(p, C.O_RDONLY | C.O_NOFOLLOW | C.O_NONBLOCK, 0);
@@ -150,6 +158,6 @@ export async function readRecordTail(p: string, shown: string, maxBytes: number,
     }
     return { data: data.subarray(0, n), from, size: st.size };
   } finally {
-    await calls.close(fd);
+    await calls.close(fd).catch(() => undefined);
   }
 }

@@ -1,41 +1,18 @@
 /**
  * Removing a tree through descriptors, without recursion and without crossing into a mount: one
- * walk, driven synchronously or asynchronously.
+ * walk, its calls made synchronously or through the thread pool as `callsFor` says.
  */
 import * as fs from 'fs';
 import { StagingError, errnoCode } from '../../base/errors';
 import { META_DIR } from '../../base/protocol';
-import { type Dir, checkName, openBelow, openBelowSync, whereIs } from './dir';
+import { type Calls, callsFor } from '../calls';
+import { type Dir, checkName, openBelow, whereIs } from './dir';
 import { mountPoints } from './mounts';
 
-/** One call of a removal, made synchronously (`now`) or through the thread pool (`later`), as its driver says. */
-interface Step<T> {
-  now(): T;
-  later(): Promise<T>;
-}
-
-const step = <T>(now: () => T, later: () => Promise<T>): Step<T> => ({ now, later });
 const ifThere = (err: unknown): undefined => {
   if (errnoCode(err) === 'ENOENT') return undefined;
   throw err;
 };
-/** A step whose ENOENT means done already (the entry went meanwhile). */
-const gone = <T>(now: () => T, later: () => Promise<T>): Step<T | undefined> =>
-  step(
-    () => {
-      try {
-        return now();
-      } catch (err) {
-        return ifThere(err);
-      }
-    },
-    () => later().catch(ifThere),
-  );
-const lstatStep = (p: string): Step<fs.Stats | undefined> => gone(() => fs.lstatSync(p), () => fs.promises.lstat(p));
-const unlinkStep = (p: string): Step<void> => gone(() => fs.unlinkSync(p), () => fs.promises.unlink(p));
-const rmdirStep = (p: string): Step<void> => gone(() => fs.rmdirSync(p), () => fs.promises.rmdir(p));
-const openStep = (dir: Dir, entry: string): Step<Dir> => step(() => openBelowSync(dir, entry), () => openBelow(dir, entry));
-const listStep = (dir: Dir): Step<string[]> => step(() => fs.readdirSync(dir.at('.')), () => fs.promises.readdir(dir.at('.')));
 
 /** The mount points a removal must not cross into, or how to read them when it needs them. */
 type Mounts = ReadonlySet<string> | (() => ReadonlySet<string>);
@@ -44,29 +21,32 @@ type Mounts = ReadonlySet<string> | (() => ReadonlySet<string>);
 const REMOVE_DEPTH = 64;
 
 /**
- * The calls of `removeTree`, in order, each as a `Step` its driver makes and answers: one code
- * path for the synchronous and the asynchronous removal. It walks with a stack of its own, never
- * by recursion (a co-user decides how deep a tree is), and keeps at most `REMOVE_DEPTH` directories
- * open: a directory found deeper is renamed, through the descriptors, to the top of the tree being
+ * `removeTree`, its calls made through `calls`: one code path for the synchronous and the
+ * asynchronous removal. It walks with a stack of its own, never by recursion (a co-user decides
+ * how deep a tree is), and keeps at most `REMOVE_DEPTH` directories open: a directory found deeper is renamed, through the descriptors, to the top of the tree being
  * removed (the same filesystem, inside the same tree), and removed from there.
  */
-function* removal(parent: Dir, name: string, mountsOf: Mounts): Generator<Step<unknown>, void, unknown> {
+async function removal(parent: Dir, name: string, mountsOf: Mounts, calls: Calls): Promise<void> {
+  // ENOENT from these means done already: the entry went meanwhile.
+  const lstatIf = (p: string): Promise<fs.Stats | undefined> => calls.lstat(p).catch(ifThere);
+  const unlinkIf = (p: string): Promise<void> => calls.unlink(p).catch(ifThere);
+  const rmdirIf = (p: string): Promise<void> => calls.rmdir(p).catch(ifThere);
   checkName(name);
   const at = parent.at(name);
-  const st = (yield lstatStep(at)) as fs.Stats | undefined;
+  const st = await lstatIf(at);
   if (st === undefined) return;
   if (!st.isDirectory()) {
-    yield unlinkStep(at);
+    await unlinkIf(at);
     return;
   }
   let root: Dir;
   try {
-    root = (yield openStep(parent, name)) as Dir;
+    root = await openBelow(parent, name, calls.sync);
   } catch (err) {
     const code = errnoCode(err);
     if (code === 'ENOENT') return;
     // Swapped for a link or a file since the lstat: remove that entry itself, never what it leads to.
-    if (code === 'ELOOP' || code === 'ENOTDIR') yield* removal(parent, name, mountsOf);
+    if (code === 'ELOOP' || code === 'ENOTDIR') await removal(parent, name, mountsOf, calls);
     else throw err;
     return;
   }
@@ -83,7 +63,7 @@ function* removal(parent: Dir, name: string, mountsOf: Mounts): Generator<Step<u
   let moved = 0;
   try {
     if (root.dev !== parent.dev) throw elsewhere(root)!;
-    const entries = (yield listStep(root)) as string[];
+    const entries = await calls.readdir(root.at('.'));
     if (entries.length > 0) {
       const mounted = elsewhere(root);
       if (mounted !== undefined) throw mounted;
@@ -96,7 +76,7 @@ function* removal(parent: Dir, name: string, mountsOf: Mounts): Generator<Step<u
         level.dir.close();
         if (levels.length > 0) {
           try {
-            yield rmdirStep(levels[levels.length - 1].dir.at(level.name));
+            await rmdirIf(levels[levels.length - 1].dir.at(level.name));
           } catch (err) {
             first ??= { err };
           }
@@ -105,10 +85,10 @@ function* removal(parent: Dir, name: string, mountsOf: Mounts): Generator<Step<u
       }
       const entry = level.entries[level.next++];
       try {
-        const est = (yield lstatStep(level.dir.at(entry))) as fs.Stats | undefined;
+        const est = await lstatIf(level.dir.at(entry));
         if (est === undefined) continue;
         if (!est.isDirectory()) {
-          yield unlinkStep(level.dir.at(entry));
+          await unlinkIf(level.dir.at(entry));
           continue;
         }
         if (levels.length >= REMOVE_DEPTH) {
@@ -117,10 +97,7 @@ function* removal(parent: Dir, name: string, mountsOf: Mounts): Generator<Step<u
           for (let tries = 0; ; tries++) {
             const up = `${META_DIR}.deep.${moved++}`;
             try {
-              yield step(
-                () => fs.renameSync(level.dir.at(entry), root.at(up)),
-                () => fs.promises.rename(level.dir.at(entry), root.at(up)),
-              );
+              await calls.rename(level.dir.at(entry), root.at(up));
             } catch (err) {
               const code = errnoCode(err);
               if (tries < 100 && (code === 'ENOTEMPTY' || code === 'EEXIST')) continue;
@@ -133,13 +110,13 @@ function* removal(parent: Dir, name: string, mountsOf: Mounts): Generator<Step<u
         }
         let child: Dir;
         try {
-          child = (yield openStep(level.dir, entry)) as Dir;
+          child = await openBelow(level.dir, entry, calls.sync);
         } catch (err) {
           const code = errnoCode(err);
           if (code === 'ENOENT') continue;
           if (code !== 'ELOOP' && code !== 'ENOTDIR') throw err;
           // A link or file put there since the lstat: the entry goes, never what it leads to.
-          yield unlinkStep(level.dir.at(entry));
+          await unlinkIf(level.dir.at(entry));
           continue;
         }
         const inside = elsewhere(child);
@@ -148,7 +125,7 @@ function* removal(parent: Dir, name: string, mountsOf: Mounts): Generator<Step<u
           throw inside;
         }
         try {
-          levels.push({ dir: child, name: entry, entries: (yield listStep(child)) as string[], next: 0 });
+          levels.push({ dir: child, name: entry, entries: await calls.readdir(child.at('.')), next: 0 });
         } catch (err) {
           child.close();
           throw err;
@@ -161,35 +138,14 @@ function* removal(parent: Dir, name: string, mountsOf: Mounts): Generator<Step<u
     for (const level of levels) level.dir.close();
   }
   if (first !== undefined) throw first.err;
-  yield rmdirStep(at);
+  await rmdirIf(at);
 }
 
-function removeNow(steps: Generator<Step<unknown>, void, unknown>): void {
-  let r = steps.next();
-  while (r.done !== true) {
-    let value: unknown;
-    let failed: { err: unknown } | undefined;
-    try {
-      value = r.value.now();
-    } catch (err) {
-      failed = { err };
-    }
-    r = failed === undefined ? steps.next(value) : steps.throw(failed.err);
-  }
-}
-
-async function removeLater(steps: Generator<Step<unknown>, void, unknown>): Promise<void> {
-  let r = steps.next();
-  while (r.done !== true) {
-    let value: unknown;
-    let failed: { err: unknown } | undefined;
-    try {
-      value = await r.value.later();
-    } catch (err) {
-      failed = { err };
-    }
-    r = failed === undefined ? steps.next(value) : steps.throw(failed.err);
-  }
+export interface RemoveOptions {
+  /** Synchronous calls (a local filesystem, see io.ts). */
+  sync?: boolean;
+  /** The mount points not to cross into (default: the system's, read when needed). */
+  mounts?: Mounts;
 }
 
 /**
@@ -199,11 +155,6 @@ async function removeLater(steps: Generator<Step<unknown>, void, unknown>): Prom
  * are fine. Throws the first other error after trying the rest. However deep the tree, at most
  * `REMOVE_DEPTH` directories are open at once, and the stack does not grow with it.
  */
-export function removeTree(parent: Dir, name: string, mounts: Mounts = mountPoints): Promise<void> {
-  return removeLater(removal(parent, name, mounts));
-}
-
-/** `removeTree`, synchronously: for a local filesystem and a small tree (a lock being removed). */
-export function removeTreeSync(parent: Dir, name: string, mounts: Mounts = mountPoints): void {
-  removeNow(removal(parent, name, mounts));
+export function removeTree(parent: Dir, name: string, options: RemoveOptions = {}): Promise<void> {
+  return removal(parent, name, options.mounts ?? mountPoints, callsFor(options.sync === true));
 }

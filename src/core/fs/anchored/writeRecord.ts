@@ -4,7 +4,7 @@
  */
 import * as fs from 'fs';
 import { errnoCode } from '../../base/errors';
-import { type FdCalls, asyncFd, syncFd } from './fdCalls';
+import { type Calls, callsFor } from '../calls';
 import { notARecord, refuseUnlessOneLink } from './refuse';
 
 const C = fs.constants;
@@ -15,6 +15,8 @@ const C = fs.constants;
  * every user who can see the area can read it.
  */
 export function createRecordSync(p: string, data: string | Buffer, mode = 0o644): void {
+  // Kept synchronous for a caller that cannot wait for a promise (the command record, written
+  // before the command starts); every other caller creates through `createRecord`.
   const fd = fs.openSync(p, C.O_WRONLY | C.O_CREAT | C.O_EXCL | C.O_NOFOLLOW, mode);
   try {
     // Linked elsewhere between the create and the write: that name is not ours to fill.
@@ -34,18 +36,21 @@ export function createRecordSync(p: string, data: string | Buffer, mode = 0o644)
   fs.closeSync(fd);
 }
 
-export async function createRecord(p: string, data: string | Buffer, mode = 0o644): Promise<void> {
-  const fh = await fs.promises.open(p, C.O_WRONLY | C.O_CREAT | C.O_EXCL | C.O_NOFOLLOW, mode);
+/** `createRecordSync` with synchronous calls (`sync`, a local filesystem) or through the thread pool. */
+export async function createRecord(p: string, data: string | Buffer, mode = 0o644, sync = false): Promise<void> {
+  const calls = callsFor(sync);
+  const fd = await calls.open(p, C.O_WRONLY | C.O_CREAT | C.O_EXCL | C.O_NOFOLLOW, mode);
   try {
-    refuseUnlessOneLink(await fh.stat(), p);
-    await fh.writeFile(data);
-    await fh.chmod(mode);
+    refuseUnlessOneLink(await calls.fstat(fd), p);
+    const bytes = typeof data === 'string' ? Buffer.from(data) : data;
+    for (let off = 0; off < bytes.length; ) off += await calls.write(fd, bytes, off, bytes.length - off);
+    await calls.fchmod(fd, mode);
   } catch (err) {
-    await fh.close().catch(() => undefined);
-    await fs.promises.unlink(p).catch(() => undefined);
+    await calls.close(fd).catch(() => undefined);
+    await calls.unlink(p).catch(() => undefined);
     throw err;
   }
-  await fh.close();
+  await calls.close(fd);
 }
 
 export interface AppendOptions {
@@ -70,7 +75,7 @@ export type AppendOutcome = 'written' | 'created' | 'full';
 const O_APPEND_RECORD = C.O_WRONLY | C.O_APPEND | C.O_NOFOLLOW | C.O_NONBLOCK;
 
 /** Opens a log for appending, creating it as `create` says: the descriptor and whether this call made it. */
-async function openForAppend(calls: FdCalls, p: string, shown: string, mode: number, create: AppendOptions['create']): Promise<{ fd: number; created: boolean }> {
+async function openForAppend(calls: Calls, p: string, shown: string, mode: number, create: AppendOptions['create']): Promise<{ fd: number; created: boolean }> {
   for (let tries = 0; ; tries++) {
     try {
       if (create === 'umask') return { fd: await calls.open(p, O_APPEND_RECORD | C.O_CREAT, mode), created: false };
@@ -96,7 +101,7 @@ async function openForAppend(calls: FdCalls, p: string, shown: string, mode: num
  * in one `write` on an `O_APPEND` descriptor, so concurrent writers' lines stay whole.
  */
 export async function appendRecord(p: string, shown: string, line: string, options: AppendOptions = {}): Promise<AppendOutcome> {
-  const calls = options.sync === true ? syncFd : asyncFd;
+  const calls = callsFor(options.sync === true);
   const mode = options.mode ?? 0o644;
   const { fd, created } = await openForAppend(calls, p, shown, mode, options.create ?? 'umask');
   let kept = false;
@@ -113,7 +118,7 @@ export async function appendRecord(p: string, shown: string, line: string, optio
     }
     return created ? 'created' : 'written';
   } finally {
-    if (!kept) await calls.close(fd);
+    if (!kept) await calls.close(fd).catch(() => undefined);
   }
 }
 
@@ -128,7 +133,7 @@ export type TouchOutcome = 'touched' | 'replaced';
  * another file, a link, or nothing.
  */
 export async function touchRecord(p: string, shown: string, ino: number, time: Date, sync = false): Promise<TouchOutcome> {
-  const calls = sync ? syncFd : asyncFd;
+  const calls = callsFor(sync);
   let fd: number;
   try {
     fd = await calls.open(p, C.O_RDONLY | C.O_NOFOLLOW | C.O_NONBLOCK, 0);
@@ -144,6 +149,6 @@ export async function touchRecord(p: string, shown: string, ino: number, time: D
     await calls.futimes(fd, time, time);
     return 'touched';
   } finally {
-    await calls.close(fd);
+    await calls.close(fd).catch(() => undefined);
   }
 }

@@ -2,8 +2,8 @@
  * Appending a line to this host's segment of a tag on disk: the tag's directory reached or made
  * without following a link, one generation after another, the one two back dropped.
  */
-import * as fs from 'fs';
-import { type Dir, appendRecord, openDir, openDirWhere, openOrMakeBelow, settle } from '../../fs/anchored';
+import { type Dir, appendRecord, openDir, openDirWhere, openOrMakeBelow } from '../../fs/anchored';
+import { callsFor } from '../../fs/calls';
 import { openMeta } from '../../fs/meta';
 import { StagingError, errnoCode } from '../../base/errors';
 import { thisProcess } from '../../base/holder';
@@ -48,7 +48,7 @@ export async function openTagDir(staticDir: string, realStaticDir: string, tag: 
 
 /** The names in an opened directory, synchronously on a local filesystem. */
 export function readNames(dir: Dir, sync: boolean): Promise<string[]> {
-  return sync ? settle(() => fs.readdirSync(dir.at('.'))) : fs.promises.readdir(dir.at('.'));
+  return callsFor(sync).readdir(dir.at('.'));
 }
 
 let segmentHost: string | undefined;
@@ -112,7 +112,7 @@ export async function appendToSegments(dir: Dir, line: string, mode: number, syn
     if (outcome === 'created' && generation >= 2) {
       const old = historySegmentName(host, generation - 2);
       // unlink: a link or file planted there goes, never what a link points to.
-      const dropped = sync ? settle(() => fs.unlinkSync(dir.at(old))) : fs.promises.unlink(dir.at(old));
+      const dropped = callsFor(sync).unlink(dir.at(old));
       return dropped.then(
         () => undefined,
         (err: unknown) => (errnoCode(err) === 'ENOENT' ? undefined : `could not remove the old segment ${dir.shown}/${old} (${err instanceof Error ? err.message : String(err)}), so this tag's history may grow beyond its bound`),

@@ -3,9 +3,10 @@
  * (`.tar`, `.tar.gz`/`.tgz`, `.tar.xz`/`.txz`, `.zip`: unpacked) or any other file (one entry).
  * The path itself may be a link (a `latest` link to a build), which is followed.
  */
-import { closeSync, constants, fstatSync, lstatSync, openSync, promises as fsp, readdirSync, readlinkSync, type Stats } from 'fs';
+import { constants, promises as fsp, type Stats } from 'fs';
 import * as path from 'path';
 import { fdPath } from '../../fs/anchored';
+import { callsFor } from '../../fs/calls';
 import { ioFor, ioForTreeBelow } from '../../fs/io';
 import type { IncomingEntry, MeasureTree, SourceOpener } from '../types';
 import { archiveFileEntries, archiveKindOf } from './archive';
@@ -79,47 +80,26 @@ async function openDir(dir: string, seen: Stats, shown: string, shownRoot: strin
     const code = (err as NodeJS.ErrnoException).code;
     return code === 'ELOOP' || code === 'ENOTDIR' ? changedSourceError(shown) : fsSourceError(err, shown, shownRoot);
   };
-  if (sync) {
-    let fd: number;
-    try {
-      fd = openSync(dir, DIR_FLAGS);
-    } catch (err) {
-      throw opening(err);
-    }
-    let st: Stats;
-    try {
-      st = fstatSync(fd);
-    } catch (err) {
-      closeSync(fd);
-      throw fsSourceError(err, shown, shownRoot);
-    }
-    if (st.dev !== seen.dev || st.ino !== seen.ino || !st.isDirectory()) {
-      closeSync(fd);
-      throw changedSourceError(shown);
-    }
-    return {
-      fd,
-      close: () => {
-        closeSync(fd);
-        return Promise.resolve();
-      },
-    };
-  }
-  let handle: fsp.FileHandle;
+  const calls = callsFor(sync);
+  let fd: number;
   try {
-    handle = await fsp.open(dir, DIR_FLAGS);
+    fd = await calls.open(dir, DIR_FLAGS);
   } catch (err) {
     throw opening(err);
   }
-  const st = await handle.stat().catch(async (err: unknown) => {
-    await handle.close().catch(() => undefined);
+  const close = (): Promise<void> => calls.close(fd);
+  let st: Stats;
+  try {
+    st = await calls.fstat(fd);
+  } catch (err) {
+    await close().catch(() => undefined);
     throw fsSourceError(err, shown, shownRoot);
-  });
+  }
   if (st.dev !== seen.dev || st.ino !== seen.ino || !st.isDirectory()) {
-    await handle.close().catch(() => undefined);
+    await close().catch(() => undefined);
     throw changedSourceError(shown);
   }
-  return handle;
+  return { fd, close };
 }
 
 /**
@@ -129,11 +109,12 @@ async function openDir(dir: string, seen: Stats, shown: string, shownRoot: strin
  * Files are named by path, and the stager checks that the file it opens is the one seen here.
  */
 async function* walk(handle: OpenedDir, realDir: string, rel: string, shownRoot: string, signal: AbortSignal, sync: boolean): AsyncGenerator<IncomingEntry> {
+  const calls = callsFor(sync);
   const here = fdPath(handle.fd) ?? realDir;
   const shownDir = rel === '' ? shownRoot : path.join(shownRoot, rel);
   let names: string[];
   try {
-    names = sync ? readdirSync(here) : await fsp.readdir(here);
+    names = await calls.readdir(here);
   } catch (err) {
     throw fsSourceError(err, shownDir, shownRoot);
   }
@@ -145,7 +126,7 @@ async function* walk(handle: OpenedDir, realDir: string, rel: string, shownRoot:
     const source = path.join(shownDir, base);
     let st: Stats;
     try {
-      st = sync ? lstatSync(inHere) : await fsp.lstat(inHere);
+      st = await calls.lstat(inHere);
     } catch (err) {
       throw fsSourceError(err, source, shownRoot);
     }
@@ -162,7 +143,7 @@ async function* walk(handle: OpenedDir, realDir: string, rel: string, shownRoot:
     } else if (st.isSymbolicLink()) {
       let linkTarget: string;
       try {
-        linkTarget = sync ? readlinkSync(inHere) : await fsp.readlink(inHere);
+        linkTarget = await calls.readlink(inHere);
       } catch (err) {
         // No longer a link: exchanged since it was seen.
         if ((err as NodeJS.ErrnoException).code === 'EINVAL') throw changedSourceError(source);

@@ -8,6 +8,7 @@ import { Readable, Transform } from 'stream';
 import * as zlib from 'zlib';
 import * as yauzl from 'yauzl';
 import { StagingError, errnoCode } from '../../../base/errors';
+import { callsFor } from '../../../fs/calls';
 import { ioFor } from '../../../fs/io';
 import type { IncomingEntry } from '../../types';
 import { canceledError, fsSourceError, messageOf, sourceError, throwIfAborted } from '../errors';
@@ -120,18 +121,12 @@ class ZipReader extends yauzl.RandomAccessReader {
       }
     };
     const data = Buffer.allocUnsafe(READ_AHEAD);
-    if (this.sync) {
-      let n: number;
-      try {
-        n = fs.readSync(this.fd, data, 0, READ_AHEAD, position);
-      } catch (err) {
-        process.nextTick(callback, err);
-        return;
-      }
-      filled(n, data);
-    } else {
-      fs.read(this.fd, data, 0, READ_AHEAD, position, (err, n) => (err !== null ? callback(err) : filled(n, data)));
-    }
+    callsFor(this.sync)
+      .read(this.fd, data, 0, READ_AHEAD, position)
+      .then(
+        (n) => filled(n, data),
+        (err: Error) => callback(err),
+      );
   }
 
   override close(callback: (err: Error | null) => void): void {
