@@ -37,6 +37,8 @@ export interface WatchIo {
 
 /** Lines waiting for the history beyond this are looked up once, without waiting for its record. */
 const PATIENT_LOOKUPS = 16;
+/** Beyond this many, the history is not read at all: the lines take their kind from the states alone, and the backlog drains. */
+const MAX_LOOKUPS = 10_000;
 
 export const main = commandMain(async (ctx, [subpath]: readonly [string], o: { poll?: number; exec?: string[] }) => {
   // Messages go through stderr's stream, in order with what node itself may write there.
@@ -78,13 +80,14 @@ export async function runWatch(staticDir: string, subpath: string, timing: Parti
       last.set(tag, l);
     }
     const c = classify(before, l);
-    const waitMs = ++lookups > PATIENT_LOOKUPS ? 0 : (io.historyWaitMs ?? 2_000);
+    const waiting = ++lookups;
+    const waitMs = waiting > MAX_LOOKUPS ? -1 : waiting > PATIENT_LOOKUPS ? 0 : (io.historyWaitMs ?? 2_000);
     inOrder = inOrder.then(async () => {
       const told = await withHistory(staticDir, l, c, waitMs);
       lookups--;
       print(told);
       exec?.put(told);
-    });
+    }).catch((err: unknown) => void io.stderr.write(messageLine(`Could not print a change of ${printable(tag)}: ${String(err)}`)));
   };
   const onChange = (changes: readonly StateChange[]): void => {
     for (const c of changes) {

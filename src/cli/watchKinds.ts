@@ -70,10 +70,11 @@ async function recordedEnd(staticDir: string, tag: string, fence: number | undef
  * The line with what the history says of the lock that ended (`c.ended`): released, force-released
  * or taken over and by whom, or the build destroyed. The breaker records right after the removal,
  * so this looks for up to `waitMs`; a lock whose end nobody recorded (an older tool, a hand) is
- * `removed`, but a line that is `taken` or `reserved` stays so.
+ * `removed`, but a line that is `taken` or `reserved` stays so. A `waitMs` below 0 reads no history.
  */
 export async function withHistory(staticDir: string, line: WatchLine, c: Classified, waitMs: number): Promise<WatchLine> {
   const previous = c.previous !== undefined ? { previous: c.previous } : {};
+  if (waitMs < 0) return { ...line, kind: c.kind, ...previous };
   if (c.ended === undefined && c.kind !== 'gone') return { ...line, kind: c.kind };
   const deadline = Date.now() + waitMs;
   for (;;) {
