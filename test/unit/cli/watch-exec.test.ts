@@ -10,7 +10,7 @@ import * as fs from 'fs';
 import * as path from 'path';
 import { commandWords } from '../../../src/cli/commandWords';
 import { ExecQueue } from '../../../src/cli/watchExec';
-import type { WatchLine } from '../../../src/cli/watchLines';
+import { textOf, type WatchLine } from '../../../src/cli/watchLines';
 import { CLI, cleanup, cli, exitOf, run, tempDir, track, waitFor } from '../../helpers';
 
 /** Appends its DSS_* environment as one JSON line to $OUT_FILE. */
@@ -112,6 +112,14 @@ describe('devserver-stage watch --exec', function () {
     assert.match(w.err(), /--exec sh for the reserved event of eve\/R1 exited with status 4\./);
     w.child.kill('SIGTERM');
     assert.equal((await exitOf(w.child)).code, 143);
+  });
+
+  it('prints who broke a lock on one line, escaped, whatever their record holds', () => {
+    const hostile = 'bob\n2030-01-01T00:00:00Z  eve/R9  free\u001b]0;x\u0007';
+    const text = textOf({ time: '2030-01-01T00:00:00.000Z', event: 'change', kind: 'force-released', tag: 'eve/R1', state: 'free', by: { user: hostile, host: 'h', pid: 5 } });
+    assert.equal(text.split('\n').length, 2, text);
+    assert.doesNotMatch(text, /[\u0000-\u001f](?!$)/);
+    assert.match(text, /^2030-01-01T00:00:00.000Z {2}eve\/R1 {2}free {2}\(force-released\) {2}by "bob\\n2030-01-01T00:00:00Z {2}eve\/R9 {2}free\\u001b\]0;x\\u0007@h" pid 5$/m);
   });
 
   it('splits CMD into words without expanding anything, and refuses an unclosed quote', () => {
