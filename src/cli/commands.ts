@@ -11,6 +11,7 @@ import { DEFAULT_TIMING, MAX_MANIFEST_BYTES } from '../core/base/protocol';
 import { MARGIN_RULE } from '../core/stage/space';
 import { DEFAULT_MAX_BYTES } from '../core/stage/types';
 import type { CommandMain } from './context';
+import { commandWords } from './commandWords';
 import { parseDuration, parseSize } from './units';
 
 const MAX_MANIFEST_MIB = MAX_MANIFEST_BYTES / 1024 / 1024;
@@ -54,6 +55,14 @@ function seconds(value: string): number {
   const n = Number(value);
   if (!Number.isFinite(n) || n < 0) throw new InvalidValue('expected a number of seconds, such as 30 or 0.5');
   return n;
+}
+
+function words(value: string): string[] {
+  try {
+    return commandWords(value);
+  } catch (err) {
+    throw new InvalidValue((err as Error).message);
+  }
 }
 
 function size(value: string): number {
@@ -209,14 +218,26 @@ export const COMMANDS: readonly CommandSpec[] = [
     summary: 'follow lock states as they change, one line per change (JSON lines with --json)',
     description:
       'print every build of the static directory (or below SUBPATH) with its lock state, then a line for each change as it happens: ' +
-      'a lock taken, released, turned stale or force-released, a build staged or removed; until stopped (Ctrl-C: exit 130). ' +
-      'With --json each line is a JSON object: time, event (snapshot, change or gone), tag, state, holder (user@host), pid, clientId, purpose, token (the fencing token), staleReason, reservedUntil (the end of a reservation). ' +
+      'a lock or reservation taken, released, force-released or taken over (and by whom, from the history), a reservation extended, a lock turned stale, a build staged, destroyed or removed; until stopped (Ctrl-C: exit 130). ' +
+      'With --json each line is a JSON object: time, event (snapshot, change or gone), kind (taken, reserved, extended, released, force-released, taken-over, removed, destroyed, gone, stale, appeared, changed), tag, state, holder (user@host), user, host, pid, clientId, purpose, token (the fencing token), staleReason, reservedUntil (the end of a reservation), ' +
+      'by (who force-released, took over or destroyed it: user, host, pid, purpose) and previous (the holder whose lock ended). ' +
       'A reader slower than the changes never makes it hold more than the latest line of each build: those it could not write are coalesced, ' +
       'and once the reader catches up a line says how many (event coalesced, with count) before the latest states. It ends, exit 0, when its reader goes (| head -1). ' +
       'It follows the directory as the Devserver Staging extension does: inotify on local filesystems, and polling every 0.75 to 1.5 s on network filesystems (NFS, sshfs, SMB), which see no events for what other machines do. ' +
       'Each real directory is listed once (a folder that is a link to one listed already is not followed), and a static directory that is /, your home directory or a directory above it is refused.',
     arguments: [{ name: '[subpath]', description: 'a folder or build inside the static directory, such as a board', default: '' }],
-    options: [{ flags: '--poll <seconds>', description: 'poll every this many seconds whatever the filesystem (default: only on network filesystems)', parse: seconds }],
+    options: [
+      { flags: '--poll <seconds>', description: 'poll every this many seconds whatever the filesystem (default: only on network filesystems)', parse: seconds },
+      {
+        flags: '--exec <command>',
+        description:
+          'run COMMAND once per event (not for the first listing), one at a time and in order, without a shell: its words are split at blanks, quotes group them and nothing is expanded (write sh -c \'...\' for a shell). ' +
+          'The event is in its environment: DSS_EVENT (the kind), DSS_TAG, DSS_STATIC_DIR, DSS_STATE, DSS_HOLDER_USER, DSS_HOLDER_HOST, DSS_HOLDER_PID, DSS_HOLDER_PURPOSE, DSS_BY_USER, DSS_BY_HOST, DSS_BY_PID, ' +
+          'DSS_PREVIOUS_USER, DSS_PREVIOUS_HOST, DSS_TOKEN, DSS_RESERVED_UNTIL, DSS_TIME and the whole line as DSS_EVENT_JSON. Its output goes to stderr; a status other than 0 is said there. ' +
+          'At most 100 events wait for it: beyond that the oldest waiting is dropped, and said on stderr',
+        parse: words,
+      },
+    ],
     load: () => require('./watchCommand') as typeof import('./watchCommand'),
   },
   {

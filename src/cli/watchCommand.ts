@@ -13,6 +13,8 @@ import type { Timing } from '../core/base/types';
 import { commandMain } from './context';
 import { EXIT, STOPPING, messageLine, printable, stderr, terminalText, useStreams } from './output';
 import { watchReader } from './readerGone';
+import { ExecQueue } from './watchExec';
+import { classify, withHistory } from './watchKinds';
 import { WatchQueue, keyOfLine, lineOf, type LineSink, type WatchLine } from './watchLines';
 
 export type { WatchLine } from './watchLines';
@@ -27,9 +29,18 @@ export interface WatchIo {
   pollMs: number;
   /** Resolves once the reader of stdout has gone (a closed pipe): the watch then ends, exit 0. */
   readerGone?: Promise<void>;
+  /** `--exec`: the command's words, run once per event (see watchExec.ts). */
+  exec?: readonly string[];
+  /** How long to wait for the history to say how a lock ended (default 2000 ms). */
+  historyWaitMs?: number;
 }
 
-export const main = commandMain(async (ctx, [subpath]: readonly [string], o: { poll?: number }) => {
+/** Lines waiting for the history beyond this are looked up once, without waiting for its record. */
+const PATIENT_LOOKUPS = 16;
+/** Beyond this many, the history is not read at all: the lines take their kind from the states alone, and the backlog drains. */
+const MAX_LOOKUPS = 10_000;
+
+export const main = commandMain(async (ctx, [subpath]: readonly [string], o: { poll?: number; exec?: string[] }) => {
   // Messages go through stderr's stream, in order with what node itself may write there.
   useStreams();
   const out = process.stdout;
@@ -37,7 +48,7 @@ export const main = commandMain(async (ctx, [subpath]: readonly [string], o: { p
   // Written as a terminal should show it, like everything the tool writes (`Output`).
   const sink: LineSink = { write: (text) => out.write(terminalText(text)), once: (event, listener) => out.once(event, listener) };
   try {
-    return await runWatch(ctx.staticDir(), ctx.tagArg(subpath), ctx.coreOptions(), { stdout: sink, stderr, json: ctx.json, pollMs: (o.poll ?? 0) * 1000, readerGone: reader.gone });
+    return await runWatch(ctx.staticDir(), ctx.tagArg(subpath), ctx.coreOptions(), { stdout: sink, stderr, json: ctx.json, pollMs: (o.poll ?? 0) * 1000, readerGone: reader.gone, ...(o.exec !== undefined ? { exec: o.exec } : {}) });
   } finally {
     reader.dispose();
   }
@@ -51,20 +62,32 @@ export async function runWatch(staticDir: string, subpath: string, timing: Parti
   const states = new LockStates({ staleMs: timing.staleMs ?? 10_000, refreshMs: timing.refreshMs ?? 2_500 }, { warn: (m) => io.stderr.write(messageLine(m)) });
   const under = subpath.replace(/^\/+|\/+$/g, '');
   const queue = new WatchQueue(io.stdout, io.json);
+  const exec = io.exec !== undefined ? new ExecQueue(io.exec, staticDir, io.stderr) : undefined;
   const print = (l: WatchLine): void => queue.put(l);
   /** What the reader was last sent (or has waiting) of each build. */
-  const last = new Map<string, string>();
+  const last = new Map<string, WatchLine>();
+  /** The changes in order, each after the history has said what it was (see watchKinds.ts). */
+  let inOrder = Promise.resolve();
+  let lookups = 0;
   const emit = (tag: string, event: 'change' | 'gone'): void => {
     const l = lineOf(states.record(staticDir, tag), tag, event);
-    const key = event === 'gone' ? '' : keyOfLine(l);
+    const before = last.get(tag);
     if (event === 'gone') {
-      if (!last.has(tag)) return;
+      if (before === undefined) return;
       last.delete(tag);
     } else {
-      if (last.get(tag) === key) return;
-      last.set(tag, key);
+      if (before !== undefined && keyOfLine(before) === keyOfLine(l)) return;
+      last.set(tag, l);
     }
-    print(l);
+    const c = classify(before, l);
+    const waiting = ++lookups;
+    const waitMs = waiting > MAX_LOOKUPS ? -1 : waiting > PATIENT_LOOKUPS ? 0 : (io.historyWaitMs ?? 2_000);
+    inOrder = inOrder.then(async () => {
+      const told = await withHistory(staticDir, l, c, waitMs);
+      lookups--;
+      print(told);
+      exec?.put(told);
+    }).catch((err: unknown) => void io.stderr.write(messageLine(`Could not print a change of ${printable(tag)}: ${String(err)}`)));
   };
   const onChange = (changes: readonly StateChange[]): void => {
     for (const c of changes) {
@@ -102,7 +125,7 @@ export async function runWatch(staticDir: string, subpath: string, timing: Parti
     const found = states.buildsUnder(staticDir, under).sort((a, b) => a.tag.localeCompare(b.tag));
     for (const r of found) {
       const l = lineOf(r, r.tag, 'snapshot');
-      last.set(r.tag, keyOfLine(l));
+      last.set(r.tag, l);
       print(l);
     }
     const subscription = states.onDidChange(onChange);
@@ -116,6 +139,7 @@ export async function runWatch(staticDir: string, subpath: string, timing: Parti
     return 128 + (os.constants.signals[signal] ?? os.constants.signals.SIGINT);
   } finally {
     if (stopping !== undefined) for (const s of STOPPING) process.off(s, stopping);
+    exec?.stop();
     states.dispose();
   }
 }

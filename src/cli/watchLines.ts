@@ -11,6 +11,22 @@
 import type { AreaRecord } from '../core/watch/records';
 import { jsonText, messageText, printable, printableTime } from './output';
 
+/**
+ * What happened, on `change` and `gone` lines: a lock `taken`; a reservation `reserved` or
+ * `extended`; a lock `released` by its holder, `force-released` or `taken-over` (by `by`), or
+ * `removed` with nothing recorded; the build `destroyed` (by `by`) or otherwise `gone`; a lock
+ * turned `stale`; a build that `appeared`; anything else `changed`.
+ */
+export type WatchKind = 'taken' | 'reserved' | 'extended' | 'released' | 'force-released' | 'taken-over' | 'removed' | 'destroyed' | 'gone' | 'stale' | 'appeared' | 'changed';
+
+/** A process, as its lock or the history recorded it. */
+export interface WatchActor {
+  user: string;
+  host: string;
+  pid?: number;
+  purpose?: string;
+}
+
 /** One line of the output: a build as it is now, or that it is gone. */
 export interface WatchLine {
   time: string;
@@ -20,10 +36,14 @@ export interface WatchLine {
    * having been slower than the changes.
    */
   event: 'snapshot' | 'change' | 'gone' | 'coalesced';
+  kind?: WatchKind;
   tag?: string;
   state?: string;
   /** `user@host` of the holder, or the Python devserver's host for a legacy lock. */
   holder?: string;
+  /** The holder's user and host apart. */
+  user?: string;
+  host?: string;
   pid?: number;
   clientId?: string;
   purpose?: string;
@@ -32,6 +52,10 @@ export interface WatchLine {
   staleReason?: string;
   /** A reservation: when it ends (ISO 8601, the filesystem's clock). */
   reservedUntil?: string;
+  /** Who force-released, took over or destroyed it, as the history recorded. */
+  by?: WatchActor;
+  /** The holder of the lock that ended. */
+  previous?: WatchActor;
   /** For `coalesced`: how many updates the lines that follow stand for, beyond themselves. */
   count?: number;
 }
@@ -43,12 +67,15 @@ export function lineOf(r: AreaRecord | undefined, tag: string, event: 'snapshot'
   out.state = e?.state ?? 'free';
   if (e?.holder !== undefined && e.state !== 'free') {
     out.holder = `${e.holder.user}@${e.holder.hostname}`;
+    out.user = e.holder.user;
+    out.host = e.holder.hostname;
     out.pid = e.holder.pid;
     out.clientId = e.holder.clientId;
     if (e.holder.purpose !== undefined) out.purpose = e.holder.purpose;
     if (e.holder.fence !== undefined) out.token = e.holder.fence;
   } else if (e?.legacy !== undefined) {
     out.holder = e.legacy.hostname;
+    out.host = e.legacy.hostname;
     if (e.legacy.pid !== undefined) out.pid = e.legacy.pid;
   }
   if (e?.reservation !== undefined) out.reservedUntil = e.reservation.until;
@@ -64,7 +91,9 @@ export function textOf(l: WatchLine): string {
   if (l.event === 'coalesced') {
     return `${l.time}  (${l.count} update${l.count === 1 ? ' was' : 's were'} coalesced while the reader was behind; the latest state of each build follows)\n`;
   }
-  const parts = [l.time, printable(l.tag ?? ''), l.event === 'gone' ? 'gone' : (l.state ?? '')];
+  const parts = [l.time, printable(l.tag ?? ''), l.event === 'gone' ? (l.kind === 'destroyed' ? 'destroyed' : 'gone') : (l.state ?? '')];
+  if (l.event === 'change' && l.kind !== undefined && l.kind !== 'changed' && l.kind !== l.state) parts.push(`(${l.kind})`);
+  if (l.by !== undefined) parts.push(`by ${printable(`${l.by.user}@${l.by.host}`)}${l.by.pid !== undefined ? ` pid ${l.by.pid}` : ''}`);
   if (l.holder !== undefined) parts.push(printable(l.holder) + (l.reservedUntil !== undefined ? ` reserved until ${printableTime(l.reservedUntil)}` : l.pid !== undefined ? ` pid ${l.pid}` : ''));
   if (l.reservedUntil !== undefined && l.purpose !== undefined) parts.push(printable(l.purpose));
   if (l.token !== undefined) parts.push(`token ${l.token}`);

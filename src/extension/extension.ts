@@ -12,6 +12,8 @@ import { forceReleaseCommand } from './commands/forceRelease';
 import { forceReleaseAllStaleCommand } from './commands/forceReleaseAllStale';
 import { lockForWindowCommand } from './commands/lockForWindow';
 import { lockWhenFreeCommand } from './commands/lockWhenFree';
+import { notifyWhenFreeCommand } from './commands/notifyWhenFree';
+import { stopNotifyingCommand } from './commands/stopNotifying';
 import { openArtifactCommand } from './commands/openArtifact';
 import { openInTerminalCommand } from './commands/openInTerminal';
 import { refreshCommand } from './commands/refresh';
@@ -39,6 +41,8 @@ import { createPrompts, type Prompts } from './prompts';
 import { LockStates, allowProbes, threadWatcher } from '../core';
 import { Losses } from './model/losses';
 import { Mine } from './model/mine';
+import { Notices } from './model/notices';
+import { Notifications } from './notifications';
 import { LostLocks } from './lostLocks';
 import { revealer } from './reveal';
 import { StatusBar } from './statusBar';
@@ -57,6 +61,7 @@ export interface DevserverStagingApi {
   statusBar: StatusBar;
   mine: Mine;
   losses: Losses;
+  notices: Notices;
   prompts: Prompts;
 }
 
@@ -98,7 +103,8 @@ export function activate(context: vscode.ExtensionContext): DevserverStagingApi 
   const artifactFiles = new ArtifactFiles(() => config.current.staticDirs);
   const reveal = revealer(tree, view, states, (tag) => log.info(`Cleared the filter to show ${tag}.`));
   const buildsUnder = (staticDir: string, tag: string) => states.buildsUnder(staticDir, tag).flatMap((r) => (r.lock !== undefined ? [r.lock] : []));
-  const commands: CommandContext = { config, log, prompts, states, windowLocks, mine, tree, reveal, buildsUnder, selection: () => view.selection };
+  const notices = new Notices();
+  const commands: CommandContext = { config, log, prompts, states, windowLocks, mine, notices, tree, reveal, buildsUnder, selection: () => view.selection };
   context.subscriptions.push(
     log,
     coreWarnings,
@@ -126,6 +132,8 @@ export function activate(context: vscode.ExtensionContext): DevserverStagingApi 
     windowLocks,
     losses,
     new LostLocks(losses, prompts, log),
+    new Notifications(states, notices, config, prompts, log),
+    notices,
     mine,
     windowLocks.onDidChange((ref) => mine.locksChanged(ref)),
     refreshCommand(commands),
@@ -134,6 +142,8 @@ export function activate(context: vscode.ExtensionContext): DevserverStagingApi 
     createStaticDirCommand(commands),
     lockForWindowCommand(commands),
     lockWhenFreeCommand(commands),
+    notifyWhenFreeCommand(commands),
+    stopNotifyingCommand(commands),
     releaseWindowLockCommand(commands),
     reserveCommand(commands),
     extendReservationCommand(commands),
@@ -160,7 +170,7 @@ export function activate(context: vscode.ExtensionContext): DevserverStagingApi 
     addArtifactsCommand(commands),
   );
   log.info(`Activated with ${staticDirs.length} static director${staticDirs.length === 1 ? 'y' : 'ies'}.`);
-  return { tree, states, view, windowLocks, statusBar, mine, losses, prompts };
+  return { tree, states, view, windowLocks, statusBar, mine, losses, notices, prompts };
 }
 
 export function deactivate(): void {

@@ -8,6 +8,7 @@ import type { Configuration } from '../config';
 import { isStagingError, type LockStates } from '../../core';
 import type { Log } from '../log';
 import type { Mine } from '../model/mine';
+import type { Notices } from '../model/notices';
 import type { Prompts } from '../prompts';
 import type { Reveal } from '../reveal';
 import type { Node, StagingTreeProvider } from '../tree/provider';
@@ -25,6 +26,8 @@ export interface CommandContext {
   readonly states: LockStates;
   readonly windowLocks: WindowLocks;
   readonly mine: Mine;
+  /** What the user is to be told of: their reservations' ends and losses, builds they wait to see free. */
+  readonly notices: Notices;
   readonly tree: StagingTreeProvider;
   readonly reveal: Reveal;
   /** Every known build below a folder (tag '' for the whole static directory). */
