@@ -155,6 +155,8 @@ function trainCodeCaches() {
       ['history', 'b/1'],
       ['du'],
       ['prune', '--keep', '10', '--dry-run'],
+      ['reserve', 'b/1', '--for', '1h'],
+      ['release', 'b/1'],
       ['force-release', 'b/1'],
       ['destroy', 'b/2', '--force'],
     ];

@@ -13,8 +13,8 @@ import { FENCE_FILE, META_DIR, OWNER_FILE } from '../src/core/base/protocol';
 
 export const ROOT = path.resolve(__dirname, '..', '..');
 
-/** A flag, a command of the command-line tool, or one of its environment variables: what only a terminal user can act on. */
-export const CLI_HINT = /(?:^|[\s(`'"])--[a-z][\w-]*|\bdevserver-stage (?:[a-z][\w-]*|--)|\bDEVSERVER_[A-Z_]+\b/;
+/** A flag, a command of the command-line tool, or one of its environment variables: what only a terminal user can act on (a theme colour, `--vscode-*`, is none). */
+export const CLI_HINT = /(?:^|[\s(`'"])--(?!vscode-)[a-z][\w-]*|\bdevserver-stage (?:[a-z][\w-]*|--)|\bDEVSERVER_[A-Z_]+\b/;
 /** The built command-line tool, as users run it. */
 export const CLI = path.join(ROOT, 'dist', 'cli.js');
 /** The tool under test where a suite takes another bundle: the package's build, or the one DSS_CLI names (an older release, to see a test fail there). */
