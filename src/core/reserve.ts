@@ -82,6 +82,13 @@ function goneError(area: Area): StagingError {
   });
 }
 
+function endedError(area: Area, lockPath: string, until: string): StagingError {
+  return new StagingError('ENOTHELD', `The reservation of ${area.dir} ended at ${printableTime(until)}; an ended one is not moved, since another may take the build now.`, {
+    path: lockPath,
+    next: [{ kind: 'reserve-again', staticDir: area.staticDir, tag: area.tag }],
+  });
+}
+
 /**
  * The reservation on the opened area, judged now and checked to be this user's, handed to `fn`
  * with its lock opened (see `withReservation`): refused when it is not a reservation, not the one
@@ -139,12 +146,13 @@ export async function extendReservation(staticDir: string, tag: string, options:
   return inArea(staticDir, tag, (area, dir) =>
     onOwnReservation(area, dir, clampTiming(options), options.token, 'extend', async (own, lock) => {
       const { info } = own;
-      if (info.reservation.ended) {
-        throw new StagingError('ENOTHELD', `The reservation of ${area.dir} ended at ${printableTime(info.reservation.until)}; an ended one is not moved, since another may take the build now.`, {
-          path: info.lockPath,
-          next: [{ kind: 'reserve-again', staticDir: area.staticDir, tag: area.tag }],
-        });
-      }
+      if (info.reservation.ended) throw endedError(area, info.lockPath, info.reservation.until);
+      // The end checked above may have passed during a pause since: a taker may judge it ended
+      // from then on, and take the lock apart while the move is written. So the move must be
+      // seen whole before the old end, by the filesystem's clock, or it is not reported as done.
+      const oldEnd = Date.parse(info.reservation.until);
+      const nowFs = async (): Promise<number> => Date.now() + (await fsClockSkew(area.realStaticDir));
+      if ((await nowFs()) >= oldEnd) throw endedError(area, info.lockPath, info.reservation.until);
       const untilMs = own.nowFs + forMs;
       const io = await ioFor(dir.at('.'), dir.dev);
       if ((await moveReservationEnd(io, dir, own.workName, info.holder.token, untilMs, own.nowFs)) === 'gone') throw goneError(area);
@@ -155,6 +163,13 @@ export async function extendReservation(staticDir: string, tag: string, options:
         { tag: area.tag, kind: 'extended', holder: thisActor(options.clientId, info.holder.purpose), ...(info.holder.fence !== undefined ? { fence: info.holder.fence } : {}), reservedUntil: until },
         options.warn,
       );
+      if ((await nowFs()) >= oldEnd) {
+        throw new StagingError(
+          'ENOTHELD',
+          `The end of the reservation of ${area.dir} was moved only after its old end (${printableTime(info.reservation.until)}) had passed, when another could already have taken the build: it may no longer be yours, so look at who holds it now.`,
+          { path: info.lockPath, next: [{ kind: 'reserve-again', staticDir: area.staticDir, tag: area.tag }] },
+        );
+      }
       return { ...info, reservation: { ...info.reservation, until, leftMs: forMs } };
     }),
   );

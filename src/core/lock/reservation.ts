@@ -21,6 +21,7 @@ import { parseObject } from '../base/holder';
 import type { Io } from '../fs/io';
 import { LOCK_NAME, MAX_RESERVATION_MS, RESERVATION_FILE, WORK_PREFIX } from '../base/protocol';
 import { parseDuration } from '../base/units';
+import { step } from '../base/steps';
 import { fsPath } from '../base/rawNames';
 import type { Holder, ReservationInfo } from '../base/types';
 
@@ -133,6 +134,7 @@ export async function moveReservationEnd(io: Io, area: Dir, workName: string, to
     if (errnoCode(err) === 'ENOENT') return 'gone';
     throw err;
   }
+  step('reservation.written');
   try {
     await io.rename(area.at(temp), area.at(`${work}/${RESERVATION_FILE}`));
   } catch (err) {
