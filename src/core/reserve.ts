@@ -17,7 +17,7 @@ import { acquire } from './lock/lock';
 import { inspect } from './lock/inspect';
 import { judgeLock } from './lock/judge';
 import { describeHolder } from './lock/refusals';
-import { checkReservationMs, moveReservationEnd, touchLock, withReservation } from './lock/reservation';
+import { checkReservationMs, moveReservationEnd, stillWhole, touchLock, withReservation } from './lock/reservation';
 import { putAside, removeEmptyLock } from './lock/unlock';
 import { rmTreeSoon } from './lock/lockfs';
 import { openExisting } from './remove';
@@ -156,6 +156,8 @@ export async function extendReservation(staticDir: string, tag: string, options:
       const untilMs = own.nowFs + forMs;
       const io = await ioFor(dir.at('.'), dir.dev);
       if ((await moveReservationEnd(io, dir, own.workName, info.holder.token, untilMs, own.nowFs)) === 'gone') throw goneError(area);
+      // A take-apart begun before the move landed would carry the new end away with the lock.
+      if (!(await stillWhole(io, dir, own.workName))) throw goneError(area);
       touchLock(lock, own.nowFs);
       const until = new Date(untilMs).toISOString();
       await recordHistory(

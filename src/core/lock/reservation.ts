@@ -19,7 +19,7 @@ import { randomHex } from '../base/crypto';
 import { StagingError, errnoCode } from '../base/errors';
 import { parseObject } from '../base/holder';
 import type { Io } from '../fs/io';
-import { LOCK_NAME, MAX_RESERVATION_MS, RESERVATION_FILE, WORK_PREFIX } from '../base/protocol';
+import { LOCK_NAME, MAX_RESERVATION_MS, OWNER_FILE, RESERVATION_FILE, WORK_PREFIX } from '../base/protocol';
 import { parseDuration } from '../base/units';
 import { step } from '../base/steps';
 import { fsPath } from '../base/rawNames';
@@ -143,4 +143,16 @@ export async function moveReservationEnd(io: Io, area: Dir, workName: string, to
     throw err;
   }
   return 'moved';
+}
+
+/**
+ * Whether the instance whose work directory is `workName` is still whole, by names only it has: a
+ * release, takeover or force-release takes it apart by first moving its owner record into that
+ * directory, then moving the directory out (unlock.ts). Looked at in that order, so that a
+ * take-apart between the two looks is seen by one of them.
+ */
+export async function stillWhole(io: Io, area: Dir, workName: string): Promise<boolean> {
+  const work = `${LOCK_NAME}/${workName}`;
+  if ((await io.lstatOrNull(area.at(`${work}/${OWNER_FILE}`))) !== null) return false;
+  return (await io.lstatOrNull(area.at(work))) !== null;
 }

@@ -105,6 +105,35 @@ describe('attacks on reservations', function () {
     assert.equal(rounds, STEPS.length);
   });
 
+  it('an extend stopped while a force-release takes its reservation apart is never reported done, at each step of the take-apart', async () => {
+    // The force-release stops at each step it passes once it has begun to take the lock apart.
+    const STEPS = ['unlock.recordMoved', 'unlock.counterRestored'];
+    let rounds = 0;
+    for (const [round, stepName] of STEPS.entries()) {
+      const marker = path.join(root, `inside.${round}`);
+      await reserve(staticDir, tag, { forMs: 3_600_000, note: `round ${round}` });
+      const ext = await pausedAt(staticDir, ['reserve', tag, '--extend', '--for', '2h'], 'reservation.written');
+      const forced = await pausedAt(staticDir, ['force-release', tag], stepName);
+      // The attack reached its moment: the record has gone into the work directory, which is still in the lock.
+      const works = fs.readdirSync(lockDir).filter((n) => n.startsWith('work.'));
+      assert.equal(works.length, 1, fs.readdirSync(lockDir).join(' '));
+      assert.ok(fs.existsSync(path.join(lockDir, works[0], 'owner.json')), 'the owner record was moved into the work directory');
+      process.kill(ext.pid, 'SIGCONT');
+      const extended = await ext.done;
+      process.kill(forced.pid, 'SIGCONT');
+      const released = await forced.done;
+      assert.equal(released.code, 0, describeRun('the force-release', released));
+      const taken = await cliTimed(staticDir, ['lock', tag, '--', 'sh', '-c', 'set -C; : > "$0"', marker], { timeoutMs: 20_000 });
+      assert.equal(taken.code, 0, describeRun('the next lock', taken));
+      assert.ok(fs.existsSync(marker), 'the next holder entered');
+      assert.notEqual(extended.code, 0, `the extend was reported done on a reservation being force-released: ${extended.stdout}`);
+      assert.match(extended.stderr, /no longer there|force-released or taken over/, describeRun('the extend', extended));
+      report(`force-release stopped at ${stepName}: ${describeRun('extend', extended)}`);
+      rounds++;
+    }
+    assert.equal(rounds, STEPS.length);
+  });
+
   it('planted ends in the owner record and in reservation.json (no time, far off, huge, below zero; a link, a FIFO, a hard link out, a directory, 100 MB) hang nothing, follow nothing, write nothing outside, and never hold past 30 days from the times recorded', async () => {
     // Reserved by a process that has exited: an end that is no time leaves a lock of a dead holder.
     const made = await cliTimed(staticDir, ['reserve', tag, '--for', '1h', '--note', 'planted'], { timeoutMs: 20_000 });
