@@ -11,8 +11,9 @@ import { strict as assert } from 'assert';
 import * as fs from 'fs';
 import * as path from 'path';
 import { spawnSync } from 'child_process';
-import { changes, cliTimed, describeRun, fingerprint, plantCanaries, processState, type Timed } from '../../attack';
-import { cleanup, isRoot, report, tempDir, waitFor } from '../../helpers';
+import { changes, cliTimed, describeRun, fingerprint, hasTool, plantCanaries, processState, runTimed, type Timed } from '../../attack';
+import { type SshfsExport, startSshfs, whyNoSshfs } from '../../sshfs';
+import { CLI, cleanup, isRoot, report, tempDir, waitFor } from '../../helpers';
 import { inspect } from '../../../src/core/lock/inspect';
 import { reserve } from '../../../src/core/reserve';
 import type { LockInfo } from '../../../src/core/base/types';
@@ -26,14 +27,34 @@ function spawnOk(cmd: string, args: string[]): void {
 }
 
 /** Starts the CLI stopped at `step` (DEVSERVER_STAGING_PAUSE_AT), and resolves once the kernel says it is stopped there. */
-async function pausedAt(staticDir: string, args: readonly string[], stepName: string, timeoutMs = 60_000): Promise<{ pid: number; done: Promise<Timed> }> {
+async function pausedAt(staticDir: string, args: readonly string[], stepName: string, host?: Host): Promise<{ pid: number; done: Promise<Timed> }> {
   let pid = 0;
-  const done = cliTimed(staticDir, args, { timeoutMs, env: { DEVSERVER_STAGING_PAUSE_AT: stepName }, onSpawn: (p) => (pid = p) });
+  const onSpawn = (p: number): number => (pid = p);
+  const pause = { DEVSERVER_STAGING_PAUSE_AT: stepName };
+  const done = host !== undefined ? onHost(host, args, pause, onSpawn) : cliTimed(staticDir, args, { timeoutMs: 60_000, env: pause, onSpawn });
   let ended = false;
   void done.then(() => (ended = true));
   await waitFor(() => (ended || processState(pid) === 'T' ? true : undefined), 20_000, `${args.join(' ')} to stop at ${stepName}`);
   if (ended) assert.fail(`${args.join(' ')} ended before it reached ${stepName}: ${describeRun(args[0], await done)}`);
   return { pid, done };
+}
+
+const FAKETIME = ['x86_64-linux-gnu', 'aarch64-linux-gnu'].map((t) => `/usr/lib/${t}/faketime/libfaketime.so.1`).find((p) => fs.existsSync(p));
+
+/** A host sharing the static directory through its own sshfs client, its clock `offsetS` seconds off. */
+interface Host {
+  name: string;
+  mount: string;
+  offsetS: number;
+}
+
+function onHost(host: Host, args: readonly string[], env: NodeJS.ProcessEnv = {}, onSpawn?: (pid: number) => void): Promise<Timed> {
+  const clock = { LD_PRELOAD: FAKETIME!, FAKETIME: `${host.offsetS >= 0 ? '+' : ''}${host.offsetS}s`, FAKETIME_DONT_FAKE_MONOTONIC: '1', DONT_FAKE_MONOTONIC: '1' };
+  return runTimed('unshare', ['--uts', 'sh', '-c', `hostname ${host.name} && exec "$0" "$@"`, process.execPath, CLI, ...args], {
+    timeoutMs: 60_000,
+    env: { ...process.env, DEVSERVER_STATIC_DIR: host.mount, ...clock, ...env },
+    ...(onSpawn !== undefined ? { onSpawn } : {}),
+  });
 }
 
 async function statusJson(staticDir: string, tag: string): Promise<LockInfo> {
@@ -316,5 +337,57 @@ describe('attacks on reservations', function () {
       assert.ok(!out.includes('y'.repeat(300)), `${what}: the note is cut`);
     }
     assert.equal((await statusJson(staticDir, tag)).holder?.purpose?.length, 200);
+  });
+});
+
+describe('attacks on reservations across two sshfs clients, their clocks hours apart', function () {
+  this.timeout(180_000);
+  let share: SshfsExport | undefined;
+  const tag = 'eve/R1';
+
+  before(async () => {
+    // This machine can run it: fail rather than skip where a tool is missing.
+    assert.equal(await whyNoSshfs(), undefined);
+    assert.ok(FAKETIME !== undefined && hasTool('unshare'), 'libfaketime and unshare are needed');
+    share = await startSshfs('dss-attack-res-sshfs-');
+    fs.mkdirSync(path.join(share.exportDir, tag), { recursive: true });
+  });
+  after(async () => share?.stop());
+
+  it("an extend on one client while the other releases or force-releases: never reported done on a reservation taken apart, and ends judged by the filesystem's clock", async () => {
+    // A's clock two hours behind, B's two hours ahead: by its own clock B would call an hour's reservation long over.
+    const a: Host = { name: 'hosta', mount: share!.mountA, offsetS: -7_200 };
+    const b: Host = { name: 'hostb', mount: share!.mountB, offsetS: 7_200 };
+    const r = await onHost(a, ['reserve', tag, '--for', '1h']);
+    assert.equal(r.code, 0, describeRun('reserve on A', r));
+    const moved = await onHost(b, ['--json', 'reserve', tag, '--extend', '--for', '3h']);
+    assert.equal(moved.code, 0, describeRun('extend on B, whose own clock is past the end', moved));
+    const status = JSON.parse((await onHost(a, ['--json', 'status', tag])).stdout) as LockInfo;
+    assert.ok(status.reservation!.leftMs > 170 * 60_000 && status.reservation!.leftMs <= 3 * 3_600_000 + 2_000, `about three hours left, by the filesystem's clock: ${status.reservation!.leftMs}`);
+    assert.equal((await onHost(a, ['release', tag])).code, 0);
+
+    let rounds = 0;
+    for (const [verb, stepName] of [
+      ['release', 'unlock.recordMoved'],
+      ['force-release', 'unlock.counterRestored'],
+    ] as const) {
+      assert.equal((await onHost(a, ['reserve', tag, '--for', '1h'])).code, 0);
+      const ext = await pausedAt('', ['reserve', tag, '--extend', '--for', '2h'], 'reservation.written', b);
+      const taker = await pausedAt('', [verb, tag], stepName, a);
+      process.kill(ext.pid, 'SIGCONT');
+      const extended = await ext.done;
+      process.kill(taker.pid, 'SIGCONT');
+      const took = await taker.done;
+      assert.equal(took.code, 0, describeRun(verb, took));
+      const marker = path.join(share!.exportDir, `inside.${verb}`);
+      const next = await onHost(a, ['lock', tag, '--', 'sh', '-c', 'set -C; : > "$0"', path.join(share!.mountA, `inside.${verb}`)]);
+      assert.equal(next.code, 0, describeRun('the next lock on A', next));
+      assert.ok(fs.existsSync(marker), 'the next holder entered');
+      assert.notEqual(extended.code, 0, `the extend on B was reported done on a reservation A took apart: ${extended.stdout}`);
+      assert.match(extended.stderr, /no longer there/, describeRun('the extend on B', extended));
+      report(`${verb} on A stopped at ${stepName}, extend on B stopped after writing: ${describeRun('extend', extended)}`);
+      rounds++;
+    }
+    assert.equal(rounds, 2);
   });
 });
