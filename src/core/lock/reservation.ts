@@ -154,5 +154,16 @@ export async function moveReservationEnd(io: Io, area: Dir, workName: string, to
 export async function stillWhole(io: Io, area: Dir, workName: string): Promise<boolean> {
   const work = `${LOCK_NAME}/${workName}`;
   if ((await io.lstatOrNull(area.at(`${work}/${OWNER_FILE}`))) !== null) return false;
-  return (await io.lstatOrNull(area.at(work))) !== null;
+  // A file made in the directory, not a look at it: a network client can answer a look from its
+  // cache for a while after another client moved the directory out; a file made is the server's word.
+  const probe = `${work}/${RESERVATION_FILE}.${randomHex(6)}`;
+  try {
+    await io.writeNewFile(area.at(probe), '', 0o644);
+  } catch (err) {
+    const code = errnoCode(err);
+    if (code === 'ENOENT' || code === 'ENOTDIR') return false;
+    throw err;
+  }
+  await fs.promises.unlink(area.at(probe)).catch(() => undefined);
+  return true;
 }
