@@ -14,7 +14,7 @@
  * the process that made it (or root) could have made. Record fields are a co-user's text.
  */
 import * as fs from 'fs';
-import { openBelow, readRecord, type Dir } from '../fs/anchored';
+import { openBelow, type Dir } from '../fs/anchored';
 import { randomHex } from '../base/crypto';
 import { StagingError, errnoCode } from '../base/errors';
 import { parseObject } from '../base/holder';
@@ -65,25 +65,45 @@ export async function judgeReservation(lockPath: string, holder: Holder, nowFsMs
   const acquired = timeOf(holder.acquiredAt) ?? recorded;
   let untilMs = Math.min(recorded, acquired + MAX_RESERVATION_MS);
   const work = `${lockPath}/${WORK_PREFIX}${holder.token}`;
-  const moved = await readMovedEnd(work, holder.token);
+  const st = await fs.promises.lstat(fsPath(work)).catch(() => undefined);
+  const ownerUid = st?.isDirectory() === true ? st.uid : undefined;
+  const moved = ownerUid !== undefined ? await readMovedEnd(work, holder.token, ownerUid) : undefined;
   if (moved !== undefined) untilMs = Math.min(moved.untilMs, moved.movedAtMs + MAX_RESERVATION_MS);
   const info: ReservationInfo = { until: new Date(untilMs).toISOString(), ended: nowFsMs >= untilMs, leftMs: Math.max(0, untilMs - nowFsMs) };
-  const st = await fs.promises.lstat(fsPath(work)).catch(() => undefined);
-  if (st?.isDirectory() === true) {
-    info.ownerUid = st.uid;
-    info.mine = st.uid === process.getuid?.();
+  if (ownerUid !== undefined) {
+    info.ownerUid = ownerUid;
+    info.mine = ownerUid === process.getuid?.();
   }
   return info;
 }
 
-/** The end its owner moved the reservation to, if it was moved (and the record is of this instance). */
-async function readMovedEnd(work: string, token: string): Promise<{ untilMs: number; movedAtMs: number } | undefined> {
-  const text = await readRecord(`${work}/${RESERVATION_FILE}`, `${work}/${RESERVATION_FILE}`, MAX_RECORD_BYTES).catch(() => undefined);
+/**
+ * The end its owner moved the reservation to, if it was moved: a record of this instance, in a
+ * file the owner of its work directory owns. A work directory that others may write (made under
+ * a permissive umask) may hold a co-user's file there, which moves nothing.
+ */
+async function readMovedEnd(work: string, token: string, ownerUid: number): Promise<{ untilMs: number; movedAtMs: number } | undefined> {
+  const text = await readOwnedRecord(`${work}/${RESERVATION_FILE}`, ownerUid).catch(() => undefined);
   const r = text === undefined ? undefined : parseObject(text);
   if (r === undefined || r.token !== token) return undefined;
   const untilMs = timeOf(r.reservedUntil);
   const movedAtMs = timeOf(r.movedAt);
   return untilMs !== undefined && movedAtMs !== undefined ? { untilMs, movedAtMs } : undefined;
+}
+
+/** A small regular file's text, opened without following a link or waiting on a FIFO, if `uid` owns it (by `fstat` of what was opened). */
+async function readOwnedRecord(p: string, uid: number): Promise<string | undefined> {
+  const fh = await fs.promises.open(fsPath(p), fs.constants.O_RDONLY | fs.constants.O_NOFOLLOW | fs.constants.O_NONBLOCK);
+  try {
+    const st = await fh.stat();
+    if (!st.isFile() || st.uid !== uid || st.size > MAX_RECORD_BYTES) return undefined;
+    const buf = Buffer.alloc(MAX_RECORD_BYTES + 1);
+    let n = 0;
+    for (let got = -1; got !== 0 && n < buf.length; n += got) got = (await fh.read(buf, n, buf.length - n, n)).bytesRead;
+    return n > MAX_RECORD_BYTES ? undefined : buf.subarray(0, n).toString('utf8');
+  } finally {
+    await fh.close();
+  }
 }
 
 /**

@@ -244,6 +244,28 @@ describe('attacks on reservations', function () {
     assert.equal(cases, 7 + plants.length);
   });
 
+  it("a co-user's end planted in a work directory others may write (a reservation made under umask 000) moves nothing", async () => {
+    fs.chmodSync(root, 0o755);
+    fs.chmodSync(staticDir, 0o1777);
+    for (const d of [path.dirname(area), area]) fs.chmodSync(d, 0o777);
+    const made = await cliTimed(staticDir, ['reserve', tag, '--for', '1h'], { timeoutMs: 20_000, umask: '000' });
+    assert.equal(made.code, 0, describeRun('reserve under umask 000', made));
+    const info = await statusJson(staticDir, tag);
+    const work = path.join(lockDir, `work.${info.holder!.token}`);
+    assert.equal(fs.statSync(work).mode & 0o777, 0o777, 'the work directory is writable by all');
+    const planted = JSON.stringify({ token: info.holder!.token, reservedUntil: '2099-01-01T00:00:00Z', movedAt: '2099-01-01T00:00:00Z' });
+    const w = spawnSync('runuser', ['-u', 'nobody', '--', 'sh', '-c', 'printf %s "$1" > "$0"', path.join(work, 'reservation.json'), planted]);
+    assert.equal(w.status, 0, String(w.stderr));
+    assert.notEqual(fs.statSync(path.join(work, 'reservation.json')).uid, 0, "the planted file is nobody's");
+    const after = await statusJson(staticDir, tag);
+    assert.equal(after.reservation?.until, info.reservation?.until, "the co-user's end is not the reservation's");
+    assert.equal((await statusJson(staticDir, tag)).state, 'held');
+    // Its owner still moves it, over the planted file.
+    const ext = await cliTimed(staticDir, ['reserve', tag, '--extend', '--for', '2h'], { timeoutMs: 20_000 });
+    assert.equal(ext.code, 0, describeRun('extend by the owner', ext));
+    assert.ok(Date.parse((await statusJson(staticDir, tag)).reservation!.until) > Date.parse(info.reservation!.until) + 30 * 60_000);
+  });
+
   it('release aimed at a live plain lock of the same user, and a reservation of a nested area, refuse and touch nothing', async () => {
     fs.mkdirSync(path.join(staticDir, 'board', 'b2'), { recursive: true });
     // A plain lock held by a live process of this user: not a reservation, so release refuses and says what to do.
