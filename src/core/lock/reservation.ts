@@ -51,7 +51,11 @@ export function checkReservationMs(ms: number): number {
   return ms;
 }
 
-const timeOf = (text: unknown): number | undefined => (typeof text === 'string' ? Date.parse(text) : NaN) || undefined;
+/** A recorded time in ms, or undefined when it is none (the epoch is a time). */
+function timeOf(text: unknown): number | undefined {
+  const t = typeof text === 'string' ? Date.parse(text) : NaN;
+  return Number.isFinite(t) ? t : undefined;
+}
 
 /**
  * How a reservation stands, judged at `nowFsMs` (the filesystem's clock), for the lock at

@@ -242,6 +242,16 @@ describe('attacks on reservations', function () {
     }
     assert.deepEqual(fs.readdirSync(work).filter((n) => n.startsWith('reservation.json.')), [], 'no temporary record was left');
     assert.equal(cases, 7 + plants.length);
+
+    // An end at the epoch is a time: ended, even while the process that reserved lives (a library caller, an editor).
+    assert.equal((await cliTimed(staticDir, ['release', tag], { timeoutMs: 20_000 })).code, 0);
+    const live = await reserve(staticDir, tag, { forMs: 3_600_000 });
+    assert.equal(live.holder?.pid, process.pid);
+    const liveRecord = JSON.parse(fs.readFileSync(record, 'utf8')) as Record<string, unknown>;
+    fs.writeFileSync(record, JSON.stringify({ ...liveRecord, reservedUntil: '1970-01-01T00:00:00.000Z' }));
+    const epoch = await inspect(staticDir, tag);
+    assert.equal(epoch.state, 'stale', JSON.stringify(epoch));
+    assert.equal(epoch.reservation?.ended, true);
   });
 
   it("a co-user's end planted in a work directory others may write (a reservation made under umask 000) moves nothing", async () => {
