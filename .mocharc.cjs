@@ -1,6 +1,6 @@
-// The unit suite, two files at a time: most files spend their time waiting on processes they
-// stopped, heartbeats and thresholds rather than computing, so two of them share the two cores a
-// CI runner has. Mocha hands the files out in the order listed: the longest go first, so that
+// The unit suite, three files at a time: most files spend their time waiting on processes they
+// stopped, heartbeats and thresholds rather than computing, so three of them share the two cores
+// a CI runner has. Mocha hands the files out in the order listed: the longest go first, so that
 // the two lines end close together rather than one finishing a long file alone.
 const fs = require('fs');
 const path = require('path');
@@ -22,7 +22,7 @@ const first = LONGEST_FIRST.flatMap((name) => all.filter((f) => path.basename(f)
 module.exports = {
   spec: all.length === 0 ? [`${DIR}/**/*.test.js`] : [...first, ...all.filter((f) => !first.includes(f))],
   parallel: true,
-  jobs: 2,
+  jobs: 3,
   timeout: 60000,
   slow: 5000,
   reporter: './out/test/reporter.js',
