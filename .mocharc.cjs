@@ -1,7 +1,7 @@
 // The unit suite, three files at a time: most files spend their time waiting on processes they
 // stopped, heartbeats and thresholds rather than computing, so three of them share the two cores
 // a CI runner has. Mocha hands the files out in the order listed: the longest go first, so that
-// the two lines end close together rather than one finishing a long file alone.
+// the lines end close together rather than one finishing a long file alone.
 const fs = require('fs');
 const path = require('path');
 
