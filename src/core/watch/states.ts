@@ -1,11 +1,10 @@
 /**
  * What is known of the static directories as they change: one record per area (root, folder or
- * build), found by scanning every folder, kept current by a directory watcher (and by polling
- * where the filesystem sends no events) and two timers, with a change event that names only the
- * areas whose state or contents really changed. The extension's tree and `devserver-stage watch`
- * both follow a static directory through it; the decisions themselves are the judge's. Here: the
- * listings and judgements; the records (store.ts), events (pending.ts), polling, timers
- * (staleTimers.ts), measures and the scan of folders (folderScan.ts) are each a file of their own.
+ * build), found by scanning every folder, kept current by a directory watcher (and by polling where
+ * the filesystem sends no events) and two timers, with a change event that names only the areas
+ * whose state or contents really changed. The extension's tree and `devserver-stage watch` follow a
+ * static directory through it; the decisions are the judge's. Here: listings and judgements; records
+ * (store.ts), events (pending.ts), polling, timers, measures and the folder scan are files of their own.
  */
 import * as path from 'path';
 import { errnoCode } from '../base/errors';
@@ -136,6 +135,8 @@ export class LockStates implements Disposable {
   /** The files and artifact folders at the top of a build, listed once and then kept current. */
   async artifacts(staticDir: string, tag: string): Promise<Artifact[]> {
     const key = keyOf(staticDir, tag);
+    // A build not known yet (its folder's listing has not landed): its folder is listed first.
+    if (!this.records.has(key) && tag !== '') await this.children(staticDir, parentTag(tag));
     let r = this.records.get(key);
     if (r?.artifacts === undefined) {
       await this.serial(key, () => this.relistBuild(staticDir, tag, false));
