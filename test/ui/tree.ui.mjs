@@ -386,6 +386,10 @@ export async function runUiCheck({ updateScreenshots = false, log = console.log,
     await lostToast.locator('.codicon-notifications-clear, .codicon-close').first().click().catch(() => undefined);
 
     await checkUsagePage({ page, row, check, shoot, vp });
+    // The usage page's webview keeps the keyboard: the tree takes it back before the palette is used.
+    await page.keyboard.press('Escape');
+    await row('R10-12871.0.0').click();
+    await page.waitForTimeout(300);
 
     // Then reload the window: the old window's extension host ends, and with it the lock it holds;
     // the folders left expanded come back expanded.
