@@ -24,8 +24,7 @@ import { StaleTimers } from './staleTimers';
 import { AreaStore } from './store';
 import { inThreadWatcher, WATCH_THREAD_STOPPED, type Watcher, type WatcherFactory } from './watcher';
 
-/** How often the model polls a network filesystem (polling.ts), for those who follow it. */
-export { POLL_FAST_MS, POLL_IDLE_MS } from './polling';
+export { POLL_FAST_MS, POLL_IDLE_MS } from './polling'; // how often it polls a network filesystem
 
 /** Where the model reports what it could not do; the extension passes its log. */
 export interface Warnings {
