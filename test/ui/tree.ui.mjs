@@ -223,13 +223,13 @@ export async function runUiCheck({ updateScreenshots = false, log = console.log,
     await page.locator('.editor-instance .view-lines').first().click();
     await page.keyboard.type('x');
     await check('a keystroke in an opened artifact is refused (read-only editor), and nothing reaches the build with auto save on', async () => {
-      let said = await page.locator('.monaco-editor-overlaymessage').first().innerText({ timeout: 3_000 }).catch(() => '');
+      let said = await page.locator('.monaco-editor-overlaymessage').first().innerText({ timeout: 10_000 }).catch(() => '');
       if (said === '') {
         // The keystroke can land before the editor has the focus (a notification closing over
         // it): the editor is clicked and typed into once more, and must refuse that one.
         await page.locator('.editor-instance .view-lines').first().click();
         await page.keyboard.type('x');
-        said = await page.locator('.monaco-editor-overlaymessage').first().innerText({ timeout: 3_000 }).catch(() => '');
+        said = await page.locator('.monaco-editor-overlaymessage').first().innerText({ timeout: 10_000 }).catch(() => '');
       }
       await page.waitForTimeout(1_500);
       const open = await tabs();
