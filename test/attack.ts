@@ -7,6 +7,7 @@ import { spawn, spawnSync, type SpawnOptions } from 'child_process';
 import * as crypto from 'crypto';
 import * as fs from 'fs';
 import * as path from 'path';
+import type { LockInfo } from '../src/core/base/types';
 import { CLI, WORKERS } from './helpers';
 
 /** Every entry below `dir` (and `dir` itself): type, mode, owner, size, mtime, content hash or link target. */
@@ -143,6 +144,13 @@ export function describeRun(what: string, r: Timed): string {
   const status = r.hung ? `HUNG (no exit within the deadline; ${r.stoppedOnTerm ? 'stopped on SIGTERM' : 'IGNORED SIGTERM, SIGKILLed'})` : `exit ${r.code ?? r.signal}`;
   const err = r.stderr.trim().split('\n').slice(-2).join(' | ');
   return `${what}: ${status} after ${r.ms} ms${err ? `; stderr: ${err.slice(0, 300)}` : ''}`;
+}
+
+/** `devserver-stage --json status TAG`, as a user (or root) runs it, checked to have succeeded. */
+export async function statusJson(staticDir: string, tag: string, options: { env?: NodeJS.ProcessEnv; user?: string } = {}): Promise<LockInfo> {
+  const r = await cliTimed(staticDir, ['--json', 'status', tag], { timeoutMs: 20_000, ...options });
+  if (r.code !== 0) throw new Error(describeRun('status', r));
+  return JSON.parse(r.stdout) as LockInfo;
 }
 
 export const hasTool = (name: string): boolean => spawnSync('sh', ['-c', `command -v ${name}`]).status === 0;

@@ -6,6 +6,7 @@
  * whose fencing token is the lock's.
  */
 import { history, type HistoryActor, type HistoryEvent } from '../core/log/history';
+import { recordedEnd } from '../core/loss';
 import type { WatchActor, WatchKind, WatchLine } from './watchLines';
 
 /** What the states tell, and whether the history must say how the previous lock ended. */
@@ -38,32 +39,23 @@ export function classify(before: WatchLine | undefined, now: WatchLine): Classif
   return { kind: now.reservedUntil !== undefined ? 'reserved' : 'taken', ...ended };
 }
 
-const ENDS = new Set<HistoryEvent['kind']>(['released', 'lost', 'force-released', 'taken-over', 'destroyed']);
-const LOOK_EVERY_MS = 200;
-/** A destroy that follows the force-release it began with, by the same process, within this. */
+/** A destroy of a free build is news only this soon after it was recorded. */
 const DESTROY_WITHIN_MS = 60_000;
+const LOOK_EVERY_MS = 200;
 
 const actor = (a: HistoryActor): WatchActor => ({ user: a.user, host: a.hostname, pid: a.pid, ...(a.purpose !== undefined ? { purpose: a.purpose } : {}) });
 
-/** How the lock with fencing token `fence` ended, as the history recorded it, if it has yet. */
-async function recordedEnd(staticDir: string, tag: string, fence: number | undefined): Promise<{ kind: WatchKind; by?: WatchActor } | undefined> {
-  const events = await history(staticDir, { tag, limit: 50, warn: () => undefined }).catch(() => []);
-  for (let i = events.length - 1; i >= 0; i--) {
-    const e = events[i];
-    if (fence === undefined) {
-      // A build that went while free: destroyed, if it was the last thing recorded of it.
-      if (e.kind !== 'destroyed') continue;
-      return Date.now() - Date.parse(e.time) <= DESTROY_WITHIN_MS ? { kind: 'destroyed', by: actor(e.holder) } : undefined;
-    }
-    if (!ENDS.has(e.kind) || e.fence !== fence) continue;
-    if (e.kind === 'released' || e.kind === 'lost') return { kind: 'released' };
-    if (e.kind === 'destroyed') return { kind: 'destroyed', by: actor(e.holder) };
-    const t = Date.parse(e.time);
-    // destroy --force removes the lock first, then the build: said as the destroy it was.
-    const destroyed = events.slice(i + 1).some((d) => d.kind === 'destroyed' && d.holder.pid === e.holder.pid && d.holder.hostname === e.holder.hostname && Math.abs(Date.parse(d.time) - t) <= DESTROY_WITHIN_MS);
-    return { kind: destroyed ? 'destroyed' : e.kind === 'taken-over' ? 'taken-over' : 'force-released', by: actor(e.holder) };
+/** How the lock with fencing token `fence` ended (core/loss.ts), or for none, whether the build was destroyed just now. */
+async function endOf(staticDir: string, tag: string, fence: number | undefined): Promise<{ kind: WatchKind; by?: WatchActor } | undefined> {
+  if (fence !== undefined) {
+    const end = await recordedEnd(staticDir, tag, fence);
+    return end === undefined ? undefined : end.kind === 'released' ? { kind: 'released' } : { kind: end.kind, by: actor(end.by) };
   }
-  return undefined;
+  // A build that went while free: destroyed, if that was the last thing recorded of it.
+  const events = await history(staticDir, { tag, limit: 50, warn: () => undefined }).catch(() => []);
+  let e: HistoryEvent | undefined;
+  for (let i = events.length - 1; i >= 0 && e === undefined; i--) if (events[i].kind === 'destroyed') e = events[i];
+  return e !== undefined && Date.now() - Date.parse(e.time) <= DESTROY_WITHIN_MS ? { kind: 'destroyed', by: actor(e.holder) } : undefined;
 }
 
 /**
@@ -78,7 +70,7 @@ export async function withHistory(staticDir: string, line: WatchLine, c: Classif
   if (c.ended === undefined && c.kind !== 'gone') return { ...line, kind: c.kind };
   const deadline = Date.now() + waitMs;
   for (;;) {
-    const found = await recordedEnd(staticDir, line.tag ?? '', c.ended);
+    const found = await endOf(staticDir, line.tag ?? '', c.ended);
     if (found !== undefined) {
       // A lock released and taken again before the watch looked: the news is the new holder.
       const kind = found.kind === 'released' && c.kind !== 'released' ? c.kind : c.kind === 'gone' && found.kind !== 'destroyed' ? 'gone' : found.kind;

@@ -57,26 +57,47 @@ const LOOK_EVERY_MS = 200;
 /** A destroy that follows the force-release it began with, by the same process, within this. */
 const DESTROY_WITHIN_MS = 60_000;
 
-/** Whether `e` ended this lease: a force-release or takeover of the lock with its fencing token. */
-function endedIt(e: HistoryEvent, lease: LostLease): boolean {
-  if (e.kind !== 'force-released' && e.kind !== 'taken-over') return false;
-  if (e.fence !== lease.fence) return false;
+/** Whether `e`'s record of the lock it broke names `holder` (where it names one at all). */
+function brokeHolder(e: HistoryEvent, holder: Pick<Holder, 'pid' | 'hostname'>): boolean {
   const p = e.previous;
-  return p === undefined || ((p.pid === undefined || p.pid === lease.holder.pid) && (p.hostname === undefined || p.hostname === lease.holder.hostname));
+  return p === undefined || ((p.pid === undefined || p.pid === holder.pid) && (p.hostname === undefined || p.hostname === holder.hostname));
 }
 
 const sameActor = (a: HistoryActor, b: HistoryActor): boolean => a.pid === b.pid && a.hostname === b.hostname && a.user === b.user;
 
-/** The history's account of how the lease's lock ended, if it has one yet. */
-async function recorded(lease: LostLease): Promise<Pick<LockLoss, 'kind' | 'by' | 'at'> | undefined> {
-  const events = await history(lease.staticDir, { tag: lease.tag, limit: 50, warn: () => undefined }).catch(() => []);
+/** How a lock ended, as the history recorded it, and who ended it. */
+export interface RecordedEnd {
+  kind: 'released' | 'force-released' | 'taken-over' | 'destroyed';
+  by: HistoryActor;
+  at: string;
+}
+
+export interface RecordedEndOptions {
+  /** Only a force-release, a takeover or a destroy that began with one (a holder's own release or loss is not its end). */
+  breaksOnly?: boolean;
+  /** The lock's holder: a break recorded as of another holder's lock with that token is not this one's. */
+  holder?: Pick<Holder, 'pid' | 'hostname'>;
+}
+
+/**
+ * How the lock with fencing token `fence` ended, as the history recorded it, if it has yet: the
+ * newest record of that token. A force-release followed by a destroy from the same process (what
+ * `destroy --force` does) is the destroy it was.
+ */
+export async function recordedEnd(staticDir: string, tag: string, fence: number, options: RecordedEndOptions = {}): Promise<RecordedEnd | undefined> {
+  const events = await history(staticDir, { tag, limit: 50, warn: () => undefined }).catch(() => []);
   for (let i = events.length - 1; i >= 0; i--) {
     const e = events[i];
-    if (!endedIt(e, lease)) continue;
-    const t = Date.parse(e.time);
-    // Destroy --force removes the lock first, then the build: said as the destroy it was.
-    const destroyed = events.slice(i + 1).some((d) => d.kind === 'destroyed' && sameActor(d.holder, e.holder) && Math.abs(Date.parse(d.time) - t) <= DESTROY_WITHIN_MS);
-    return { kind: destroyed ? 'destroyed' : e.kind === 'taken-over' ? 'taken-over' : 'force-released', by: e.holder, at: e.time };
+    if (e.fence !== fence) continue;
+    if (e.kind === 'force-released' || e.kind === 'taken-over') {
+      if (options.holder !== undefined && !brokeHolder(e, options.holder)) continue;
+      const t = Date.parse(e.time);
+      const destroyed = events.slice(i + 1).some((d) => d.kind === 'destroyed' && sameActor(d.holder, e.holder) && Math.abs(Date.parse(d.time) - t) <= DESTROY_WITHIN_MS);
+      return { kind: destroyed ? 'destroyed' : e.kind, by: e.holder, at: e.time };
+    }
+    if (options.breaksOnly === true) continue;
+    if (e.kind === 'released' || e.kind === 'lost') return { kind: 'released', by: e.holder, at: e.time };
+    if (e.kind === 'destroyed') return { kind: 'destroyed', by: e.holder, at: e.time };
   }
   return undefined;
 }
@@ -89,8 +110,8 @@ export async function explainLoss(lease: LostLease, options: ExplainOptions = {}
   const base = { staticDir: lease.staticDir, tag: lease.tag, dir: lease.dir };
   const deadline = Date.now() + (options.waitMs ?? 2_000);
   for (;;) {
-    const found = await recorded(lease);
-    if (found !== undefined) return { ...base, ...found, recorded: true };
+    const found = await recordedEnd(lease.staticDir, lease.tag, lease.fence, { breaksOnly: true, holder: lease.holder });
+    if (found !== undefined) return { ...base, kind: found.kind === 'released' ? 'removed' : found.kind, by: found.by, at: found.at, recorded: true };
     let now: LockInfo | undefined;
     try {
       now = await inspect(lease.staticDir, lease.tag, options);

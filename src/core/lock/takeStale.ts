@@ -5,7 +5,7 @@
  * only paused can write nothing through it when it resumes. The takeover is recorded in history.
  */
 import * as path from 'path';
-import { openBelow, openDir, type Dir } from '../fs/anchored';
+import { openDir, openPath, type Dir } from '../fs/anchored';
 import { StagingError, errnoCode } from '../base/errors';
 import { step } from '../base/steps';
 import { recordHistory, removalEvent } from '../log/history';
@@ -48,9 +48,9 @@ export async function takeOverStale(
 
 /**
  * Takes over the stale lock of `dir`, an area above or inside the one being locked, opened level by
- * level from the static directory without following a link. True once no stale lock is there
- * (taken over, or gone already); false when it could not be taken or the way there is not plain
- * directories (then it keeps standing in the way).
+ * level from the static directory as any area is (a link only to inside it). True once no stale
+ * lock is there (taken over, or gone already); false when it could not be taken or the way there
+ * cannot be opened (then it keeps standing in the way).
  */
 export async function takeOverNested(area: Pick<Area, 'staticDir' | 'realStaticDir'>, dir: string, timing: Timing, nowFsMs: number, options: AcquireOptions): Promise<boolean> {
   const segments = path.relative(area.staticDir, dir).split(path.sep);
@@ -58,11 +58,11 @@ export async function takeOverNested(area: Pick<Area, 'staticDir' | 'realStaticD
   const tag = segments.join('/');
   let current: Dir | undefined;
   try {
-    current = await openDir(area.realStaticDir, true);
-    for (const segment of segments) {
-      const next = await openBelow(current, segment);
-      current.close();
-      current = next;
+    const root = await openDir(area.realStaticDir, true);
+    try {
+      current = await openPath(root, area.realStaticDir, segments, tag);
+    } finally {
+      root.close();
     }
     const judged = await judgeLock({ staticDir: area.staticDir, tag, dir, opened: current }, timing, nowFsMs);
     if (judged.info.state === 'free') return true;

@@ -11,9 +11,10 @@ import { strict as assert } from 'assert';
 import * as fs from 'fs';
 import * as path from 'path';
 import { spawnSync } from 'child_process';
-import { changes, cliTimed, describeRun, fingerprint, hasTool, plantCanaries, processState, runTimed, type Timed } from '../../attack';
+import { changes, cliTimed, describeRun, fingerprint, hasTool, plantCanaries, processState, statusJson, type Timed } from '../../attack';
 import { type SshfsExport, startSshfs, whyNoSshfs } from '../../sshfs';
-import { CLI, cleanup, isRoot, report, tempDir, waitFor } from '../../helpers';
+import { FAKETIME, type Host, cliOnHost } from '../../hosts';
+import { cleanup, isRoot, report, tempDir, waitFor } from '../../helpers';
 import { inspect } from '../../../src/core/lock/inspect';
 import { reserve } from '../../../src/core/reserve';
 import type { LockInfo } from '../../../src/core/base/types';
@@ -39,28 +40,9 @@ async function pausedAt(staticDir: string, args: readonly string[], stepName: st
   return { pid, done };
 }
 
-const FAKETIME = ['x86_64-linux-gnu', 'aarch64-linux-gnu'].map((t) => `/usr/lib/${t}/faketime/libfaketime.so.1`).find((p) => fs.existsSync(p));
-
-/** A host sharing the static directory through its own sshfs client, its clock `offsetS` seconds off. */
-interface Host {
-  name: string;
-  mount: string;
-  offsetS: number;
-}
-
+/** `devserver-stage ARGS` on `host`. */
 function onHost(host: Host, args: readonly string[], env: NodeJS.ProcessEnv = {}, onSpawn?: (pid: number) => void): Promise<Timed> {
-  const clock = { LD_PRELOAD: FAKETIME!, FAKETIME: `${host.offsetS >= 0 ? '+' : ''}${host.offsetS}s`, FAKETIME_DONT_FAKE_MONOTONIC: '1', DONT_FAKE_MONOTONIC: '1' };
-  return runTimed('unshare', ['--uts', 'sh', '-c', `hostname ${host.name} && exec "$0" "$@"`, process.execPath, CLI, ...args], {
-    timeoutMs: 60_000,
-    env: { ...process.env, DEVSERVER_STATIC_DIR: host.mount, ...clock, ...env },
-    ...(onSpawn !== undefined ? { onSpawn } : {}),
-  });
-}
-
-async function statusJson(staticDir: string, tag: string): Promise<LockInfo> {
-  const r = await cliTimed(staticDir, ['--json', 'status', tag], { timeoutMs: 20_000 });
-  assert.equal(r.code, 0, describeRun('status', r));
-  return JSON.parse(r.stdout) as LockInfo;
+  return cliOnHost(host, args, { env, ...(onSpawn !== undefined ? { onSpawn } : {}) });
 }
 
 describe('attacks on reservations', function () {

@@ -18,6 +18,7 @@ import { LockStates, POLL_FAST_MS, POLL_IDLE_MS } from '../../../src/core/watch/
 import type { LockState } from '../../../src/core/base/types';
 import { type Msg, WORKERS, cleanup, exitOf, expectMessage, isRoot, killAll, readToken, report, run, sleep, snapshot, startWorker, tempDir, track, waitFor } from '../../helpers';
 import { type SshfsExport, isMounted, startSshfs, unmountFuse, whyNoSshfs, works } from '../../sshfs';
+import { FAKETIME, clockOff } from '../../hosts';
 
 const timing = { staleMs: 2_000, refreshMs: 1_000 };
 
@@ -49,19 +50,13 @@ async function judgeFor<T extends { state: LockState }>(forMs: number, everyMs: 
 
 // ---------------------------------------------------------------------------------------------
 
-const FAKETIME_LIBS = ['x86_64-linux-gnu', 'aarch64-linux-gnu', 'i386-linux-gnu', 'arm-linux-gnueabihf'].map(
-  (triplet) => `/usr/lib/${triplet}/faketime/libfaketime.so.1`,
-);
-
 /**
- * A clock `offsetS` seconds off for one process. The kernel still stamps files with the real
- * time, as a file server with a right clock would. Monotonic time is left alone: timers keep
- * their pace, and a negative offset cannot take it below zero on a machine just booted. Such a
- * process plays another host on a network filesystem: it measures the offset with the probe,
- * which the core skips on a local filesystem, where a real process's clock is the kernel's.
+ * A clock `offsetS` seconds off for one process (hosts.ts). Such a process plays another host on a
+ * network filesystem: it measures the offset with the probe, which the core skips on a local
+ * filesystem, where a real process's clock is the kernel's.
  */
 function skewedEnv(lib: string, offsetS: number): NodeJS.ProcessEnv {
-  return { LD_PRELOAD: lib, FAKETIME: `${offsetS >= 0 ? '+' : ''}${offsetS}s`, FAKETIME_DONT_FAKE_MONOTONIC: '1', DONT_FAKE_MONOTONIC: '1', DEVSERVER_STAGING_CLOCK_PROBE: '1' };
+  return { ...clockOff(offsetS, lib), DEVSERVER_STAGING_CLOCK_PROBE: '1' };
 }
 
 /** How far Date.now() of a node process started with `env` is from ours, in ms. */
@@ -79,7 +74,7 @@ describe('clock skew between hosts (libfaketime)', function () {
   let staticDir: string;
 
   before(async function () {
-    const found = FAKETIME_LIBS.find((p) => fs.existsSync(p));
+    const found = FAKETIME;
     if (found === undefined) {
       console.log("      skipped: libfaketime is missing: install Debian's faketime (apt-get install faketime)");
       this.skip();

@@ -11,8 +11,9 @@ import { strict as assert } from 'assert';
 import { spawnSync } from 'child_process';
 import * as fs from 'fs';
 import * as path from 'path';
-import { type Timed, areaJunk, cliTimed, describeRun, hasTool, pidAlive, runTimed } from '../../attack';
+import { type Timed, areaJunk, cliTimed, describeRun, hasTool, pidAlive, statusJson } from '../../attack';
 import { type SshfsExport, startSshfs, whyNoSshfs } from '../../sshfs';
+import { FAKETIME, clockOff, cliOnHost } from '../../hosts';
 import { CLI, CLI_HINT, WORKERS, cleanup, isRoot, rejectsWith, report, run, tempDir, waitFor } from '../../helpers';
 import { acquire } from '../../../src/core/lock/lock';
 import { inspect } from '../../../src/core/lock/inspect';
@@ -35,18 +36,10 @@ else:
     print('acquired')
 `;
 
-const FAKETIME = ['x86_64-linux-gnu', 'aarch64-linux-gnu'].map((t) => `/usr/lib/${t}/faketime/libfaketime.so.1`).find((p) => fs.existsSync(p));
-
 /** A process whose clock is `offsetS` seconds ahead: on a local filesystem, a judge for whom the filesystem's clock is that far on. */
-function ahead(offsetS: number): NodeJS.ProcessEnv {
-  return { LD_PRELOAD: FAKETIME!, FAKETIME: `+${offsetS}s`, FAKETIME_DONT_FAKE_MONOTONIC: '1', DONT_FAKE_MONOTONIC: '1' };
-}
+const ahead = (offsetS: number): NodeJS.ProcessEnv => clockOff(offsetS);
 
-async function statusOf(staticDir: string, tag: string, env: NodeJS.ProcessEnv = {}, user?: string): Promise<LockInfo> {
-  const r = await cliTimed(staticDir, ['--json', 'status', tag], { timeoutMs: 20_000, env, ...(user !== undefined ? { user } : {}) });
-  assert.equal(r.code, 0, describeRun('status', r));
-  return JSON.parse(r.stdout) as LockInfo;
-}
+const statusOf = (staticDir: string, tag: string, env: NodeJS.ProcessEnv = {}, user?: string): Promise<LockInfo> => statusJson(staticDir, tag, { env, ...(user !== undefined ? { user } : {}) });
 
 describe('reservations', function () {
   this.timeout(120_000);
@@ -337,8 +330,7 @@ describe('reservations on two hosts sharing a static directory (sshfs), their cl
 
   /** The tool on host `name` through its own sshfs client, its clock `offsetS` seconds off. */
   function onHost(name: string, mount: string, offsetS: number, args: readonly string[]): Promise<Timed> {
-    const env = { ...process.env, DEVSERVER_STATIC_DIR: mount, LD_PRELOAD: FAKETIME!, FAKETIME: `${offsetS >= 0 ? '+' : ''}${offsetS}s`, FAKETIME_DONT_FAKE_MONOTONIC: '1', DONT_FAKE_MONOTONIC: '1' };
-    return runTimed('unshare', ['--uts', 'sh', '-c', `hostname ${name} && exec "$0" "$@"`, process.execPath, CLI, ...args], { timeoutMs: 30_000, env });
+    return cliOnHost({ name, mount, offsetS }, args, { timeoutMs: 30_000 });
   }
 
   async function judged(name: string, mount: string, offsetS: number): Promise<LockInfo> {
