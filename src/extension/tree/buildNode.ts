@@ -120,7 +120,10 @@ export class BuildNode extends AreaRow<StaticDirNode | FolderNode> {
     const h = e?.holder;
     const reservation = e?.reservation;
     if (h !== undefined && state !== 'free' && reservation !== undefined) {
-      rows.push([vscode.l10n.t('Reserved'), `${reservedWords(h.user, reservation)} (${new Date(Date.parse(reservation.until)).toLocaleString()})`]);
+      const until = new Date(Date.parse(reservation.until)).toLocaleString();
+      // The heading says "reserved by you" already: the row says by whom and until when, once.
+      if (reservation.ended) rows.push([vscode.l10n.t('Reservation'), `${reservedWords(h.user, reservation)} (${until})`]);
+      else rows.push([vscode.l10n.t('Reserved by'), vscode.l10n.t('{0} until {1}', reservation.mine === true ? vscode.l10n.t('you') : h.user, until)]);
       rows.push([vscode.l10n.t('Host'), h.hostname]);
       if (h.purpose !== undefined) rows.push([vscode.l10n.t('Note'), h.purpose]);
       if (h.fence !== undefined) rows.push([vscode.l10n.t('Fencing token'), String(h.fence)]);
