@@ -76,7 +76,7 @@ interface Own {
 }
 
 function goneError(area: Area): StagingError {
-  return new StagingError('ENOTHELD', `The reservation of ${area.dir} that was meant is no longer there: it was released, force-released or taken over since. Nothing was changed.`, {
+  return new StagingError('ENOTHELD', `The reservation of ${area.dir} that was meant is no longer there: it was released, force-released or taken over since. The lock there now was not touched.`, {
     path: area.dir,
     next: [{ kind: 'reserve-again', staticDir: area.staticDir, tag: area.tag }],
   });
