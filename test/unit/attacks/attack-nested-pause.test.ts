@@ -26,7 +26,7 @@ import { cleanup, exitOf, expectMessage, killAll, report, sleep, startWorker, te
 const timing = { staleMs: 2_000, refreshMs: 1_000 };
 // Trials at once, each in a static directory of its own: a trial spends nearly all its time
 // waiting out the pause, so several overlap without making any pause shorter.
-const AT_ONCE = 4;
+const AT_ONCE = 6;
 
 interface Scenario {
   /** The area `T` locks, and the one above or inside it whose dead lock it meets (then `P` locks that). */
