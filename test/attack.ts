@@ -219,6 +219,17 @@ export function exchanger(dir: string): string[] | string {
   return helperCommand('exchange', EXCHANGE_C, dir);
 }
 
+/** Stops an exchanger (SIGTERM: it leaves both names as they were); how many exchanges it made. */
+export async function stopExchanger(s: ChildProcess | undefined): Promise<number> {
+  if (s === undefined || s.exitCode !== null) return 0;
+  let out = '';
+  s.stdout!.on('data', (d: Buffer) => (out += d.toString()));
+  const done = new Promise<void>((r) => s.once('close', () => r()));
+  s.kill('SIGTERM');
+  await done;
+  return Number(out.trim()) || 0;
+}
+
 export const MANIFEST = '.devserver-staging.manifest.json';
 export const TIMESTAMP = 'staged.timestamp';
 

@@ -25,7 +25,7 @@ import * as path from 'path';
 import { acquire } from '../../../src/core/lock/lock';
 import { StagingError } from '../../../src/core/base/errors';
 import { LOCK_NAME, OWNER_FILE, WORK_PREFIX } from '../../../src/core/base/protocol';
-import { changes, cliTimed, describeRun, exchanger, fingerprint, plantCanaries, watchName, watchReach, type ReachWatch } from '../../attack';
+import { changes, cliTimed, describeRun, exchanger, stopExchanger, fingerprint, plantCanaries, watchName, watchReach, type ReachWatch } from '../../attack';
 import { cleanup, expectMessage, killAll, report, startWorker, tempDir, track, type Msg } from '../../helpers';
 
 /** How long each race runs; counts are printed. */
@@ -95,13 +95,7 @@ describe('attack: the takeover of a stale lock above or inside, on its way there
   async function stopSwapper(): Promise<number> {
     const s = swapper;
     swapper = undefined;
-    if (s === undefined || s.exitCode !== null) return 0;
-    let out = '';
-    s.stdout!.on('data', (d: Buffer) => (out += d.toString()));
-    const done = new Promise<void>((r) => s.once('close', () => r()));
-    s.kill('SIGTERM');
-    await done;
-    return Number(out.trim()) || 0;
+    return stopExchanger(s);
   }
 
   /** Opens a real directory of the static directory once, to set it up through its descriptor whatever its name is. */
