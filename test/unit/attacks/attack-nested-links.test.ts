@@ -8,7 +8,8 @@
  *   another, while lock cycles on `board/b2` (or `board`) take the dead lock inside over again and
  *   again; and `board/b2`, holding a dead holder's lock, with `board/b3`, holding a live one, so that
  *   the takeover may open the live lock's directory where it judged the dead one;
- * - a FIFO or a file where the lock inside should be, or its work directory.
+ * - a FIFO or a file where the lock inside should be, or its work directory; a lock inside a
+ *   directory whose name is not UTF-8.
  * Outside the static directory, canaries (and the dead locks there) are looked at after every cycle
  * and hashed at the end: nothing may change there. Each race counts its exchanges, its cycles and
  * the times the kernel's inotify saw the planted lock outside reached (its record opened through the
@@ -321,4 +322,26 @@ describe('attack: the takeover of a stale lock above or inside, on its way there
       assert.deepEqual(changes(outside, before, fingerprint(outside)), []);
     });
   }
+
+  it('a Python devserver lock inside a directory of board whose name is not UTF-8: lock board and destroy board are refused in their own words, and it stays', async () => {
+    // `board/R\xff`: decoded the usual way, that name leads nowhere.
+    const raw = Buffer.concat([Buffer.from(path.join(staticDir, 'board', 'R')), Buffer.from([0xff])]);
+    fs.mkdirSync(raw);
+    const lock = Buffer.concat([raw, Buffer.from(`/${LOCK_NAME}`)]);
+    fs.writeFileSync(lock, 'a Python devserver lock\n');
+    const ino = fs.lstatSync(lock).ino;
+    for (const args of [
+      ['lock', 'board', '--', 'true'],
+      ['destroy', 'board'],
+      ['destroy', '--force', 'board'],
+    ]) {
+      const r = await cliTimed(staticDir, args, { timeoutMs: 20_000 });
+      report(describeRun(args.join(' '), r));
+      assert.equal(r.code, 3, `${args.join(' ')}: ${r.stderr}`);
+      assert.match(r.stderr, /board\/R\\xff, inside it, is held by the Python devserver/);
+    }
+    assert.equal(fs.lstatSync(lock).ino, ino, 'the lock inside is still there');
+    assert.equal(fs.readFileSync(lock, 'utf8'), 'a Python devserver lock\n');
+    assert.deepEqual(fs.readdirSync(raw), [Buffer.from(LOCK_NAME)].map(String), 'nothing else appeared beside it');
+  });
 });
