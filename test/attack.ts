@@ -3,12 +3,12 @@
  * static directory hashed before and after, commands run under a deadline, and checks of an area
  * against its manifest. They only rely on the documented on-disk protocol (docs/protocol.md).
  */
-import { spawn, spawnSync, type SpawnOptions } from 'child_process';
+import { spawn, spawnSync, type ChildProcess, type SpawnOptions } from 'child_process';
 import * as crypto from 'crypto';
 import * as fs from 'fs';
 import * as path from 'path';
 import type { LockInfo } from '../src/core/base/types';
-import { CLI, WORKERS } from './helpers';
+import { CLI, WORKERS, track } from './helpers';
 
 /** Every entry below `dir` (and `dir` itself): type, mode, owner, size, mtime, content hash or link target. */
 export function fingerprint(dir: string): Map<string, string> {
@@ -217,6 +217,17 @@ export function helperCommand(name: string, cSource: string, dir: string): strin
  */
 export function exchanger(dir: string): string[] | string {
   return helperCommand('exchange', EXCHANGE_C, dir);
+}
+
+/** Stops an exchanger (SIGTERM: it leaves both names as they were); how many exchanges it made. */
+export async function stopExchanger(s: ChildProcess | undefined): Promise<number> {
+  if (s === undefined || s.exitCode !== null) return 0;
+  let out = '';
+  s.stdout!.on('data', (d: Buffer) => (out += d.toString()));
+  const done = new Promise<void>((r) => s.once('close', () => r()));
+  s.kill('SIGTERM');
+  await done;
+  return Number(out.trim()) || 0;
 }
 
 export const MANIFEST = '.devserver-staging.manifest.json';
@@ -532,4 +543,33 @@ export function processState(pid: number): string | undefined {
   } catch {
     return undefined;
   }
+}
+
+/** What test/workers/pauser.ts printed on its last line. */
+export interface PauserResult {
+  ok: boolean;
+  code?: string;
+  fence?: number;
+  clash?: boolean;
+  message?: string;
+}
+
+/** One operation of the protocol in a process of its own (test/workers/pauser.ts), with `env` added (a step to stop at). */
+export function runPauser(args: Record<string, unknown>, env: NodeJS.ProcessEnv): ChildProcess {
+  return track(spawn(process.execPath, [path.join(WORKERS, 'pauser.js'), JSON.stringify(args)], { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...env } }));
+}
+
+/** What a pauser printed, once it has ended. */
+export function pauserResult(child: ChildProcess): Promise<PauserResult> {
+  return new Promise((resolve) => {
+    let out = '';
+    child.stdout!.on('data', (d: Buffer) => (out += d.toString()));
+    child.once('close', () => {
+      try {
+        resolve(JSON.parse(out.trim().split('\n').pop() ?? '{}') as PauserResult);
+      } catch {
+        resolve({ ok: false, code: 'NO-OUTPUT', message: out });
+      }
+    });
+  });
 }

@@ -13,7 +13,7 @@
  */
 import * as fs from 'fs';
 import { removeTree, type Dir } from '../fs/anchored';
-import { callsFor } from '../fs/calls';
+import { allEntries } from './nesting';
 import { undoFencedDir } from './commit';
 import { restoreCarriers } from './fence';
 import { isPidAlive, parseSideName, thisMachine } from '../base/holder';
@@ -38,7 +38,7 @@ async function isDeadOwners(area: Dir, name: string, prefix: string, timing: Tim
  * Returns the area's listing as it was read (the nesting check walks on from it).
  */
 export async function clearLitter(io: Io, area: Dir, timing: Timing): Promise<fs.Dirent[]> {
-  const entries = await callsFor(io.sync).readdirTyped(area.at('.'));
+  const entries = await allEntries(area.at('.'), io);
   // Unfinished commits first: until each is undone, nothing else here may change. A taker that
   // could not give what it took aside a fenced name (a full disk) left it as trash.
   for (const { name } of entries) {

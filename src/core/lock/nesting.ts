@@ -15,7 +15,9 @@
 import * as fs from 'fs';
 import * as path from 'path';
 import { openBelow, openDir, type Dir } from '../fs/anchored';
+import { readEntries } from '../build/browse';
 import { callsFor } from '../fs/calls';
+import { fsPath } from '../base/rawNames';
 import { asStagingError, errnoCode } from '../base/errors';
 import { asyncIo, type Io } from '../fs/io';
 import { hasBuildMark } from './inspect';
@@ -91,6 +93,19 @@ export async function findHeldAbove(
 }
 
 /**
+ * Every entry of a directory, names that are not UTF-8 kept as rawNames.ts keeps them: decoded the
+ * usual way such a name leads nowhere, and a lock below it (the Python devserver's can be there)
+ * would go unseen.
+ */
+export async function allEntries(dir: string, io: Pick<Io, 'sync'>): Promise<fs.Dirent[]> {
+  // Read as strings (a Buffer per name costs far more); only a listing where a name decoded to U+FFFD is read again keeping its bytes.
+  const entries = await callsFor(io.sync).readdirTyped(fsPath(dir));
+  if (!entries.some((e) => e.name.includes('\uFFFD'))) return entries;
+  const read = await readEntries(dir, io.sync);
+  return [...read.entries, ...read.undecodable];
+}
+
+/**
  * The first lock below `dir` that stands in the way, not counting `dir`'s own. Walks directories
  * only (the entries' types come with the listing, so files cost nothing), never through a link.
  */
@@ -109,7 +124,7 @@ export async function findHeldInside(
     try {
       // The area's own listing may come from the caller, who just read it.
       if (current === dir && listing !== undefined) entries = listing;
-      else entries = await callsFor(io.sync).readdirTyped(current);
+      else entries = await allEntries(current, io);
     } catch {
       continue;
     }

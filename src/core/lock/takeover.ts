@@ -11,16 +11,17 @@
  * and never published it, is put back first (fence.ts).
  *
  * A lock without such a directory is foreign: an earlier build's, another tool's, or one planted.
- * It can only be moved whole, which takes a claim first: `mkdir devserver.lock.claim.<instance>.<n>`
- * succeeds for exactly one process per instance, named from the instance (its record's token, or
- * its mtime), so a claim on an old instance says nothing about a new one. The winner checks that the
- * instance is still in place, renames it aside, checks what it moved (putting it back if it is not
- * that instance) and deletes it. A claim left by a process that died goes stale like a lock; the
- * next contender then claims generation n+1.
+ * Its removal takes a claim first: `mkdir devserver.lock.claim.<instance>.<n>` succeeds for exactly
+ * one process per instance, named from the instance (its record's token, or its mtime), so a claim
+ * on an old instance says nothing about a new one. The winner opens the lock, checks through that
+ * descriptor that it is the instance judged, moves its entries out through it and removes the
+ * emptied lock with `rmdir`, so that even a winner paused past its claim never moves the lock that
+ * took its place. A claim left by a process that died goes stale like a lock; the next contender
+ * then claims generation n+1.
  */
 import * as fs from 'fs';
 import * as path from 'path';
-import { readRecord, removeTree, type Dir } from '../fs/anchored';
+import { openBelow, readRecord, removeTree, type Dir } from '../fs/anchored';
 import { StagingError, errnoCode } from '../base/errors';
 import { raiseCounter } from './fence';
 import { parseHolder, sideName } from '../base/holder';
@@ -161,50 +162,101 @@ export async function removeInstance(area: Dir, shownArea: string, id: LockIdent
   return removeForeign(area, shown, id, options);
 }
 
-/** A lock without a work directory of its own: claimed, checked, moved aside whole, checked again, deleted. */
+/** A lock without a work directory of its own: claimed, then taken apart through what was checked. */
 async function removeForeign(area: Dir, shown: string, id: LockIdentity, options: RemoveOptions): Promise<boolean> {
-  const lockPath = area.at(LOCK_NAME);
   const claim = await claimInstance(area, id, options.staleMs, options.nowFsMs);
   if (claim === undefined) return false;
   try {
-    if (!(await isSameInstance(lockPath, id, options.requireSameMtime))) return false;
-    if (id.isDirectory) await checkRemovable(lockPath, shown);
-    // Its token is never handed out again, even where the counter was set back meanwhile.
-    if (options.fence !== undefined) await raiseCounter(asyncIo, area, path.dirname(shown), options.fence);
-    const aside = sideName(LOCK_TRASH_PREFIX);
-    try {
-      await fs.promises.rename(lockPath, area.at(aside));
-    } catch (err) {
-      if (errnoCode(err) === 'ENOENT') return false;
-      throw err;
-    }
-    const st = await fs.promises.lstat(area.at(aside));
-    if (st.ino !== id.ino) {
-      // Only reachable if a process outside this protocol replaced the lock in the last instant: put it back.
-      await fs.promises.rename(area.at(aside), lockPath).catch(() => undefined);
-      return false;
-    }
-    if (id.isDirectory && (await holdsAnyUnfinished(area.at(aside)))) {
-      await fs.promises.rename(area.at(aside), area.at(sideName(LOCK_FENCED_PREFIX)));
-      return true;
-    }
-    // Retries: on FUSE, an owner record someone is reading lingers as `.fuse_hidden…` until closed.
-    for (let tries = 3; ; tries--) {
-      try {
-        await removeTree(area, aside);
-        break;
-      } catch (err) {
-        if (tries === 0) throw err;
-        await new Promise((r) => setTimeout(r, 50));
-      }
-    }
-    return true;
+    return id.isDirectory ? await emptyForeign(area, shown, id, options) : await removeForeignFile(area, shown, id, options);
   } finally {
     await dropClaim(area, claim);
   }
 }
 
-/** Whether a lock moved whole holds, in any of its work directories, a commit its holder did not finish. */
+/**
+ * A foreign lock directory, opened and checked to be the instance judged, is emptied through that
+ * descriptor into a side directory, then removed with `rmdir` by name. A claim only keeps out
+ * contenders that look while it is fresh: one paused past it may resume after another contender
+ * removed the lock and a new holder's took its place. Renaming `devserver.lock` by name would then
+ * move that live lock; through the descriptor it only ever moves what this instance held, and the
+ * `rmdir` fails on the live lock, which is never empty.
+ */
+async function emptyForeign(area: Dir, shown: string, id: LockIdentity, options: RemoveOptions): Promise<boolean> {
+  let lock: Dir;
+  try {
+    lock = await openBelow(area, LOCK_NAME);
+  } catch (err) {
+    const code = errnoCode(err);
+    if (code === 'ENOENT' || code === 'ENOTDIR' || code === 'ELOOP') return false;
+    throw err;
+  }
+  let aside: string;
+  let unfinished: boolean;
+  try {
+    if (!(await isSameInstance(lock.at('.'), id, options.requireSameMtime))) return false;
+    step('takeover.foreignChecked');
+    await checkRemovable(area.at(LOCK_NAME), shown);
+    // Its token is never handed out again, even where the counter was set back meanwhile.
+    if (options.fence !== undefined) await raiseCounter(asyncIo, area, path.dirname(shown), options.fence);
+    unfinished = await holdsAnyUnfinished(lock.at('.'));
+    aside = sideName(unfinished ? LOCK_FENCED_PREFIX : LOCK_TRASH_PREFIX);
+    await fs.promises.mkdir(area.at(aside));
+    // The record last: until it goes, what is left is still this instance, known by its token.
+    const names = (await fs.promises.readdir(lock.at('.'))).sort((a, b) => Number(a === OWNER_FILE) - Number(b === OWNER_FILE));
+    for (const name of names) {
+      await fs.promises.rename(lock.at(name), area.at(`${aside}/${name}`)).catch((err: unknown) => {
+        // Moved already by another contender taking this same instance apart.
+        if (errnoCode(err) !== 'ENOENT') throw err;
+      });
+    }
+  } finally {
+    lock.close();
+  }
+  await removeEmptyLock(asyncIo, area);
+  // Kept whole for the next holder, who undoes its commit first (commit.ts).
+  if (unfinished) return true;
+  // Retries: on FUSE, an owner record someone is reading lingers as `.fuse_hidden…` until closed.
+  for (let tries = 3; ; tries--) {
+    try {
+      await removeTree(area, aside);
+      return true;
+    } catch (err) {
+      if (tries === 0) throw err;
+      await new Promise((r) => setTimeout(r, 50));
+    }
+  }
+}
+
+/**
+ * A foreign lock that is a file (the Python devserver's, met by a force-release): moved aside whole
+ * onto a placeholder file, checked, deleted. A rename onto a file fails for a directory, so should a
+ * lock of this protocol have taken its place since the check, it is not moved.
+ */
+async function removeForeignFile(area: Dir, shown: string, id: LockIdentity, options: RemoveOptions): Promise<boolean> {
+  const lockPath = area.at(LOCK_NAME);
+  if (!(await isSameInstance(lockPath, id, options.requireSameMtime))) return false;
+  step('takeover.foreignChecked');
+  if (options.fence !== undefined) await raiseCounter(asyncIo, area, path.dirname(shown), options.fence);
+  const aside = sideName(LOCK_TRASH_PREFIX);
+  await fs.promises.writeFile(area.at(aside), '', { flag: fs.constants.O_WRONLY | fs.constants.O_CREAT | fs.constants.O_EXCL | fs.constants.O_NOFOLLOW });
+  try {
+    await fs.promises.rename(lockPath, area.at(aside));
+  } catch (err) {
+    await fs.promises.unlink(area.at(aside)).catch(() => undefined);
+    if (errnoCode(err) === 'ENOENT' || errnoCode(err) === 'ENOTDIR' || errnoCode(err) === 'EISDIR') return false;
+    throw err;
+  }
+  const st = await fs.promises.lstat(area.at(aside));
+  if (st.ino !== id.ino) {
+    // Only another file, put there by a process outside this protocol in the last instant: put it back.
+    await fs.promises.rename(area.at(aside), lockPath).catch(() => undefined);
+    return false;
+  }
+  await fs.promises.unlink(area.at(aside));
+  return true;
+}
+
+/** Whether a foreign lock holds, in any of its work directories, a commit its holder did not finish. */
 async function holdsAnyUnfinished(lockPath: string): Promise<boolean> {
   const entries = await fs.promises.readdir(lockPath).catch(() => [] as string[]);
   for (const name of entries) {

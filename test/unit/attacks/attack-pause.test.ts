@@ -14,14 +14,14 @@
  * - the build is whole: the files before, or (for a staging) the files after, hashed.
  */
 import { strict as assert } from 'assert';
-import { spawn, type ChildProcess } from 'child_process';
+import type { ChildProcess } from 'child_process';
 import * as fs from 'fs';
 import * as path from 'path';
 import { stage } from '../../../src/core/stage/stage';
 import { verify } from '../../../src/core/verify';
 import { LOCK_NAME } from '../../../src/core/base/protocol';
-import { pool, watchName } from '../../attack';
-import { WORKERS, cleanup, exitOf, expectMessage, killAll, report, sleep, startWorker, tempDir, track, waitFor, type Msg } from '../../helpers';
+import { pauserResult, pool, runPauser, watchName } from '../../attack';
+import { cleanup, exitOf, expectMessage, killAll, report, sleep, startWorker, tempDir, track, waitFor, type Msg } from '../../helpers';
 
 // The shortest the core allows (clampTiming).
 const timing = { staleMs: 2_000, refreshMs: 1_000 };
@@ -113,27 +113,8 @@ describe('attack: a process paused at every step of the protocol', function () {
     await exitOf(h);
   }
 
-  function runPauser(p: Place, op: Op, env: NodeJS.ProcessEnv): ChildProcess {
-    return track(
-      spawn(process.execPath, [path.join(WORKERS, 'pauser.js'), JSON.stringify({ staticDir: p.staticDir, tag, op, source: p.source, ...timing })], {
-        stdio: ['ignore', 'pipe', 'pipe'],
-        env: { ...process.env, ...env },
-      }),
-    );
-  }
-
-  function resultOf(child: ChildProcess): Promise<{ ok: boolean; code?: string; fence?: number; clash?: boolean; message?: string }> {
-    return new Promise((resolve) => {
-      let out = '';
-      child.stdout!.on('data', (d: Buffer) => (out += d.toString()));
-      child.once('close', () => {
-        try {
-          resolve(JSON.parse(out.trim().split('\n').pop() ?? '{}') as { ok: boolean });
-        } catch {
-          resolve({ ok: false, code: 'NO-OUTPUT', message: out });
-        }
-      });
-    });
+  function runPauserIn(p: Place, op: Op, env: NodeJS.ProcessEnv): ChildProcess {
+    return runPauser({ staticDir: p.staticDir, tag, op, source: p.source, ...timing }, env);
   }
 
   /**
@@ -146,8 +127,8 @@ describe('attack: a process paused at every step of the protocol', function () {
     const { staticDir, area } = p;
     await freshBuild(p);
     if (sc.deadHolder) await leaveDeadLock(p);
-    const a = runPauser(p, sc.op, { DEVSERVER_STAGING_PAUSE_AT: point });
-    const aResult = resultOf(a);
+    const a = runPauserIn(p, sc.op, { DEVSERVER_STAGING_PAUSE_AT: point });
+    const aResult = pauserResult(a);
     await waitFor(() => (stateOf(a.pid!) === 'T' ? true : undefined), 20_000, `the operation to stop at ${point}`, 5);
     await sleep(timing.staleMs + 200);
     // Another holder, while the first is stopped.
@@ -216,8 +197,8 @@ describe('attack: a process paused at every step of the protocol', function () {
       await freshBuild(learnPlace);
       if (sc.deadHolder) await leaveDeadLock(learnPlace);
       const log = path.join(root, 'steps.log');
-      const learn = runPauser(learnPlace, sc.op, { DEVSERVER_STAGING_STEP_LOG: log });
-      const learned = await resultOf(learn);
+      const learn = runPauserIn(learnPlace, sc.op, { DEVSERVER_STAGING_STEP_LOG: log });
+      const learned = await pauserResult(learn);
       assert.equal(learned.ok, true, `the operation itself must work: ${JSON.stringify(learned)}`);
       const passed = fs.readFileSync(log, 'utf8').trim().split('\n');
       for (const s of sc.mustPass) assert.ok(passed.includes(s), `${sc.name} passes ${s} (it passed: ${passed.join(' ')})`);

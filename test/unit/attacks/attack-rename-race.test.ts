@@ -13,7 +13,7 @@ import * as fs from 'fs';
 import * as path from 'path';
 import { destroy, forceRelease, prune, stage } from '../../../src/core';
 import { StagingError } from '../../../src/core/base/errors';
-import { changes, cliTimed, exchanger, fingerprint } from '../../attack';
+import { changes, cliTimed, exchanger, fingerprint, stopExchanger } from '../../attack';
 import { cleanup, report, tempDir } from '../../helpers';
 
 /** Seconds each operation runs against the swapper; iteration counts are printed. */
@@ -90,14 +90,10 @@ describe('attack: a directory exchanged with a link to outside while commands ru
     const s = swapper;
     swapper = undefined;
     if (s === undefined || s.exitCode !== null) return 0;
-    let out = '';
-    s.stdout!.on('data', (d: Buffer) => (out += d.toString()));
-    const done = new Promise<void>((r) => s.once('close', () => r()));
-    s.kill('SIGTERM');
-    await done;
+    const n = await stopExchanger(s);
     // Leave `board` the real directory again.
     if (fs.lstatSync(path.join(staticDir, 'board')).isSymbolicLink()) spawnSync(swapperCmd[0], [...swapperCmd.slice(1), 'board', 'board.x', '1'], { cwd: staticDir });
-    return Number(out.trim()) || 0;
+    return n;
   }
 
   /** Through the real directory's descriptor, whatever its name is right now. */

@@ -4,6 +4,8 @@
  *   process) finds exactly the old build before the commit point and exactly the new one after it;
  * - an undo cut off itself at each of its own steps, the next holder's and the stager's own (a
  *   staging refused by its last check), is finished by whoever comes next;
+ * - a cut-off commit under a lock that is foreign (its record no longer names its work directory)
+ *   is kept in a fenced directory when that lock is taken apart, and undone;
  * - a commit record that was tampered with (`..`, absolute places, the lock's own name, links on
  *   the way or in place) never makes an undo act outside the area; one that is not a record this
  *   tool writes keeps the area locked (EUNFINISHED) with everything kept, until a person removes it.
@@ -123,6 +125,23 @@ describe('commit: undone by name, resumed by whoever comes next', function () {
       await assertBuild(tag, 'old', `undo killed at ${at}`);
     }
     report(`the next holder's undo killed at each of its ${undo.length} steps, then finished by the one after`);
+  });
+
+  it('a stager killed mid-commit under a lock without its work directory’s token (an older client’s): taken apart into a fenced directory through its descriptor, and undone', async () => {
+    const tag = await oldBuild();
+    const cut = 'commit.checked#1';
+    const stager = startCli(stageArgs(tag, builds.addition), { staticDir, pauseAt: cut });
+    await stopped(stager, cut);
+    await killStopped(stager, cut);
+    // The record no longer names the work directory: the lock is foreign, taken apart as one.
+    const record = path.join(staticDir, tag, LOCK_NAME, 'owner.json');
+    fs.writeFileSync(record, JSON.stringify({ ...(JSON.parse(fs.readFileSync(record, 'utf8')) as object), token: 'older-client' }));
+    const log = path.join(root, `foreign-steps.${serial++}.log`);
+    const next = await runCli(['lock', tag, '--', 'true'], { staticDir, stepLog: log });
+    assert.equal(next.code, 0, next.stderr);
+    const passed = fs.readFileSync(log, 'utf8').split('\n');
+    assert.ok(passed.includes('takeover.foreignChecked') && passed.includes('commit.undo.done'), `taken over as a foreign lock, and its commit undone: ${passed.join(' ')}`);
+    await assertBuild(tag, 'old', 'the foreign lock’s commit undone');
   });
 
   it('a stager whose last check fails undoes its own commit; killed at every step of that undo, the next holder finishes it', async () => {
