@@ -9,6 +9,7 @@ import * as path from 'path';
 import { strict as assert } from 'assert';
 import Mocha = require('mocha');
 import { StagingError } from '../src/core/base/errors';
+import { isPidAlive } from '../src/core/base/holder';
 import { FENCE_FILE, META_DIR, OWNER_FILE } from '../src/core/base/protocol';
 
 export const ROOT = path.resolve(__dirname, '..', '..');
@@ -134,6 +135,17 @@ export function expectMessage<T extends Msg = Msg>(child: ChildProcess, pred: (m
 }
 
 export const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+
+/** A pid that was just used and is not running any more. */
+export async function deadPid(): Promise<number> {
+  for (;;) {
+    const child = spawn('true');
+    const pid = child.pid!;
+    await new Promise((r) => child.once('exit', r));
+    await sleep(10);
+    if (!isPidAlive(pid)) return pid;
+  }
+}
 
 /** Polls `check` until it returns a value other than undefined, or fails after `timeoutMs`. */
 export async function waitFor<T>(check: () => T | undefined | Promise<T | undefined>, timeoutMs: number, what: string, intervalMs = 20): Promise<T> {

@@ -18,7 +18,7 @@ import { undoFencedDir } from './commit';
 import { restoreCarriers } from './fence';
 import { isPidAlive, parseSideName, thisMachine } from '../base/holder';
 import type { Io } from '../fs/io';
-import { LOCK_FENCED_PREFIX, LOCK_NAME, LOCK_NEW_PREFIX, LOCK_PROBE_PREFIX, LOCK_TRASH_PREFIX, PART_PREFIX } from '../base/protocol';
+import { LOCK_FENCED_PREFIX, LOCK_NAME, LOCK_NEW_PREFIX, LOCK_PROBE_PREFIX, LOCK_TRASH_PREFIX, PART_PREFIX, isAreaMark } from '../base/protocol';
 import type { Timing } from '../base/types';
 
 /** A judge's probe lives for a second or so; one a minute old was left by a process that died. */
@@ -67,7 +67,9 @@ export async function clearLitter(io: Io, area: Dir, timing: Timing): Promise<fs
     if (litter && name.startsWith(LOCK_NAME)) await restoreCarriers(io, area, name);
     if (!litter) continue;
     try {
-      await removeTree(area, name, { sync: io.sync });
+      // A directory holding a lock or a build's marks is an area, whatever it is called: a co-user
+      // who may rename in this folder could otherwise have its next holder delete another's build.
+      await removeTree(area, name, { sync: io.sync, keep: (inside) => inside.some(isAreaMark) });
     } catch {
       /* left for the next holder */
     }

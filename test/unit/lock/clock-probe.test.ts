@@ -10,9 +10,8 @@ import * as fs from 'fs';
 import * as os from 'os';
 import * as path from 'path';
 import { fsClockSkew, resetClockCache } from '../../../src/core/fs/clock';
-import { isPidAlive } from '../../../src/core/base/holder';
 import { HISTORY_DIR, META_DIR } from '../../../src/core/base/protocol';
-import { CLI, cleanup, cli, report, sleep, fingerprint, tempDir } from '../../helpers';
+import { CLI, cleanup, cli, deadPid, report, fingerprint, tempDir } from '../../helpers';
 
 
 function pidMax(): number {
@@ -20,17 +19,6 @@ function pidMax(): number {
     return Number(fs.readFileSync('/proc/sys/kernel/pid_max', 'utf8').trim());
   } catch {
     return 32_768;
-  }
-}
-
-/** A pid that was just used and is not running any more. */
-async function deadPid(): Promise<number> {
-  for (;;) {
-    const child = spawn('true');
-    const pid = child.pid!;
-    await new Promise((r) => child.once('exit', r));
-    await sleep(10);
-    if (!isPidAlive(pid)) return pid;
   }
 }
 

@@ -26,7 +26,7 @@ const REMOVE_DEPTH = 64;
  * how deep a tree is), and keeps at most `REMOVE_DEPTH` directories open: a directory found deeper is renamed, through the descriptors, to the top of the tree being
  * removed (the same filesystem, inside the same tree), and removed from there.
  */
-async function removal(parent: Dir, name: string, mountsOf: Mounts, calls: Calls): Promise<void> {
+async function removal(parent: Dir, name: string, mountsOf: Mounts, calls: Calls, keep?: (names: readonly string[]) => boolean): Promise<void> {
   // ENOENT from these means done already: the entry went meanwhile.
   const lstatIf = (p: string): Promise<fs.Stats | undefined> => calls.lstat(p).catch(ifThere);
   const unlinkIf = (p: string): Promise<void> => calls.unlink(p).catch(ifThere);
@@ -46,7 +46,7 @@ async function removal(parent: Dir, name: string, mountsOf: Mounts, calls: Calls
     const code = errnoCode(err);
     if (code === 'ENOENT') return;
     // Swapped for a link or a file since the lstat: remove that entry itself, never what it leads to.
-    if (code === 'ELOOP' || code === 'ENOTDIR') await removal(parent, name, mountsOf, calls);
+    if (code === 'ELOOP' || code === 'ENOTDIR') await removal(parent, name, mountsOf, calls, keep);
     else throw err;
     return;
   }
@@ -64,6 +64,12 @@ async function removal(parent: Dir, name: string, mountsOf: Mounts, calls: Calls
   try {
     if (root.dev !== parent.dev) throw elsewhere(root)!;
     const entries = await calls.readdir(root.at('.'));
+    // Judged on the directory the removal goes on through, so a directory renamed to this name
+    // meanwhile is never what was judged and then removed.
+    if (keep?.(entries) === true) {
+      root.close();
+      return;
+    }
     if (entries.length > 0) {
       const mounted = elsewhere(root);
       if (mounted !== undefined) throw mounted;
@@ -146,6 +152,8 @@ export interface RemoveOptions {
   sync?: boolean;
   /** The mount points not to cross into (default: the system's, read when needed). */
   mounts?: Mounts;
+  /** Looks at the top directory's entries once it is opened: true keeps the whole tree, untouched. */
+  keep?: (names: readonly string[]) => boolean;
 }
 
 /**
@@ -156,5 +164,5 @@ export interface RemoveOptions {
  * `REMOVE_DEPTH` directories are open at once, and the stack does not grow with it.
  */
 export function removeTree(parent: Dir, name: string, options: RemoveOptions = {}): Promise<void> {
-  return removal(parent, name, options.mounts ?? mountPoints, callsFor(options.sync === true));
+  return removal(parent, name, options.mounts ?? mountPoints, callsFor(options.sync === true), options.keep);
 }
