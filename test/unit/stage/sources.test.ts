@@ -542,6 +542,39 @@ describe('staging sources', function () {
       }
     });
 
+    it('refuses a large deflated zip entry (streamed, past the size read whole) that inflates to more or less than its entry declares, in both headers', async () => {
+      for (const [declared, words] of [
+        [2_000_000, /bad\.bin is corrupt: it is longer than the 2000000 bytes its entry declares/],
+        [5_000_000, /bad\.bin is corrupt: it holds 3000000 bytes where its entry declares 5000000/],
+      ] as const) {
+        const file = path.join(root, `size-${declared}.zip`);
+        await python(
+          `import zipfile, sys\nz = zipfile.ZipFile(sys.argv[1], "w", zipfile.ZIP_DEFLATED)\nz.writestr("ok.txt", b"fine\\n")\nz.writestr("bad.bin", bytes(i * 7 % 251 for i in range(3000000)))\nz.close()`,
+          file,
+        );
+        const data = fs.readFileSync(file);
+        // The uncompressed size of bad.bin, in its local header (offset 22) and its central directory record (offset 24).
+        let patched = 0;
+        for (const [signature, offset] of [
+          [0x04034b50, 22],
+          [0x02014b50, 24],
+        ] as const) {
+          for (let at = data.indexOf(Buffer.from('bad.bin')); at > 0; at = data.indexOf(Buffer.from('bad.bin'), at + 1)) {
+            const start = signature === 0x04034b50 ? at - 30 : at - 46;
+            if (start >= 0 && data.readUInt32LE(start) === signature && data.readUInt32LE(start + offset) === 3_000_000) {
+              data.writeUInt32LE(declared, start + offset);
+              patched++;
+            }
+          }
+        }
+        assert.equal(patched, 2, 'both headers now declare another size');
+        fs.writeFileSync(file, data);
+        const err = await rejection(collect(openSource(file, context().ctx)));
+        assert.equal(err.code, 'ESOURCE', err.message);
+        assert.match(err.message, words);
+      }
+    });
+
     it('reads every tar.xz with the built-in decoder too, where the system has no xz', async () => {
       process.env.DEVSERVER_STAGING_BUILTIN_XZ = '1';
       try {

@@ -4,7 +4,7 @@
  * CRC-32 as they are read.
  */
 import * as fs from 'fs';
-import { Readable, Transform } from 'stream';
+import { Readable, Transform, pipeline } from 'stream';
 import * as zlib from 'zlib';
 import * as yauzl from 'yauzl';
 import { StagingError, errnoCode } from '../../../base/errors';
@@ -276,15 +276,41 @@ function openEntry(zip: yauzl.ZipFile, entry: yauzl.Entry, source: string): Prom
       sourceError(`${source} is compressed with ${zipMethod(entry.compressionMethod)}, which is not supported (only stored and deflate are); repack the archive.`, source),
     );
   }
+  const deflated = entry.compressionMethod === 8;
   return new Promise((resolve, reject) => {
-    zip.openReadStream(entry, (err, stream) => {
+    zip.openReadStream(entry, deflated ? { decodeFileData: false } : {}, (err, stream) => {
       if (err) {
         reject(sourceError(`Cannot read ${source}: ${messageOf(err)}.`, source, err));
         return;
       }
-      resolve(crcChecked(stream, entry.crc32, source));
+      resolve(crcChecked(deflated ? inflated(stream, entry.uncompressedSize) : stream, entry.crc32, source));
     });
   });
+}
+
+/** Output chunks of a large entry's inflate: a few round trips to the thread pool per megabyte (yauzl's own asks for 16 KiB at a time). */
+const INFLATE_CHUNK = 128 * 1024;
+
+/**
+ * A deflated entry's bytes as stored, inflated by Node's zlib, never past the size its entry
+ * declares (a bomb stops there) and refused if it ends short of it. Errors reach the stream
+ * returned, which `crcChecked` words as the archive's.
+ */
+function inflated(stored: Readable, size: number): Readable {
+  let got = 0;
+  const counted = new Transform({
+    highWaterMark: 256 * 1024,
+    transform(chunk: Buffer, _encoding, callback) {
+      got += chunk.length;
+      if (got > size) callback(new Error(`it is longer than the ${size} bytes its entry declares`));
+      else callback(null, chunk);
+    },
+    flush(callback) {
+      callback(got === size ? undefined : new Error(`it holds ${got} bytes where its entry declares ${size}`));
+    },
+  });
+  pipeline(stored, zlib.createInflateRaw({ chunkSize: INFLATE_CHUNK }), counted, noop);
+  return counted;
 }
 
 function crcChecked(src: Readable, expected: number, source: string): Readable {
