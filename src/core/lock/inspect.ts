@@ -11,6 +11,7 @@ import { judgeLock, lockPathOf } from './judge';
 import { sortNatural } from '../base/natural';
 import { printable } from '../base/format';
 import { eachInSlices } from '../base/slices';
+import { step } from '../base/steps';
 import { BUILD_MARKS, LOCK_NAME, clampTiming, isProtocolName } from '../base/protocol';
 import { isInside, resolveArea, resolveStaticDir } from '../fs/tags';
 import type { ListEntry, LockInfo, Timing } from '../base/types';
@@ -60,7 +61,16 @@ const LANES = 64;
  * each where a round trip through the thread pool costs tens; elsewhere (NFS, sshfs) they stay
  * asynchronous, so that a server that stops answering cannot stall the process.
  */
-export async function list(staticDir: string, subpath = '', options: Partial<Timing> = {}): Promise<ListEntry[]> {
+export interface ListOptions extends Partial<Timing> {
+  /**
+   * Told the subdirectories found (not links) before any is judged, and awaited: a caller that
+   * watches them there sees a lock taken on one after its judgement, where one that watches them
+   * after the listing would not.
+   */
+  beforeJudging?: (children: readonly { dir: string; tag: string }[]) => Promise<void>;
+}
+
+export async function list(staticDir: string, subpath = '', options: ListOptions = {}): Promise<ListEntry[]> {
   const timing = clampTiming(options);
   const { staticDir: root, realStaticDir, io: rootIo } = await resolveStaticDir(staticDir);
   const io = ioForTreeBelow(rootIo, realStaticDir);
@@ -79,14 +89,20 @@ export async function list(staticDir: string, subpath = '', options: Partial<Tim
     }),
     fsClockSkew(realStaticDir),
   ]);
-  const nowFs = Date.now() + skew;
   // Children's paths share their parent's: `${parent}${name}` is what path.join gives here, at a
   // fraction of its cost (the directory is resolved already and a name holds no slash).
   const parent = dir.endsWith('/') ? dir : `${dir}/`;
-  const found: ListEntry[] = [];
   // Every name is listed, one with a newline or bytes that are not UTF-8 too (kept as rawNames.ts
   // keeps them, and acted on by those bytes): the front ends show it escaped, never hide it.
-  await eachInSlices(undecodable.length > 0 ? [...entries, ...undecodable] : entries, LANES, async (e) => {
+  const all = undecodable.length > 0 ? [...entries, ...undecodable] : entries;
+  if (options.beforeJudging !== undefined) {
+    const children: { dir: string; tag: string }[] = [];
+    for (const e of all) if (e.isDirectory() && !isProtocolName(e.name)) children.push({ dir: parent + e.name, tag: prefix + e.name });
+    await options.beforeJudging(children);
+  }
+  const nowFs = Date.now() + skew;
+  const found: ListEntry[] = [];
+  await eachInSlices(all, LANES, async (e) => {
     if (!(e.isDirectory() || e.isSymbolicLink()) || isProtocolName(e.name)) return;
     const child = parent + e.name;
     if (e.isSymbolicLink()) {
@@ -118,6 +134,7 @@ export async function list(staticDir: string, subpath = '', options: Partial<Tim
     const { info } = await judgeLock({ staticDir: root, tag, dir: child }, timing, nowFs, st);
     found.push({ name: e.name, kind: 'build', ...info });
   });
+  step('list.judged');
   return sortNatural(found, (e) => e.name);
 }
 

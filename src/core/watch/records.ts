@@ -91,3 +91,10 @@ export const parentTag = (tag: string): string => {
 
 /** Whether `tag` is `ancestor` or lies below it ('' is above every tag). */
 export const isAtOrBelow = (tag: string, ancestor: string): boolean => ancestor === '' || tag === ancestor || tag.startsWith(`${ancestor}/`);
+
+/** What a tree item shows of a lock; anything else (heartbeat age) may change silently. */
+export function stateKey(e: ListEntry | undefined): string {
+  if (e === undefined) return '';
+  // A reservation's end and owner are on its row: a moved end or another owner is a change.
+  return [e.kind, e.state, e.holder?.token ?? '', e.holder?.clientId ?? '', e.legacy?.pidAndHash ?? '', e.exists, e.reservation?.until ?? '', e.reservation?.mine ?? ''].join('\0');
+}

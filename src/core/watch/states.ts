@@ -4,22 +4,24 @@
  * the filesystem sends no events) and two timers, with a change event that names only the areas
  * whose state or contents really changed. The extension's tree and `devserver-stage watch` follow a
  * static directory through it; the decisions are the judge's. Here: listings and judgements; records
- * (store.ts), events (pending.ts), polling, timers, measures and the folder scan are files of their own.
+ * (store.ts), events (pending.ts), a listing with its children watched (listWatched.ts), polling, timers,
+ * measures and the folder scan are files of their own.
  */
 import * as path from 'path';
 import { errnoCode } from '../base/errors';
 import { naturalOrder } from '../base/format';
-import { inspect, list } from '../lock/inspect';
+import { inspect } from '../lock/inspect';
 import { pause } from '../base/slices';
 import type { ListEntry, LockInfo, Timing } from '../base/types';
 import { PER_CHECK, artifactsKey, readArtifacts } from './artifacts';
 import { Emitter, type Disposable } from './emitter';
 import { FolderScan } from './folderScan';
+import { listWatched } from './listWatched';
 import { Measures } from './measures';
 import { PendingWork, type Pending } from './pending';
 import { sameLock } from './probe';
 import { Polling } from './polling';
-import { keyOf, parentTag, type AreaKind, type AreaRecord, type AreaRef, type Artifact, type Counts, type Owner, type StateChange } from './records';
+import { keyOf, parentTag, stateKey, type AreaKind, type AreaRecord, type AreaRef, type Artifact, type Counts, type Owner, type StateChange } from './records';
 import { StaleTimers } from './staleTimers';
 import { AreaStore } from './store';
 import { inThreadWatcher, WATCH_THREAD_STOPPED, type Watcher, type WatcherFactory } from './watcher';
@@ -29,13 +31,6 @@ export { POLL_FAST_MS, POLL_IDLE_MS } from './polling'; // how often it polls a 
 /** Where the model reports what it could not do; the extension passes its log. */
 export interface Warnings {
   warn(message: string): void;
-}
-
-/** What a tree item shows of a lock; anything else (heartbeat age) may change silently. */
-function stateKey(e: ListEntry | undefined): string {
-  if (e === undefined) return '';
-  // A reservation's end and owner are on its row: a moved end or another owner is a change.
-  return [e.kind, e.state, e.holder?.token ?? '', e.holder?.clientId ?? '', e.legacy?.pidAndHash ?? '', e.exists, e.reservation?.until ?? '', e.reservation?.mine ?? ''].join('\0');
 }
 
 export class LockStates implements Disposable {
@@ -317,15 +312,20 @@ export class LockStates implements Disposable {
     if (tag === '') await this.folders.claimRoot(staticDir);
     // Watch before listing: a change between the two is then seen rather than lost.
     this.listed.add(key);
-    this.watchDir(dir, { staticDir, tag });
+    this.watcher.watch(dir, { staticDir, tag });
     // (A watch kept in another thread is in place once this resolves.)
     await this.watcher.ready();
     this.work.listings++;
     const listedAt = Date.now();
-    const fresh = await list(staticDir, tag, this.timing);
     // Forgotten meanwhile (a reset, or the folder went): what it held is not to be recorded.
     const gone = (): boolean => this.disposed || this.generation !== generation || (known !== undefined && this.records.get(key) !== known);
-    if (gone()) return;
+    // Children are watched before they are judged (listWatched.ts); events on them wait for this listing (`run`).
+    const fresh = await listWatched(staticDir, tag, this.timing, this.watcher, {
+      gone,
+      // A folder that went takes the watches made for its children along (a reset drops them all).
+      unwatchable: (t) => !this.disposed && this.generation === generation && !this.records.has(keyOf(staticDir, t)),
+    });
+    if (fresh === undefined) return;
     let self = this.records.get(key);
     if (self === undefined) {
       self = { staticDir, tag, kind: tag === '' ? 'root' : 'folder', lock: undefined, judgedAt: listedAt };
@@ -374,7 +374,7 @@ export class LockStates implements Disposable {
         });
       }
       // The record itself goes with the watch: an object more for each of 100,000 would cost.
-      this.watchDir(e.dir, this.records.get(ckey) ?? { staticDir, tag: e.tag });
+      this.watcher.watch(e.dir, this.records.get(ckey) ?? { staticDir, tag: e.tag });
       if (i % PER_CHECK === PER_CHECK - 1) {
         const p = pause();
         if (p !== undefined) {
@@ -417,7 +417,7 @@ export class LockStates implements Disposable {
     const r = this.records.get(key);
     if (r === undefined) return;
     this.listed.add(key);
-    this.watchDir(path.join(staticDir, tag), { staticDir, tag });
+    this.watcher.watch(path.join(staticDir, tag), { staticDir, tag });
     this.work.listings++;
     const files = await readArtifacts(staticDir, tag, '', r.lock);
     if (this.disposed) return;
@@ -454,10 +454,6 @@ export class LockStates implements Disposable {
     }
   }
 
-  private watchDir(dir: string, ref: AreaRef): void {
-    this.watcher.watch(dir, ref);
-  }
-
   /** Forgets an area and everything below it. */
   private forget(staticDir: string, tag: string): void {
     this.store.forget(staticDir, tag, (key, d, t) => this.forgotten(key, d, t));
@@ -473,13 +469,16 @@ export class LockStates implements Disposable {
   /** Does what events left pending for one area, after what runs for it already. */
   private run(p: Pending): void {
     const key = keyOf(p.staticDir, p.tag);
-    void this.serial(key, async () => {
+    // An area whose parent is being listed has no record until that listing ends, and the
+    // judgement the listing makes of it may be older than this event: its work comes after.
+    const listing = p.tag === '' || this.records.has(key) ? undefined : this.queues.get(keyOf(p.staticDir, parentTag(p.tag)));
+    void (listing ?? Promise.resolve()).then(() => this.serial(key, async () => {
       if (p.children && this.listed.has(key)) {
         if (this.records.get(key)?.kind === 'build') await this.relistBuild(p.staticDir, p.tag, true);
         else await this.relist(p.staticDir, p.tag, true);
       }
       if (p.lock || (p.probe && !(await sameLock(this.records.get(key), this.work)))) await this.recheck(p.staticDir, p.tag);
-    }).catch((err: unknown) => {
+    })).catch((err: unknown) => {
       // Removed while we looked: its parent's listing, which the same removal triggers, tells.
       const code = errnoCode(err);
       if (code === 'ENOENT' || code === 'ENOTDIR') return;

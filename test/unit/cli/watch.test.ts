@@ -78,6 +78,38 @@ describe('devserver-stage watch', function () {
     assert.equal((await exitOf(child)).code, 130);
   });
 
+  it("sees a reservation (no heartbeat to tell of it later) made after a build was judged but before its folder's first listing ended", async function () {
+    this.timeout(60_000);
+    for (const t of ['eve/R2', 'eve/R3']) {
+      fs.mkdirSync(path.join(staticDir, t));
+      fs.writeFileSync(path.join(staticDir, t, 'staged.timestamp'), '');
+    }
+    // Stopped at the end of its second listing (the static directory's, then eve's): every build
+    // of eve judged, none recorded yet.
+    const child = track(
+      spawn(process.execPath, [CLI, '--static-dir', staticDir, '--json', 'watch'], { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, DEVSERVER_STAGING_PAUSE_AT: 'list.judged#2' } }),
+    );
+    const lines: Line[] = [];
+    child.stdout!.on('data', (d: Buffer) => {
+      for (const p of d.toString().split('\n')) if (p.trim() !== '') lines.push(JSON.parse(p) as Line);
+    });
+    const stateOf = (): string | undefined => {
+      try {
+        return fs.readFileSync(`/proc/${child.pid}/stat`, 'utf8').replace(/^.*\) /s, '')[0];
+      } catch {
+        return undefined;
+      }
+    };
+    await waitFor(() => (stateOf() === 'T' ? true : undefined), 20_000, 'watch stopped at the end of the folder listing');
+    assert.equal(lines.length, 0, 'nothing printed before the listing ended');
+    const reserved = await cli(staticDir, ['reserve', 'eve/R3', '--for', '1h']);
+    assert.equal(reserved.code, 0, reserved.stderr);
+    process.kill(child.pid!, 'SIGCONT');
+    await waitFor(() => (seen(lines, 'eve/R3').some((s) => s.endsWith(':held')) ? true : undefined), 15_000, `eve/R3 shown held (seen: ${seen(lines, 'eve/R3').join(', ')})`);
+    child.kill('SIGTERM');
+    await exitOf(child);
+  });
+
   it('follows only SUBPATH, and names a SUBPATH that is not there', async () => {
     fs.mkdirSync(path.join(staticDir, 'kevin/R1'), { recursive: true });
     fs.writeFileSync(path.join(staticDir, 'kevin/R1/staged.timestamp'), '');
