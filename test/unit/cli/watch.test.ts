@@ -8,6 +8,9 @@ import { spawn, type ChildProcess } from 'child_process';
 import * as fs from 'fs';
 import * as path from 'path';
 import { LockStates, POLL_IDLE_MS } from '../../../src/core/watch/states';
+import { inThreadWatcher, type WatcherFactory } from '../../../src/core/watch/watcher';
+import { acquire } from '../../../src/core/lock/lock';
+import type { Lease } from '../../../src/core/lock/lease';
 import { CLI, cleanup, cli, exitOf, tempDir, track, waitFor } from '../../helpers';
 
 interface Line {
@@ -138,6 +141,59 @@ describe('devserver-stage watch', function () {
     }
     // (Before its handlers were in place ahead of the snapshot, about half ended killed by SIGTERM.)
     assert.deepEqual(ends.filter((e) => e !== '143'), []);
+  });
+
+  it("shows a lock taken on a build after its judgement, while the rest of its folder's first listing is still being judged", async function () {
+    this.timeout(120_000);
+    // Enough builds that judging the rest takes longer than the events' settle time.
+    const builds = 8_000;
+    for (let i = 0; i < builds; i++) {
+      fs.mkdirSync(path.join(staticDir, 'big', `R${i}`), { recursive: true });
+      fs.writeFileSync(path.join(staticDir, 'big', `R${i}`, 'staged.timestamp'), '');
+    }
+    // The first in the directory's own order (readdir's is sorted) is judged first.
+    const dir = fs.opendirSync(path.join(staticDir, 'big'));
+    const first = `big/${dir.readSync()!.name}`;
+    dir.closeSync();
+    let buildsWatched = false;
+    let lease: Lease | undefined;
+    let taking: Promise<void> | undefined;
+    // The watches in this thread; the lock taken the moment the big folder's builds are watched,
+    // on the turn after the first slice of their judgement.
+    const watcher: WatcherFactory = (onEvent, onError) => {
+      const w = inThreadWatcher(onEvent, onError);
+      const watch = w.watch.bind(w);
+      w.watch = (dir, data) => {
+        if (dir.startsWith(path.join(staticDir, 'big') + path.sep)) buildsWatched = true;
+        return watch(dir, data);
+      };
+      const ready = w.ready.bind(w);
+      w.ready = async () => {
+        await ready();
+        if (buildsWatched && taking === undefined)
+          taking = (async () => {
+            // A few turns of the loop: the judgement gives the loop back between slices.
+            for (let i = 0; i < 4; i++) await new Promise((r) => setImmediate(r));
+            lease = await acquire(staticDir, first, { createOnce: false, staleMs: 600_000, refreshMs: 300_000 });
+          })();
+      };
+      return w;
+    };
+    const states = new LockStates({ staleMs: 600_000, refreshMs: 300_000 }, { warn: () => undefined }, { watcher });
+    try {
+      states.scan([staticDir]);
+      await states.settled();
+      await taking;
+      assert.ok(lease !== undefined, 'the lock was taken during the listing');
+      assert.equal(states.record(staticDir, 'big')?.children?.length, builds, 'the folder was listed whole');
+      // No heartbeat comes within the wait: only the event of the lock taken can tell.
+      await waitFor(() => (states.entry(staticDir, first)?.state === 'held' ? true : undefined), 5_000, `${first} shown held`);
+      // Judged free by the listing, then judged again on the lock's event: not judged held by the listing itself.
+      assert.ok(states.work.inspections > 0, 'the lock was taken after the listing judged the build');
+    } finally {
+      await lease?.release();
+      states.dispose();
+    }
   });
 
   it('polls a static directory only where the filesystem sends no events, and only while someone looks', async () => {
