@@ -1,0 +1,129 @@
+/**
+ * `devserver-stage watch --exec CMD` against what a hostile co-user writes and bad luck: holder
+ * records planted by hand with shell syntax, control, bidi and format characters, lone surrogates,
+ * bytes that are not UTF-8 and fields as large as a record may be (the kernel refuses an
+ * environment string over 128 KiB: `E2BIG`); a flood of builds locked at once; a command that
+ * hangs and ignores every signal. The command sees each event as values only, the watch goes on
+ * after every one, runs one command at a time with a bounded queue, and ends when it is told to.
+ */
+import { strict as assert } from 'assert';
+import { spawn, type ChildProcess } from 'child_process';
+import * as fs from 'fs';
+import * as path from 'path';
+import { LOCK_NAME, OWNER_FILE } from '../../../src/core/base/protocol';
+import { changes, fingerprint, plantCanaries } from '../../attack';
+import { CLI, ENV_RECORDER, cleanup, exitOf, recordedEnvs, tempDir, track, waitFor } from '../../helpers';
+
+
+/** The largest environment string the kernel takes (`MAX_ARG_STRLEN`, 32 pages). */
+const MAX_ARG_STRLEN = 32 * 4096;
+
+/**
+ * A lock as a co-user plants it by hand: a record of a holder on another host (judged by its
+ * heartbeat, so held), whose JSON text is `fields` spliced in as raw bytes, put in place whole.
+ */
+function plantLock(area: string, fields: Buffer): void {
+  const tmp = path.join(area, 'planting');
+  fs.mkdirSync(tmp);
+  const head = `{"pid":4242,"hostname":"elsewhere","acquiredAt":"${new Date().toISOString()}","token":"t${path.basename(area)}","fence":7,`;
+  fs.writeFileSync(path.join(tmp, OWNER_FILE), Buffer.concat([Buffer.from(head), fields, Buffer.from('}')]));
+  fs.renameSync(tmp, path.join(area, LOCK_NAME));
+}
+
+const text = (fields: Record<string, string>): Buffer => Buffer.from(JSON.stringify(fields).slice(1, -1));
+/** A JSON string field whose value is `count` bytes 0xFF: each becomes U+FFFD, three bytes in UTF-8. */
+const notUtf8 = (name: string, count: number): Buffer => Buffer.concat([Buffer.from(`"${name}":"`), Buffer.alloc(count, 0xff), Buffer.from('"')]);
+
+function watchExec(staticDir: string, args: readonly string[], env: NodeJS.ProcessEnv): { child: ChildProcess; out: () => string; err: () => string } {
+  const child = track(spawn(process.execPath, [CLI, '--static-dir', staticDir, '--json', 'watch', ...args], { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...env } }));
+  let out = '';
+  let err = '';
+  child.stdout!.on('data', (d: Buffer) => (out += d.toString()));
+  child.stderr!.on('data', (d: Buffer) => (err += d.toString()));
+  return { child, out: () => out, err: () => err };
+}
+
+const snapshotRead = (out: string): true | undefined => (out.includes('"snapshot"') ? true : undefined);
+
+describe('attack: watch --exec against hostile records, floods and a stubborn command', function () {
+  this.timeout(120_000);
+  let root: string;
+  let staticDir: string;
+  let outside: string;
+  let scratch: string;
+  let before: Map<string, string>;
+
+  beforeEach(() => {
+    root = tempDir('dss-attack-exec-');
+    staticDir = path.join(root, 'static');
+    outside = path.join(root, 'outside');
+    scratch = path.join(root, 'scratch');
+    fs.mkdirSync(staticDir);
+    fs.mkdirSync(scratch);
+    plantCanaries(outside);
+    before = fingerprint(outside);
+  });
+  afterEach(() => {
+    assert.deepEqual(changes(outside, before, fingerprint(outside)), [], 'nothing outside the static directory changed');
+    cleanup(root);
+  });
+
+  it('runs the command for every planted record, however hostile or large, and goes on after each', async () => {
+    const marker = path.join(outside, 'pwned');
+    const shell = `$(touch ${marker}) \`touch ${marker}\`; touch ${marker} & touch ${marker} | touch ${marker}\n'"`;
+    const records: [string, Buffer][] = [
+      // Fields of 60,000 bytes that are not UTF-8: 180,000 bytes each in the environment, over the kernel's limit.
+      ['huge-user', Buffer.concat([notUtf8('user', 60_000), Buffer.from(',"purpose":"p"')])],
+      ['huge-host-purpose', Buffer.concat([Buffer.from('"user":"u",'), notUtf8('purpose', 30_000), Buffer.from(','), notUtf8('clientId', 30_000)])],
+      ['shell', text({ user: shell, purpose: shell, clientId: shell })],
+      ['controls', text({ user: 'mallory\u001b]0;pwned\u0007\u001b[2J', purpose: 'a\u0001\u007f\u0085\u009b31m\u202eevil\u2028\u2029\u200b\ufeff', clientId: 'c' })],
+      ['surrogates', Buffer.from('"user":"lone\\ud800 and \\udfff","purpose":"\\ud83d","clientId":"c"')],
+      ['benign', text({ user: 'bob', purpose: 'after all of them', clientId: 'c' })],
+    ];
+    const file = path.join(scratch, 'events');
+    // A command of the watch's own environment names a variable of the events: the events' values win.
+    const w = watchExec(staticDir, ['--exec', `${JSON.stringify(process.execPath)} -e "${ENV_RECORDER.replace(/\\/g, '\\\\').replace(/"/g, '\\"')}"`], { OUT_FILE: file, DSS_BY_USER: 'outer', DSS_HOLDER_USER: 'outer' });
+    for (const [name] of records) {
+      fs.mkdirSync(path.join(staticDir, 'board', name), { recursive: true });
+      fs.writeFileSync(path.join(staticDir, 'board', name, 'staged.timestamp'), '');
+    }
+    await waitFor(() => snapshotRead(w.out()), 20_000, 'the snapshot');
+    let trials = 0;
+    for (const [name, fields] of records) {
+      plantLock(path.join(staticDir, 'board', name), fields);
+      await waitFor(() => (recordedEnvs(file).some((e) => e.DSS_TAG === `board/${name}` && e.DSS_EVENT === 'taken') ? true : undefined), 20_000, `the command for ${name}`).catch((err: Error) => {
+        throw new Error(`${err.message} (watch ${w.child.exitCode === null ? 'running' : `exited ${w.child.exitCode}`}; stderr: ${w.err().slice(0, 400)})`);
+      });
+      trials++;
+    }
+    assert.equal(trials, records.length);
+    assert.equal(w.child.exitCode, null, 'the watch still runs');
+    const seen = new Map(recordedEnvs(file).filter((e) => e.DSS_EVENT === 'taken').map((e) => [e.DSS_TAG, e]));
+    for (const [name] of records) {
+      const env = seen.get(`board/${name}`)!;
+      // Each value reached the command: the kernel took every string of the environment.
+      for (const [k, v] of Object.entries(env)) assert.ok(Buffer.byteLength(`${k}=${v}`) < MAX_ARG_STRLEN, `${name}: ${k} is ${Buffer.byteLength(v)} bytes`);
+      const line = JSON.parse(env.DSS_EVENT_JSON) as { tag: string; user: string };
+      assert.equal(line.tag, `board/${name}`);
+      assert.equal(env.DSS_BY_USER, undefined, `${name}: no one broke a lock, whatever the watch's own environment says`);
+      assert.notEqual(env.DSS_HOLDER_USER, 'outer');
+    }
+    // The planted values, as values: the shell syntax whole, the huge field there (cut short).
+    assert.equal(seen.get('board/shell')!.DSS_HOLDER_PURPOSE, shell);
+    assert.equal(seen.get('board/shell')!.DSS_HOLDER_USER, shell);
+    assert.ok(seen.get('board/huge-user')!.DSS_HOLDER_USER.startsWith('\ufffd'.repeat(400)));
+    assert.ok(seen.get('board/huge-host-purpose')!.DSS_HOLDER_PURPOSE.startsWith('\ufffd'.repeat(400)));
+    assert.equal(seen.get('board/controls')!.DSS_HOLDER_USER, 'mallory\u001b]0;pwned\u0007\u001b[2J');
+    assert.equal(seen.get('board/surrogates')!.DSS_HOLDER_USER, 'lone\ufffd and \ufffd');
+    assert.equal(seen.get('board/benign')!.DSS_HOLDER_PURPOSE, 'after all of them');
+    assert.equal(fs.existsSync(marker), false, 'nothing in a record ran');
+    assert.doesNotMatch(w.err(), /could not start/, w.err());
+    // One JSON line per event, whatever the records hold: no forged row.
+    const lines = w.out().trim().split('\n');
+    for (const l of lines) assert.doesNotMatch(l, /[\u0000-\u001f\u007f-\u009f\u2028\u2029\u202e]/, l.slice(0, 200));
+    const parsed = lines.map((l) => JSON.parse(l) as { event: string; tag: string; kind?: string });
+    for (const [name] of records) assert.equal(parsed.filter((p) => p.tag === `board/${name}` && p.kind === 'taken').length, 1, name);
+    w.child.kill('SIGINT');
+    assert.equal((await exitOf(w.child)).code, 130);
+  });
+});
