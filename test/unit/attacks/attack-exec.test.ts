@@ -11,7 +11,7 @@ import { spawn, type ChildProcess } from 'child_process';
 import * as fs from 'fs';
 import * as path from 'path';
 import { LOCK_NAME, OWNER_FILE } from '../../../src/core/base/protocol';
-import { changes, fingerprint, plantCanaries } from '../../attack';
+import { changes, fingerprint, pidAlive, plantCanaries } from '../../attack';
 import { CLI, ENV_RECORDER, cleanup, exitOf, recordedEnvs, tempDir, track, waitFor } from '../../helpers';
 
 
@@ -126,4 +126,61 @@ describe('attack: watch --exec against hostile records, floods and a stubborn co
     w.child.kill('SIGINT');
     assert.equal((await exitOf(w.child)).code, 130);
   });
+  it('runs one command at a time through a flood of 1,000 builds locked at once, the oldest waiting dropped and each said', async () => {
+    const builds = 1_000;
+    for (let i = 0; i < builds; i++) {
+      fs.mkdirSync(path.join(staticDir, 'flood', `R${i}`), { recursive: true });
+      fs.writeFileSync(path.join(staticDir, 'flood', `R${i}`, 'staged.timestamp'), '');
+    }
+    // An O_EXCL marker (mkdir) held while each command runs: two at once would clash.
+    const script = 'mkdir "$OUT_DIR/running" 2>/dev/null || echo clash >> "$OUT_DIR/clash"; echo "$DSS_EVENT $DSS_TAG" >> "$OUT_DIR/ran"; sleep 0.01; rmdir "$OUT_DIR/running"';
+    const w = watchExec(staticDir, ['--exec', `sh -c '${script}'`], { OUT_DIR: scratch });
+    await waitFor(() => snapshotRead(w.out()), 30_000, 'the snapshot');
+    for (let i = 0; i < builds; i++) plantLock(path.join(staticDir, 'flood', `R${i}`), text({ user: 'mallory', purpose: `flood ${i}`, clientId: `c${i}` }));
+    const taken = (): number => w.out().split('\n').filter((l) => l.includes('"kind":"taken"')).length;
+    await waitFor(() => (taken() === builds ? true : undefined), 60_000, `a line for each of the ${builds} builds`).catch((err: Error) => {
+      throw new Error(`${err.message}: ${taken()} seen`);
+    });
+    const ranTaken = (): number => (fs.existsSync(path.join(scratch, 'ran')) ? fs.readFileSync(path.join(scratch, 'ran'), 'utf8').split('\n').filter((l) => l.startsWith('taken ')).length : 0);
+    const droppedTaken = (): number => w.err().split('\n').filter((l) => / the taken event of flood\/R\d+ at .* was dropped/.test(l)).length;
+    await waitFor(() => (ranTaken() + droppedTaken() === builds ? true : undefined), 60_000, 'every event run or said dropped').catch((err: Error) => {
+      throw new Error(`${err.message}: ${ranTaken()} ran, ${droppedTaken()} dropped`);
+    });
+    assert.equal(fs.existsSync(path.join(scratch, 'clash')), false, 'never two commands at once');
+    assert.ok(droppedTaken() > 0, 'the flood outran the command (else nothing was attacked)');
+    assert.ok(ranTaken() > 0);
+    assert.equal(w.child.exitCode, null, 'the watch still runs');
+    w.child.kill('SIGTERM');
+    assert.equal((await exitOf(w.child)).code, 143);
+  });
+
+  for (const signal of ['SIGTERM', 'SIGINT'] as const) {
+    it(`ends on ${signal} while its command hangs and ignores every signal, leaving the command to end on its own`, async () => {
+      const trials = 2;
+      let ran = 0;
+      for (let t = 0; t < trials; t++) {
+        const tag = `stubborn/R${t}`;
+        fs.mkdirSync(path.join(staticDir, tag), { recursive: true });
+        fs.writeFileSync(path.join(staticDir, tag, 'staged.timestamp'), '');
+        const pidFile = path.join(scratch, `pid${t}`);
+        const w = watchExec(staticDir, ['--exec', `sh -c 'trap "" TERM INT HUP QUIT; echo $$ > "$PID_FILE"; exec sleep 600'`, tag], { PID_FILE: pidFile });
+        await waitFor(() => snapshotRead(w.out()), 20_000, 'the snapshot');
+        plantLock(path.join(staticDir, tag), text({ user: 'mallory', purpose: 'hang', clientId: 'c' }));
+        const pid = await waitFor(() => (fs.existsSync(pidFile) && fs.readFileSync(pidFile, 'utf8').endsWith('\n') ? Number(fs.readFileSync(pidFile, 'utf8')) : undefined), 20_000, 'the command started');
+        try {
+          w.child.kill(signal);
+          const ended = await Promise.race([exitOf(w.child), new Promise<undefined>((r) => setTimeout(() => r(undefined), 20_000))]);
+          assert.notEqual(ended, undefined, `the watch did not end on ${signal} while its command ran`);
+          assert.equal(ended!.code, signal === 'SIGTERM' ? 143 : 130);
+          // The command got the signal's like (or nothing) and ignored it: it still runs.
+          assert.ok(pidAlive(pid), 'the stubborn command still runs, so the watch ended without it');
+          ran++;
+        } finally {
+          process.kill(pid, 'SIGKILL');
+          w.child.kill('SIGKILL');
+        }
+      }
+      assert.equal(ran, trials);
+    });
+  }
 });
