@@ -7,6 +7,7 @@
  * ones dropped, each said on stderr, so the watch holds a fixed number however slow it is.
  */
 import { type ChildProcess, spawn } from 'child_process';
+import { hasRawBytes } from '../core/base/rawNames';
 import { clip } from '../core/log/history/events';
 import { jsonText, messageLine, printable } from './output';
 import type { WatchActor, WatchLine } from './watchLines';
@@ -51,14 +52,16 @@ function ownEnv(): NodeJS.ProcessEnv {
  * `DSS_STATE`, `DSS_HOLDER_*` (the holder now, else the one whose lock ended), `DSS_BY_*` (who
  * broke or destroyed it), `DSS_PREVIOUS_*`, `DSS_TOKEN`, `DSS_RESERVED_UNTIL`, `DSS_TIME`, and
  * the whole line as `DSS_EVENT_JSON`. NUL cannot be in an environment value: it is escaped. A
- * co-user's text longer than 500 characters is cut (`…`).
+ * co-user's text longer than 500 characters is cut (`…`). A tag whose bytes are not UTF-8 is given
+ * as `printable` shows it (`"eve/R\xff"`), which the command line takes back as that build.
  */
 export function envOf(whole: WatchLine, staticDir: string): Record<string, string> {
   const line = cutLine(whole);
   const holder: WatchActor | undefined = line.user !== undefined || line.host !== undefined ? { user: line.user ?? '', host: line.host ?? '', ...(line.pid !== undefined ? { pid: line.pid } : {}), ...(line.purpose !== undefined ? { purpose: line.purpose } : {}) } : line.previous;
   const env: Record<string, string> = {
     DSS_EVENT: line.kind ?? line.event,
-    DSS_TAG: line.tag ?? '',
+    // An environment value is UTF-8 text: a byte that is not UTF-8 would arrive as U+FFFD, naming another build (or none).
+    DSS_TAG: hasRawBytes(line.tag ?? '') ? printable(line.tag ?? '') : (line.tag ?? ''),
     DSS_STATIC_DIR: staticDir,
     DSS_STATE: line.event === 'gone' ? 'gone' : (line.state ?? ''),
     DSS_TIME: line.time,

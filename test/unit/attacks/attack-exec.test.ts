@@ -10,6 +10,7 @@ import { strict as assert } from 'assert';
 import { spawn, type ChildProcess } from 'child_process';
 import * as fs from 'fs';
 import * as path from 'path';
+import { readPrintable } from '../../../src/core/base/format';
 import { LOCK_NAME, OWNER_FILE } from '../../../src/core/base/protocol';
 import { changes, fingerprint, pidAlive, plantCanaries } from '../../attack';
 import { CLI, ENV_RECORDER, cleanup, exitOf, recordedEnvs, tempDir, track, waitFor } from '../../helpers';
@@ -22,12 +23,12 @@ const MAX_ARG_STRLEN = 32 * 4096;
  * A lock as a co-user plants it by hand: a record of a holder on another host (judged by its
  * heartbeat, so held), whose JSON text is `fields` spliced in as raw bytes, put in place whole.
  */
-function plantLock(area: string, fields: Buffer): void {
-  const tmp = path.join(area, 'planting');
-  fs.mkdirSync(tmp);
-  const head = `{"pid":4242,"hostname":"elsewhere","acquiredAt":"${new Date().toISOString()}","token":"t${path.basename(area)}","fence":7,`;
-  fs.writeFileSync(path.join(tmp, OWNER_FILE), Buffer.concat([Buffer.from(head), fields, Buffer.from('}')]));
-  fs.renameSync(tmp, path.join(area, LOCK_NAME));
+function plantLock(area: string | Buffer, fields: Buffer): void {
+  const at = (name: string): Buffer => Buffer.concat([Buffer.from(area), Buffer.from(`/${name}`)]);
+  fs.mkdirSync(at('planting'));
+  const head = `{"pid":4242,"hostname":"elsewhere","acquiredAt":"${new Date().toISOString()}","token":"t${Date.now()}","fence":7,`;
+  fs.writeFileSync(at(`planting/${OWNER_FILE}`), Buffer.concat([Buffer.from(head), fields, Buffer.from('}')]));
+  fs.renameSync(at('planting'), at(LOCK_NAME));
 }
 
 const text = (fields: Record<string, string>): Buffer => Buffer.from(JSON.stringify(fields).slice(1, -1));
@@ -126,6 +127,29 @@ describe('attack: watch --exec against hostile records, floods and a stubborn co
     w.child.kill('SIGINT');
     assert.equal((await exitOf(w.child)).code, 130);
   });
+  it('names a build whose name is not UTF-8 by the form the command line takes back, never by the name of another build', async () => {
+    const board = path.join(staticDir, 'board');
+    fs.mkdirSync(board);
+    // R\xff, and the build its bytes would name if decoded the usual way: R\ufffd (EF BF BD).
+    const raw = Buffer.concat([Buffer.from(`${board}/R`), Buffer.from([0xff])]);
+    fs.mkdirSync(raw);
+    fs.writeFileSync(Buffer.concat([raw, Buffer.from('/staged.timestamp')]), '');
+    fs.mkdirSync(path.join(board, 'R\ufffd'));
+    fs.writeFileSync(path.join(board, 'R\ufffd', 'staged.timestamp'), '');
+    const file = path.join(scratch, 'tag');
+    const w = watchExec(staticDir, ['--exec', `sh -c 'printf %s "$DSS_TAG" > "$OUT_FILE"; "$NODE" "$CLI" --json status "$DSS_TAG" > "$OUT_FILE.status"'`], { OUT_FILE: file, NODE: process.execPath, CLI, DEVSERVER_STATIC_DIR: staticDir });
+    await waitFor(() => snapshotRead(w.out()), 20_000, 'the snapshot');
+    plantLock(raw, text({ user: 'mallory', purpose: 'raw', clientId: 'c' }));
+    const status = await waitFor(() => (fs.existsSync(`${file}.status`) && fs.readFileSync(`${file}.status`, 'utf8').endsWith('\n') ? fs.readFileSync(`${file}.status`, 'utf8') : undefined), 20_000, 'the command ran status');
+    assert.equal(readPrintable(fs.readFileSync(file, 'utf8')), 'board/R\udcff', 'DSS_TAG reads back as the build that changed');
+    // The command line, given DSS_TAG, looked at the build that changed: the planted lock, not the free R\ufffd.
+    const info = JSON.parse(status) as { state: string; holder?: { user: string } };
+    assert.equal(info.state, 'held', status);
+    assert.equal(info.holder?.user, 'mallory');
+    w.child.kill('SIGTERM');
+    assert.equal((await exitOf(w.child)).code, 143);
+  });
+
   it('runs one command at a time through a flood of 1,000 builds locked at once, the oldest waiting dropped and each said', async () => {
     const builds = 1_000;
     for (let i = 0; i < builds; i++) {
