@@ -11,9 +11,9 @@ import { spawn, type ChildProcess } from 'child_process';
 import * as fs from 'fs';
 import * as path from 'path';
 import { readPrintable } from '../../../src/core/base/format';
-import { LOCK_NAME, OWNER_FILE } from '../../../src/core/base/protocol';
+import { HISTORY_DIR, LOCK_NAME, META_DIR, OWNER_FILE, historyDirOf } from '../../../src/core/base/protocol';
 import { changes, fingerprint, pidAlive, plantCanaries } from '../../attack';
-import { CLI, ENV_RECORDER, cleanup, exitOf, recordedEnvs, tempDir, track, waitFor } from '../../helpers';
+import { CLI, ENV_RECORDER, cleanup, cli, exitOf, recordedEnvs, run, tempDir, track, waitFor } from '../../helpers';
 
 
 /** The largest environment string the kernel takes (`MAX_ARG_STRLEN`, 32 pages). */
@@ -146,6 +146,28 @@ describe('attack: watch --exec against hostile records, floods and a stubborn co
     const info = JSON.parse(status) as { state: string; holder?: { user: string } };
     assert.equal(info.state, 'held', status);
     assert.equal(info.holder?.user, 'mallory');
+    w.child.kill('SIGTERM');
+    assert.equal((await exitOf(w.child)).code, 143);
+  });
+
+  it('says who really broke a lock, whatever lines dated far ahead, planted with its token, say', async () => {
+    const tag = 'board/R1';
+    fs.mkdirSync(path.join(staticDir, tag), { recursive: true });
+    fs.writeFileSync(path.join(staticDir, tag, 'staged.timestamp'), '');
+    const file = path.join(scratch, 'events');
+    const w = watchExec(staticDir, ['--exec', `${JSON.stringify(process.execPath)} -e "${ENV_RECORDER.replace(/\\/g, '\\\\').replace(/"/g, '\\"')}"`], { OUT_FILE: file });
+    await waitFor(() => snapshotRead(w.out()), 20_000, 'the snapshot');
+    assert.equal((await cli(staticDir, ['reserve', tag, '--for', '1h'])).code, 0);
+    const reserved = await waitFor(() => recordedEnvs(file).find((e) => e.DSS_EVENT === 'reserved'), 20_000, 'reserved');
+    // 60 lines dated in the year 10000 with the lock's token, naming another breaker: more than the 50 newest a lookup reads.
+    const dir = path.join(staticDir, META_DIR, HISTORY_DIR, ...historyDirOf(tag));
+    const line = (k: number): string => `${JSON.stringify({ tag, kind: 'force-released', time: new Date(Date.parse('+010000-01-01T00:00:00Z') + k).toISOString(), holder: { user: 'boss', hostname: 'admin', pid: 1, clientId: 'c' }, fence: Number(reserved.DSS_TOKEN) })}\n`;
+    fs.appendFileSync(path.join(dir, 'planted.0.jsonl'), Array.from({ length: 60 }, (_, k) => line(k)).join(''));
+    const fr = await run('unshare', ['--uts', 'sh', '-c', 'hostname elsewhere && exec "$@"', 'sh', process.execPath, CLI, '--static-dir', staticDir, 'force-release', tag]);
+    assert.equal(fr.code, 0, fr.stderr);
+    const broken = await waitFor(() => recordedEnvs(file).find((e) => e.DSS_EVENT === 'force-released' || e.DSS_EVENT === 'removed' || e.DSS_EVENT === 'released'), 20_000, 'the end of the reservation');
+    assert.equal(broken.DSS_EVENT, 'force-released');
+    assert.equal(broken.DSS_BY_HOST, 'elsewhere');
     w.child.kill('SIGTERM');
     assert.equal((await exitOf(w.child)).code, 143);
   });

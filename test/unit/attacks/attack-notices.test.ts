@@ -1,15 +1,16 @@
 /**
  * The extension's notice that a reservation was broken, from what a co-user writes: after a real
- * force-release of this user's reservation, lines planted in the build's history with its token,
- * dated far ahead so they are the newest, naming a breaker whose user, host and purpose hold links
+ * force-release of this user's reservation, a line planted in the build's history with its token,
+ * dated just after the real record, naming a breaker whose user, host and purpose hold links
  * (`[x](command:…)`), newlines, bidi and escape characters. The notice tells the planted breaker
  * (the attack reached it), and its words, as the editor puts them in a notification, make no link
- * by VS Code's reading (or a port of it), hold one line and no control or format character.
+ * by VS Code's reading (or a port of it), hold one line and no control or format character. Lines
+ * dated far ahead, planted before, neither take the real breaker's place nor push it out.
  */
 import { strict as assert } from 'assert';
 import * as fs from 'fs';
 import * as path from 'path';
-import { describeActor, explainLoss, inspect, type LostLease } from '../../../src/core';
+import { describeActor, explainLoss, history, inspect, type LostLease } from '../../../src/core';
 import { HISTORY_DIR, META_DIR, historyDirOf } from '../../../src/core/base/protocol';
 import { Notices, type Notice } from '../../../src/extension/model/notices';
 import { notificationText } from '../../../src/extension/shown';
@@ -25,6 +26,32 @@ const BREAKERS = [
   { user: 'R1\nYour reservation of eve/R2 was extended.', hostname: 'evil\u001b]0;title\u0007\u2028', purpose: '\u0085' },
 ];
 const RAW = /[\p{Cc}\p{Cf}\p{Zl}\p{Zp}\p{Cs}]/u;
+
+/** Lines appended to a segment of the build's history, as a co-user can. */
+function plant(staticDir: string, tag: string, lines: readonly object[]): void {
+  const dir = path.join(staticDir, META_DIR, HISTORY_DIR, ...historyDirOf(tag));
+  fs.appendFileSync(path.join(dir, 'planted.0.jsonl'), lines.map((l) => `${JSON.stringify(l)}\n`).join(''));
+}
+
+/** This user's reservation of `tag`, force-released for real from the host `elsewhere`, its lease gone; `before` runs first. */
+async function brokenReservation(staticDir: string, tag: string, before: (fence: number) => void = () => undefined): Promise<{ notices: Notices; said: Notice[]; gone: LostLease[] }> {
+  fs.mkdirSync(path.join(staticDir, tag), { recursive: true });
+  fs.writeFileSync(path.join(staticDir, tag, 'staged.timestamp'), '');
+  assert.equal((await cli(staticDir, ['reserve', tag, '--for', '1h', '--note', 'mine'])).code, 0);
+  const notices = new Notices();
+  const said: Notice[] = [];
+  const gone: LostLease[] = [];
+  notices.onNotice((n) => said.push(n));
+  notices.onGone((l) => gone.push(l));
+  const area = { staticDir, tag };
+  const held = await inspect(staticDir, tag);
+  assert.equal(held.reservation?.mine, true);
+  notices.update(area, held, Date.now());
+  before(held.holder!.fence!);
+  const fr = await run('unshare', ['--uts', 'sh', '-c', 'hostname elsewhere && exec "$@"', 'sh', process.execPath, CLI, '--static-dir', staticDir, 'force-release', tag]);
+  assert.equal(fr.code, 0, fr.stderr);
+  return { notices, said, gone };
+}
 
 describe('attack: a broken reservation told from planted history lines', function () {
   this.timeout(60_000);
@@ -43,24 +70,11 @@ describe('attack: a broken reservation told from planted history lines', functio
       let linked = 0;
       for (const [i, breaker] of BREAKERS.entries()) {
         const tag = `eve/R${i}`;
-        fs.mkdirSync(path.join(staticDir, tag), { recursive: true });
-        fs.writeFileSync(path.join(staticDir, tag, 'staged.timestamp'), '');
-        assert.equal((await cli(staticDir, ['reserve', tag, '--for', '1h', '--note', 'mine'])).code, 0);
-        const notices = new Notices();
-        const said: Notice[] = [];
-        const gone: LostLease[] = [];
-        notices.onNotice((n) => said.push(n));
-        notices.onGone((l) => gone.push(l));
+        let fence = 0;
+        const { notices, said, gone } = await brokenReservation(staticDir, tag, (f) => (fence = f));
         const area = { staticDir, tag };
-        const held = await inspect(staticDir, tag);
-        assert.equal(held.reservation?.mine, true);
-        notices.update(area, held, Date.now());
-        const fr = await run('unshare', ['--uts', 'sh', '-c', 'hostname elsewhere && exec "$@"', 'sh', process.execPath, CLI, '--static-dir', staticDir, 'force-release', tag]);
-        assert.equal(fr.code, 0, fr.stderr);
-        // The co-user's line: the same token, dated after anything real.
-        const dir = path.join(staticDir, META_DIR, HISTORY_DIR, ...historyDirOf(tag));
-        const line = { tag, kind: 'force-released', time: '+010000-01-01T00:00:00.000Z', holder: { ...breaker, pid: 1, clientId: 'c' }, fence: held.holder!.fence };
-        fs.appendFileSync(path.join(dir, 'planted.0.jsonl'), `${JSON.stringify(line)}\n`);
+        // The co-user's line: the same token, dated just after the real record.
+        plant(staticDir, tag, [{ tag, kind: 'force-released', time: new Date(Date.now() + 1_000).toISOString(), holder: { ...breaker, pid: 1, clientId: 'c' }, fence }]);
         notices.update(area, await inspect(staticDir, tag), Date.now());
         assert.equal(gone.length, 1);
         notices.lost(await explainLoss(gone[0]));
@@ -81,6 +95,30 @@ describe('attack: a broken reservation told from planted history lines', functio
       assert.equal(trials, BREAKERS.length);
       assert.equal(linked, 2, 'raw, the first two breakers make links');
       assert.deepEqual(changes(outside, before, fingerprint(outside)), []);
+    } finally {
+      cleanup(root);
+    }
+  });
+
+  it('tells the real breaker, whatever lines dated far ahead say of the token: none of them is newest', async () => {
+    const root = tempDir('dss-attack-notices-');
+    const staticDir = path.join(root, 'static');
+    try {
+      const tag = 'eve/R9';
+      // Planted before the force-release, as a co-user who guesses the token can: 60 lines dated in the year 10000.
+      const { notices, said, gone } = await brokenReservation(staticDir, tag, (fence) =>
+        plant(staticDir, tag, Array.from({ length: 60 }, (_, k) => ({ tag, kind: 'force-released', time: new Date(Date.parse('+010000-01-01T00:00:00Z') + k).toISOString(), holder: { user: 'boss', hostname: 'admin', pid: 1, clientId: 'c' }, fence }))),
+      );
+      notices.update({ staticDir, tag }, await inspect(staticDir, tag), Date.now());
+      assert.equal(gone.length, 1);
+      const loss = await explainLoss(gone[0]);
+      notices.lost(loss);
+      // The attack was there to read: the history holds the planted lines.
+      assert.equal((await history(staticDir, { tag })).filter((e) => e.holder.user === 'boss').length, 60);
+      assert.equal(loss.kind, 'force-released');
+      assert.equal(loss.by?.hostname, 'elsewhere', JSON.stringify(loss.by));
+      assert.equal(said.length, 1);
+      notices.dispose();
     } finally {
       cleanup(root);
     }
