@@ -89,6 +89,8 @@ export class ExecQueue {
     private readonly staticDir: string,
     private readonly stderr: { write(text: string): unknown },
     private readonly max = EXEC_QUEUE_MAX,
+    /** Where the commands' own output goes. */
+    private readonly output: NodeJS.WritableStream = process.stderr,
   ) {}
 
   put(line: WatchLine): void {
@@ -105,6 +107,8 @@ export class ExecQueue {
   stop(): void {
     this.stopped = true;
     this.child?.unref();
+    this.child?.stdout?.destroy();
+    this.child?.stderr?.destroy();
     const left = this.waiting.length;
     this.waiting.length = 0;
     if (left > 0) this.stderr.write(messageLine(`--exec: ${left} event${left === 1 ? '' : 's'} left unrun as the watch stopped.`));
@@ -125,8 +129,13 @@ export class ExecQueue {
       const what = `--exec ${printable(this.argv[0])} for the ${line.kind ?? line.event} event of ${printable(line.tag ?? '')}`;
       let child: ChildProcess;
       try {
-        // Its output goes to stderr: stdout is the watch's lines, which a reader parses.
-        child = spawn(this.argv[0], this.argv.slice(1), { env: { ...ownEnv(), ...envOf(line, this.staticDir) }, stdio: ['ignore', 2, 2], shell: false });
+        // Its output goes to stderr (stdout is the watch's lines, which a reader parses), through
+        // pipes: a child given the watch's own descriptor would have the kernel's file description
+        // made blocking for both, and a stderr nobody reads would then stop the watch in a write,
+        // signals and all. Piped, a reader that falls behind holds up only the command.
+        child = spawn(this.argv[0], this.argv.slice(1), { env: { ...ownEnv(), ...envOf(line, this.staticDir) }, stdio: ['ignore', 'pipe', 'pipe'], shell: false });
+        child.stdout?.pipe(this.output, { end: false });
+        child.stderr?.pipe(this.output, { end: false });
       } catch (err) {
         // Node throws what it does not report as an event (E2BIG from a large environment, say).
         this.stderr.write(messageLine(`${what} could not start: ${err instanceof Error ? err.message : String(err)}`));

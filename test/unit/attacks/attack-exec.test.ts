@@ -7,7 +7,7 @@
  * after every one, runs one command at a time with a bounded queue, and ends when it is told to.
  */
 import { strict as assert } from 'assert';
-import { spawn, type ChildProcess } from 'child_process';
+import { spawn, spawnSync, type ChildProcess } from 'child_process';
 import * as fs from 'fs';
 import * as path from 'path';
 import { readPrintable } from '../../../src/core/base/format';
@@ -198,6 +198,37 @@ describe('attack: watch --exec against hostile records, floods and a stubborn co
     assert.equal(w.child.exitCode, null, 'the watch still runs');
     w.child.kill('SIGTERM');
     assert.equal((await exitOf(w.child)).code, 143);
+  });
+
+  it('ends on SIGTERM while its command fills a stderr nobody reads, through a flood of events', async () => {
+    const builds = 150;
+    for (let i = 0; i < builds; i++) {
+      fs.mkdirSync(path.join(staticDir, 'noisy', `R${i}`), { recursive: true });
+      fs.writeFileSync(path.join(staticDir, 'noisy', `R${i}`, 'staged.timestamp'), '');
+    }
+    // stderr a pipe never read (a FIFO, as a shell's 2>fifo makes): 64 KiB fill it, and a blocking write to it then waits for ever.
+    const fifo = path.join(scratch, 'stderr');
+    assert.equal(spawnSync('mkfifo', [fifo]).status, 0);
+    const unread = fs.openSync(fifo, 'r+');
+    const child = spawn(process.execPath, [CLI, '--static-dir', staticDir, '--json', 'watch', '--exec', `sh -c 'head -c 1000000 /dev/zero >&2; exit 3'`], { stdio: ['ignore', 'pipe', unread] });
+    let out = '';
+    child.stdout!.on('data', (d: Buffer) => (out += d.toString()));
+    try {
+      await waitFor(() => snapshotRead(out), 20_000, 'the snapshot');
+      for (let i = 0; i < builds; i++) plantLock(path.join(staticDir, 'noisy', `R${i}`), text({ user: 'mallory', purpose: 'noise', clientId: `c${i}` }));
+      // More events than the queue holds: the watch has things of its own to say on stderr.
+      const taken = (): number => out.split('\n').filter((l) => l.includes('"kind":"taken"')).length;
+      await waitFor(() => (taken() === builds ? true : undefined), 30_000, 'a line for each build').catch((err: Error) => {
+        throw new Error(`${err.message}: ${taken()} lines; the watch stopped writing`);
+      });
+      child.kill('SIGTERM');
+      const ended = await Promise.race([exitOf(child), new Promise<undefined>((r) => setTimeout(() => r(undefined), 20_000))]);
+      assert.notEqual(ended, undefined, 'the watch did not end on SIGTERM: it waits on its stderr');
+      assert.equal(ended!.code, 143);
+    } finally {
+      child.kill('SIGKILL');
+      fs.closeSync(unread);
+    }
   });
 
   for (const signal of ['SIGTERM', 'SIGINT'] as const) {
