@@ -127,6 +127,34 @@ describe('attack: watch --exec against hostile records, floods and a stubborn co
     w.child.kill('SIGINT');
     assert.equal((await exitOf(w.child)).code, 130);
   });
+  it('sets no variable a co-user names: the command\'s environment is the watch\'s own and the documented DSS_* names', async () => {
+    const tag = 'board/R1';
+    fs.mkdirSync(path.join(staticDir, tag), { recursive: true });
+    fs.writeFileSync(path.join(staticDir, tag, 'staged.timestamp'), '');
+    const file = path.join(scratch, 'env');
+    const own = { OUT_FILE: file, PATH: process.env.PATH ?? '/usr/bin:/bin' };
+    const w = watchExec(staticDir, ['--exec', `sh -c 'env -0 > "$OUT_FILE"'`], own);
+    await waitFor(() => snapshotRead(w.out()), 20_000, 'the snapshot');
+    // Fields named as variables a program obeys, and values that hold another assignment.
+    const planted = { user: 'x\u0000LD_PRELOAD=/tmp/evil.so\nBASH_ENV=/tmp/evil', purpose: 'PATH=/tmp/evil', clientId: 'NODE_OPTIONS=--require /tmp/evil.js', LD_PRELOAD: '/tmp/evil.so', PATH: '/tmp/evil', BASH_ENV: '/tmp/evil', NODE_OPTIONS: '--require /tmp/evil.js', DSS_EVENT: 'forged' };
+    plantLock(path.join(staticDir, tag), text(planted));
+    const entries = await waitFor(() => (fs.existsSync(file) && fs.statSync(file).size > 0 ? fs.readFileSync(file, 'utf8').split('\0').filter((e) => e !== '') : undefined), 20_000, 'the command ran');
+    const env = new Map(entries.map((e) => [e.slice(0, e.indexOf('=')), e.slice(e.indexOf('=') + 1)]));
+    const documented = ['DSS_EVENT', 'DSS_TAG', 'DSS_STATIC_DIR', 'DSS_STATE', 'DSS_TIME', 'DSS_HOLDER_USER', 'DSS_HOLDER_HOST', 'DSS_HOLDER_PID', 'DSS_HOLDER_PURPOSE', 'DSS_BY_USER', 'DSS_BY_HOST', 'DSS_BY_PID', 'DSS_BY_PURPOSE', 'DSS_PREVIOUS_USER', 'DSS_PREVIOUS_HOST', 'DSS_PREVIOUS_PID', 'DSS_PREVIOUS_PURPOSE', 'DSS_TOKEN', 'DSS_RESERVED_UNTIL', 'DSS_EVENT_JSON'];
+    const expected = new Set([...Object.keys({ ...process.env, ...own }).filter((k) => !k.startsWith('DSS_')), ...documented]);
+    // sh adds a few of its own (PWD, SHLVL, _).
+    const unexpected = [...env.keys()].filter((k) => !expected.has(k) && !['PWD', 'SHLVL', '_', 'OLDPWD'].includes(k));
+    assert.deepEqual(unexpected, [], 'names no one documented');
+    for (const k of ['LD_PRELOAD', 'BASH_ENV', 'NODE_OPTIONS']) assert.equal(env.get(k), process.env[k], k);
+    assert.equal(env.get('PATH'), own.PATH);
+    assert.equal(env.get('DSS_EVENT'), 'taken');
+    // The attack reached the command, as values.
+    assert.equal(env.get('DSS_HOLDER_USER'), 'x\\0LD_PRELOAD=/tmp/evil.so\nBASH_ENV=/tmp/evil');
+    assert.equal(env.get('DSS_HOLDER_PURPOSE'), 'PATH=/tmp/evil');
+    w.child.kill('SIGTERM');
+    assert.equal((await exitOf(w.child)).code, 143);
+  });
+
   it('names a build whose name is not UTF-8 by the form the command line takes back, never by the name of another build', async () => {
     const board = path.join(staticDir, 'board');
     fs.mkdirSync(board);
