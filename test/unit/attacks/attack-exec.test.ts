@@ -1,5 +1,5 @@
 /**
- * `devserver-stage watch --exec CMD` against what a hostile co-user writes and bad luck: holder
+ * `devserver-stage watch` and `watch --exec CMD` against what a hostile co-user writes and bad luck: holder
  * records planted by hand with shell syntax, control, bidi and format characters, lone surrogates,
  * bytes that are not UTF-8 and fields as large as a record may be (the kernel refuses an
  * environment string over 128 KiB: `E2BIG`); a flood of builds locked at once; a command that
@@ -153,6 +153,37 @@ describe('attack: watch --exec against hostile records, floods and a stubborn co
     assert.equal(env.get('DSS_HOLDER_PURPOSE'), 'PATH=/tmp/evil');
     w.child.kill('SIGTERM');
     assert.equal((await exitOf(w.child)).code, 143);
+  });
+
+  it('prints one plain line per event whatever the records hold: no forged row, no control character', async () => {
+    const records: [string, Buffer][] = [
+      ['shell', text({ user: 'a$(id)`id`;id', purpose: 'p', clientId: 'c' })],
+      ['forge', text({ user: 'mallory\n2030-01-01T00:00:00.000Z  board/forged  free', purpose: 'x\r2030-01-01T00:00:00.000Z  board/forged  held', clientId: 'c\u2028' })],
+      ['reserved', text({ user: 'r', purpose: 'note\n2030-01-01T00:00:00.000Z  board/forged  free', clientId: 'c', reservedUntil: '2030-01-01T00:00:00Z (\n2030-01-01T00:00:00.000Z  board/forged  free)' })],
+      ['controls', text({ user: 'u\u001b]0;t\u0007\u009b31m\u202e', purpose: 'p', clientId: 'c' })],
+      ['huge', Buffer.concat([notUtf8('user', 60_000), Buffer.from(',"purpose":"p","clientId":"c"')])],
+    ];
+    for (const [name] of records) {
+      fs.mkdirSync(path.join(staticDir, 'board', name), { recursive: true });
+      fs.writeFileSync(path.join(staticDir, 'board', name, 'staged.timestamp'), '');
+    }
+    const child = track(spawn(process.execPath, [CLI, '--static-dir', staticDir, 'watch'], { stdio: ['ignore', 'pipe', 'pipe'] }));
+    let out = '';
+    child.stdout!.on('data', (d: Buffer) => (out += d.toString()));
+    await waitFor(() => (out.split('\n').length > records.length ? true : undefined), 20_000, 'the snapshot');
+    for (const [name, fields] of records) plantLock(path.join(staticDir, 'board', name), fields);
+    const lines = (): string[] => out.split('\n').filter((l) => l !== '');
+    await waitFor(() => (lines().length >= 2 * records.length ? true : undefined), 20_000, 'a line per event');
+    child.kill('SIGTERM');
+    assert.equal((await exitOf(child)).code, 143);
+    for (const l of lines()) {
+      assert.match(l, /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z {2}board\/(shell|forge|reserved|controls|huge) {2}/, `a forged row: ${JSON.stringify(l.slice(0, 200))}`);
+      assert.doesNotMatch(l, /[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u2028\u2029\u202e]/u, l.slice(0, 200));
+    }
+    // The planted text was read, and shown escaped.
+    assert.match(out, /mallory\\n2030-01-01T00:00:00.000Z {2}board\/forged {2}free/);
+    assert.match(out, /u\\u001b\]0;t\\u0007\\u009b31m\\u202e/);
+    assert.equal(lines().filter((l) => / board\/(shell|forge|reserved|controls|huge) {2}held/.test(l)).length, records.length);
   });
 
   it('names a build whose name is not UTF-8 by the form the command line takes back, never by the name of another build', async () => {
