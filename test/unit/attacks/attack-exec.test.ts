@@ -13,7 +13,7 @@ import * as path from 'path';
 import { readPrintable } from '../../../src/core/base/format';
 import { HISTORY_DIR, LOCK_NAME, META_DIR, OWNER_FILE, historyDirOf } from '../../../src/core/base/protocol';
 import { changes, fingerprint, pidAlive, plantCanaries } from '../../attack';
-import { CLI, ENV_RECORDER, cleanup, cli, exitOf, recordedEnvs, run, tempDir, track, waitFor } from '../../helpers';
+import { CLI, ENV_RECORDER, cleanup, cli, exitOf, killAll, recordedEnvs, run, tempDir, track, waitFor } from '../../helpers';
 
 
 /** The largest environment string the kernel takes (`MAX_ARG_STRLEN`, 32 pages). */
@@ -64,7 +64,9 @@ describe('attack: watch --exec against hostile records, floods and a stubborn co
     plantCanaries(outside);
     before = fingerprint(outside);
   });
-  afterEach(() => {
+  afterEach(async () => {
+    // A test that failed midway leaves no watch running.
+    await killAll();
     assert.deepEqual(changes(outside, before, fingerprint(outside)), [], 'nothing outside the static directory changed');
     cleanup(root);
   });
@@ -269,7 +271,9 @@ describe('attack: watch --exec against hostile records, floods and a stubborn co
     const fifo = path.join(scratch, 'stderr');
     assert.equal(spawnSync('mkfifo', [fifo]).status, 0);
     const unread = fs.openSync(fifo, 'r+');
-    const child = spawn(process.execPath, [CLI, '--static-dir', staticDir, '--json', 'watch', '--exec', `sh -c 'head -c 1000000 /dev/zero >&2; exit 3'`], { stdio: ['ignore', 'pipe', unread] });
+    // The watch gets the writing end only: once this test closes its end, a writer left meets no reader and ends.
+    const end = fs.openSync(fifo, 'w');
+    const child = track(spawn(process.execPath, [CLI, '--static-dir', staticDir, '--json', 'watch', '--exec', `sh -c 'head -c 1000000 /dev/zero >&2; exit 3'`], { stdio: ['ignore', 'pipe', end] }));
     let out = '';
     child.stdout!.on('data', (d: Buffer) => (out += d.toString()));
     try {
@@ -286,6 +290,7 @@ describe('attack: watch --exec against hostile records, floods and a stubborn co
       assert.equal(ended!.code, 143);
     } finally {
       child.kill('SIGKILL');
+      fs.closeSync(end);
       fs.closeSync(unread);
     }
   });
