@@ -282,3 +282,16 @@ export async function callsPerTurn<T>(
     fns[name] = real;
   }
 }
+
+/** A script for `node -e` (`watch --exec`) that appends its DSS_* environment as one JSON line to $OUT_FILE. */
+export const ENV_RECORDER = `const fs=require('fs');const e={};for(const k of Object.keys(process.env))if(k.startsWith('DSS_'))e[k]=process.env[k];fs.appendFileSync(process.env.OUT_FILE,JSON.stringify(e)+'\\n')`;
+
+/** The environments `ENV_RECORDER` appended to `file`, in order. */
+export function recordedEnvs(file: string): Record<string, string>[] {
+  if (!fs.existsSync(file)) return [];
+  return fs
+    .readFileSync(file, 'utf8')
+    .split('\n')
+    .filter((l) => l !== '')
+    .map((l) => JSON.parse(l) as Record<string, string>);
+}

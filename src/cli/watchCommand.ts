@@ -48,11 +48,18 @@ export const main = commandMain(async (ctx, [subpath]: readonly [string], o: { p
   // Written as a terminal should show it, like everything the tool writes (`Output`).
   const sink: LineSink = { write: (text) => out.write(terminalText(text)), once: (event, listener) => out.once(event, listener) };
   try {
-    return await runWatch(ctx.staticDir(), ctx.tagArg(subpath), ctx.coreOptions(), { stdout: sink, stderr, json: ctx.json, pollMs: (o.poll ?? 0) * 1000, readerGone: reader.gone, ...(o.exec !== undefined ? { exec: o.exec } : {}) });
+    const code = await runWatch(ctx.staticDir(), ctx.tagArg(subpath), ctx.coreOptions(), { stdout: sink, stderr, json: ctx.json, pollMs: (o.poll ?? 0) * 1000, readerGone: reader.gone, ...(o.exec !== undefined ? { exec: o.exec } : {}) });
+    // Stopped by a signal, it ends even where a reader that stopped reading has output waiting
+    // (stdout, or stderr with the commands' output): that output would keep it running for good.
+    if (code > 128) setTimeout(() => process.exit(code), STUCK_OUTPUT_MS).unref();
+    return code;
   } finally {
     reader.dispose();
   }
 });
+
+/** How long output may take to reach its reader once the watch is stopped. */
+const STUCK_OUTPUT_MS = 1_000;
 
 /**
  * Resolves to the exit code once stopped by a signal (128 + the signal), or 0 once the reader has

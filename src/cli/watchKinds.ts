@@ -5,7 +5,7 @@
  * read from the static directory's history, which every holder and breaker records: the event
  * whose fencing token is the lock's.
  */
-import { history, type HistoryActor, type HistoryEvent } from '../core/log/history';
+import { AHEAD_MS, history, type HistoryActor, type HistoryEvent } from '../core/log/history';
 import { recordedEnd } from '../core/loss';
 import type { WatchActor, WatchKind, WatchLine } from './watchLines';
 
@@ -52,7 +52,7 @@ async function endOf(staticDir: string, tag: string, fence: number | undefined):
     return end === undefined ? undefined : end.kind === 'released' ? { kind: 'released' } : { kind: end.kind, by: actor(end.by) };
   }
   // A build that went while free: destroyed, if that was the last thing recorded of it.
-  const events = await history(staticDir, { tag, limit: 50, warn: () => undefined }).catch(() => []);
+  const events = await history(staticDir, { tag, limit: 50, untilMs: Date.now() + AHEAD_MS, warn: () => undefined }).catch(() => []);
   let e: HistoryEvent | undefined;
   for (let i = events.length - 1; i >= 0 && e === undefined; i--) if (events[i].kind === 'destroyed') e = events[i];
   return e !== undefined && Date.now() - Date.parse(e.time) <= DESTROY_WITHIN_MS ? { kind: 'destroyed', by: actor(e.holder) } : undefined;

@@ -6,7 +6,7 @@
  */
 import { errnoCode } from './base/errors';
 import { printable, printableTime } from './base/format';
-import { history, type HistoryActor, type HistoryEvent } from './log/history';
+import { AHEAD_MS, history, type HistoryActor, type HistoryEvent } from './log/history';
 import { inspect } from './lock/inspect';
 import { UNREACHED_ERRNOS } from './lock/lease';
 import { describeHolder } from './lock/refusals';
@@ -85,7 +85,8 @@ export interface RecordedEndOptions {
  * `destroy --force` does) is the destroy it was.
  */
 export async function recordedEnd(staticDir: string, tag: string, fence: number, options: RecordedEndOptions = {}): Promise<RecordedEnd | undefined> {
-  const events = await history(staticDir, { tag, limit: 50, warn: () => undefined }).catch(() => []);
+  // Not a line dated far ahead: planted once, it would be the newest record of the token for good.
+  const events = await history(staticDir, { tag, limit: 50, untilMs: Date.now() + AHEAD_MS, warn: () => undefined }).catch(() => []);
   for (let i = events.length - 1; i >= 0; i--) {
     const e = events[i];
     if (e.fence !== fence) continue;

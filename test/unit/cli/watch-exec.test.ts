@@ -11,20 +11,8 @@ import * as path from 'path';
 import { commandWords } from '../../../src/cli/commandWords';
 import { ExecQueue } from '../../../src/cli/watchExec';
 import { textOf, type WatchLine } from '../../../src/cli/watchLines';
-import { CLI, cleanup, cli, exitOf, run, tempDir, track, waitFor } from '../../helpers';
+import { CLI, ENV_RECORDER, cleanup, cli, exitOf, recordedEnvs, run, tempDir, track, waitFor } from '../../helpers';
 
-/** Appends its DSS_* environment as one JSON line to $OUT_FILE. */
-const RECORDER = `const fs=require('fs');const e={};for(const k of Object.keys(process.env))if(k.startsWith('DSS_'))e[k]=process.env[k];fs.appendFileSync(process.env.OUT_FILE,JSON.stringify(e)+'\\n')`;
-
-type Env = Record<string, string>;
-const recorded = (file: string): Env[] =>
-  fs.existsSync(file)
-    ? fs
-        .readFileSync(file, 'utf8')
-        .split('\n')
-        .filter((l) => l !== '')
-        .map((l) => JSON.parse(l) as Env)
-    : [];
 
 function watchExec(staticDir: string, exec: string, env: NodeJS.ProcessEnv): { child: ChildProcess; out: () => string; err: () => string } {
   const child = track(spawn(process.execPath, [CLI, '--static-dir', staticDir, '--json', 'watch', '--exec', exec], { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...env } }));
@@ -54,9 +42,9 @@ describe('devserver-stage watch --exec', function () {
 
   it('runs the command once per event other processes make, with the event and who did it in its environment', async () => {
     const file = path.join(scratch, 'events');
-    const w = watchExec(staticDir, `${JSON.stringify(process.execPath)} -e "${RECORDER.replace(/\\/g, '\\\\').replace(/"/g, '\\"')}"`, { OUT_FILE: file });
+    const w = watchExec(staticDir, `${JSON.stringify(process.execPath)} -e "${ENV_RECORDER.replace(/\\/g, '\\\\').replace(/"/g, '\\"')}"`, { OUT_FILE: file });
     await waitFor(() => (w.out().includes('"snapshot"') ? true : undefined), 10_000, 'the snapshot');
-    const kinds = (): string[] => recorded(file).map((e) => e.DSS_EVENT);
+    const kinds = (): string[] => recordedEnvs(file).map((e) => e.DSS_EVENT);
     assert.equal((await cli(staticDir, ['reserve', 'eve/R1', '--for', '1h', '--note', 'demo'])).code, 0);
     await waitFor(() => (kinds().includes('reserved') ? true : undefined), 10_000, 'reserved');
     assert.equal((await cli(staticDir, ['reserve', 'eve/R1', '--extend', '--for', '2h'])).code, 0);
@@ -66,7 +54,7 @@ describe('devserver-stage watch --exec', function () {
     await waitFor(() => (kinds().includes('force-released') ? true : undefined), 10_000, 'force-released');
     assert.equal((await cli(staticDir, ['destroy', 'eve/R1'])).code, 0);
     await waitFor(() => (kinds().includes('destroyed') ? true : undefined), 10_000, 'destroyed');
-    const events = recorded(file);
+    const events = recordedEnvs(file);
     // The snapshot is no event; destroy takes the lock before it removes the build.
     assert.deepEqual(
       kinds().filter((k) => k !== 'taken'),

@@ -36,7 +36,7 @@ export {
 export { parseEvent } from './parse';
 export { flushHistory, recordHistory } from './record';
 export { HistorySegment } from './segments';
-export { type HistoryQuery, history } from './read';
+export { AHEAD_MS, type HistoryQuery, history } from './read';
 export { type LastHeld, lastHeld } from './lastHeld';
 export { type Hold, type HoldEnd, type Wait, type Who, WAIT_FLOOR_MS, holdsOf } from './holds';
 export { type BuildFigures, type Lane, type UsageFigures, MAX_LANE_ITEMS } from './tally';

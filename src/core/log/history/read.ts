@@ -28,7 +28,15 @@ export interface HistoryQuery extends HistoryOptions {
   sinceMs?: number;
   /** Only the newest `limit` events (still oldest first). Cheap: only the ends of the segments are read. */
   limit?: number;
+  /** Only events at or before this instant: lines dated far ahead (a co-user's) then take no place among the newest. */
+  untilMs?: number;
 }
+
+/**
+ * How far past this host's clock an honest record may be dated (the file server's clock, which
+ * records use, and this host's differ): a question about what just happened asks for nothing later.
+ */
+export const AHEAD_MS = 3_600_000;
 
 /** Events a host appends a little out of time order (each process stamps its own); older generations are read while within this of `sinceMs`. */
 const ORDER_SLACK_MS = 60_000;
@@ -54,6 +62,7 @@ export async function collect(staticDir: string, query: HistoryQuery, kinds?: Re
       return {
         ...(tag !== undefined ? { tag } : {}),
         sinceMs: query.sinceMs ?? -Infinity,
+        ...(query.untilMs !== undefined ? { untilMs: query.untilMs } : {}),
         limit,
         ...(kinds !== undefined ? { kinds } : {}),
         warn: query.warn ?? defaultWarn,

@@ -17,6 +17,8 @@ const TAIL_READ = 64 * 1024;
 export interface Want {
   tag?: string;
   sinceMs: number;
+  /** Only events at or before this instant (default: any). */
+  untilMs?: number;
   limit: number;
   kinds?: ReadonlySet<HistoryKind>;
   warn: Warn;
@@ -56,7 +58,7 @@ export async function readSegment(dir: Dir, name: string, want: Want, needed: nu
       const { e, t } = timed;
       oldestMs = Math.min(oldestMs, t);
       if (want.tag !== undefined && e.tag !== want.tag) continue;
-      if (t < want.sinceMs || (want.kinds !== undefined && !want.kinds.has(e.kind))) continue;
+      if (t < want.sinceMs || t > (want.untilMs ?? Infinity) || (want.kinds !== undefined && !want.kinds.has(e.kind))) continue;
       events.push(e);
       times.push(t);
     }

@@ -1,7 +1,8 @@
 /**
  * Who uses what: the figures of one build, a folder of builds or every build over windows of
  * time (the last day, the last week), from the history as it is on disk, read one area at a
- * time: memory follows one area's history and the figures kept, never all the lines.
+ * time: memory follows the newest events of one area (`MAX_STATS_EVENTS`) and the figures kept,
+ * never all the lines.
  */
 import * as path from 'path';
 import { historyDirOf } from '../../base/protocol';
@@ -12,6 +13,14 @@ import { Kept, type Read } from './kept';
 import { readTagDir, visitHistory } from './read';
 import { defaultWarn } from './report';
 import { type TallyLimits, type UsageFigures, UsageTally } from './tally';
+
+/**
+ * The newest events of one build read, at most: enough for years of honest use, and a bound on
+ * memory whatever a co-user plants (segments of thousands of hosts, millions of events). Events
+ * after the windows' end are left out first, so that lines dated far ahead cannot push out the
+ * real ones.
+ */
+export const MAX_STATS_EVENTS = 100_000;
 
 export const DAY_MS = 86_400_000;
 export const WEEK_MS = 7 * DAY_MS;
@@ -42,14 +51,15 @@ export async function historyStats(staticDir: string, query: StatsQuery = {}): P
         ...(query.exact === true && scope !== '' ? { tag: scope } : {}),
         // Everything kept is read: a holding that began before a window may still run into it.
         sinceMs: -Infinity,
-        limit: Infinity,
+        untilMs: nowMs,
+        limit: MAX_STATS_EVENTS,
         warn: query.warn ?? defaultWarn,
         sync,
         glance: false,
       };
     },
     async (dir, want) => {
-      const kept = new Kept(Infinity);
+      const kept = new Kept(MAX_STATS_EVENTS);
       await readTagDir(dir, want, kept);
       for (const [tag, events] of byTag(await kept.reads(), path.basename(dir.shown), scope)) {
         const th = holdsOfTimed(events, nowMs);
