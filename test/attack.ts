@@ -381,11 +381,16 @@ export async function pool<T>(items: readonly T[], concurrency: number, fn: (ite
 const INOTIFY_EVENTS_PY = `
 import ctypes, os, re, select, signal, struct, sys
 def events(fd):
+    done = False
     while True:
-        r, _, _ = select.select([fd, sys.stdin], [], [])
-        if sys.stdin in r and not sys.stdin.readline():
-            return
+        r, _, _ = select.select([fd] if done else [fd, sys.stdin], [], [], 0 if done else None)
+        if not done and sys.stdin in r and not sys.stdin.readline():
+            # The caller is done: what the kernel queued before that is still read, then the end.
+            done = True
+            continue
         if fd not in r:
+            if done:
+                return
             continue
         buf = os.read(fd, 65536)
         i = 0
