@@ -136,6 +136,14 @@ export function expectMessage<T extends Msg = Msg>(child: ChildProcess, pred: (m
 
 export const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
+/** `count` builds `<folder>/R0`…, each marked staged (a timestamp and nothing else). */
+export function stagedBuilds(folder: string, count: number): void {
+  for (let i = 0; i < count; i++) {
+    fs.mkdirSync(path.join(folder, `R${i}`), { recursive: true });
+    fs.writeFileSync(path.join(folder, `R${i}`, 'staged.timestamp'), '');
+  }
+}
+
 /** A pid that was just used and is not running any more. */
 export async function deadPid(): Promise<number> {
   for (;;) {

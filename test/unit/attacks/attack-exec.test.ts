@@ -13,7 +13,7 @@ import * as path from 'path';
 import { readPrintable } from '../../../src/core/base/format';
 import { HISTORY_DIR, LOCK_NAME, META_DIR, OWNER_FILE, historyDirOf } from '../../../src/core/base/protocol';
 import { changes, fingerprint, pidAlive, plantCanaries } from '../../attack';
-import { CLI, ENV_RECORDER, cleanup, cli, exitOf, killAll, recordedEnvs, run, tempDir, track, waitFor } from '../../helpers';
+import { CLI, ENV_RECORDER, cleanup, cli, exitOf, killAll, recordedEnvs, run, stagedBuilds, tempDir, track, waitFor } from '../../helpers';
 
 
 /** The largest environment string the kernel takes (`MAX_ARG_STRLEN`, 32 pages). */
@@ -235,10 +235,7 @@ describe('attack: watch --exec against hostile records, floods and a stubborn co
 
   it('runs one command at a time through a flood of 1,000 builds locked at once, the oldest waiting dropped and each said', async () => {
     const builds = 1_000;
-    for (let i = 0; i < builds; i++) {
-      fs.mkdirSync(path.join(staticDir, 'flood', `R${i}`), { recursive: true });
-      fs.writeFileSync(path.join(staticDir, 'flood', `R${i}`, 'staged.timestamp'), '');
-    }
+    stagedBuilds(path.join(staticDir, 'flood'), builds);
     // An O_EXCL marker (mkdir) held while each command runs: two at once would clash.
     const script = 'mkdir "$OUT_DIR/running" 2>/dev/null || echo clash >> "$OUT_DIR/clash"; echo "$DSS_EVENT $DSS_TAG" >> "$OUT_DIR/ran"; sleep 0.01; rmdir "$OUT_DIR/running"';
     const w = watchExec(staticDir, ['--exec', `sh -c '${script}'`], { OUT_DIR: scratch });
@@ -263,10 +260,7 @@ describe('attack: watch --exec against hostile records, floods and a stubborn co
 
   it('ends on SIGTERM while its command fills a stderr nobody reads, through a flood of events', async () => {
     const builds = 150;
-    for (let i = 0; i < builds; i++) {
-      fs.mkdirSync(path.join(staticDir, 'noisy', `R${i}`), { recursive: true });
-      fs.writeFileSync(path.join(staticDir, 'noisy', `R${i}`, 'staged.timestamp'), '');
-    }
+    stagedBuilds(path.join(staticDir, 'noisy'), builds);
     // stderr a pipe never read (a FIFO, as a shell's 2>fifo makes): 64 KiB fill it, and a blocking write to it then waits for ever.
     const fifo = path.join(scratch, 'stderr');
     assert.equal(spawnSync('mkfifo', [fifo]).status, 0);

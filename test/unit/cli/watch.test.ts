@@ -11,7 +11,7 @@ import { LockStates, POLL_IDLE_MS } from '../../../src/core/watch/states';
 import { inThreadWatcher, type WatcherFactory } from '../../../src/core/watch/watcher';
 import { acquire } from '../../../src/core/lock/lock';
 import type { Lease } from '../../../src/core/lock/lease';
-import { CLI, cleanup, cli, exitOf, tempDir, track, waitFor } from '../../helpers';
+import { CLI, cleanup, cli, exitOf, stagedBuilds, tempDir, track, waitFor } from '../../helpers';
 
 interface Line {
   event: string;
@@ -147,10 +147,7 @@ describe('devserver-stage watch', function () {
     this.timeout(120_000);
     // Enough builds that judging the rest takes longer than the events' settle time.
     const builds = 8_000;
-    for (let i = 0; i < builds; i++) {
-      fs.mkdirSync(path.join(staticDir, 'big', `R${i}`), { recursive: true });
-      fs.writeFileSync(path.join(staticDir, 'big', `R${i}`, 'staged.timestamp'), '');
-    }
+    stagedBuilds(path.join(staticDir, 'big'), builds);
     // The first in the directory's own order (readdir's is sorted) is judged first.
     const dir = fs.opendirSync(path.join(staticDir, 'big'));
     const first = `big/${dir.readSync()!.name}`;
