@@ -300,8 +300,13 @@ describe('a network filesystem shared by two clients (sshfs)', function () {
       .readdirSync('/proc')
       .filter((d) => /^\d+$/.test(d))
       .find((d) => {
-        const argv = fs.readFileSync(`/proc/${d}/cmdline`, 'utf8').split('\0');
-        return argv[0]?.endsWith('sshfs') === true && argv.includes(remote);
+        try {
+          const argv = fs.readFileSync(`/proc/${d}/cmdline`, 'utf8').split('\0');
+          return argv[0]?.endsWith('sshfs') === true && argv.includes(remote);
+        } catch {
+          // A process that ended between the listing of /proc and this read.
+          return false;
+        }
       });
     assert.ok(sshfsPid !== undefined, 'the sshfs process of the share');
     // A listing in another process, which says every 50 ms that its event loop turns.
