@@ -66,7 +66,7 @@ export async function tryAcquire(
       area: opened.dir,
       shownArea: area.dir,
       floor: Math.max(counter.hint, await stagedToken(io, opened.dir, area.dir)),
-      recordedElsewhere: () => tokenRecordedElsewhere(area),
+      recordedElsewhere: (fresh) => tokenRecordedElsewhere(area, fresh),
     };
     fence = await proposeToken(fenceCtx);
     mode = lockModeFor(opened.dir);
@@ -149,10 +149,10 @@ export async function tryAcquire(
  * history. Where an area has no counter at all (it was destroyed and made again, or its counter was
  * removed), its tokens go on above those.
  */
-async function tokenRecordedElsewhere(area: Area): Promise<number> {
+async function tokenRecordedElsewhere(area: Area, fresh: boolean): Promise<number> {
   // Quietly: what cannot be read there (a link planted in its place) is said by whoever reads the history for itself.
   const events = await history(area.staticDir, { tag: area.tag, limit: 1_000, warn: () => undefined }).catch(() => []);
-  let max = await floorOf(area.realStaticDir, area.tag);
+  let max = await floorOf(area.realStaticDir, area.tag, fresh);
   for (const e of events) if (e.fence !== undefined && e.fence > max) max = e.fence;
   return max;
 }

@@ -40,8 +40,8 @@ export const CARRIER_PREFIX = 'fence.';
 /** The greatest token handed out: above it, the next could not be told from it. */
 export const MAX_TOKEN = Number.MAX_SAFE_INTEGER - 1;
 
-/** Made and removed at once in the counter, on a network filesystem, to drop a client's cached listing of it. */
-const PROBE_PREFIX = 'probe.';
+/** Made and removed at once in a directory, on a network filesystem, to drop a client's cached listing of it. */
+export const PROBE_PREFIX = 'probe.';
 
 /** How often a holder looks again when the counter moves under it; more means something is wrong. */
 const MAX_LOOKS = 20;
@@ -142,15 +142,18 @@ export interface FenceContext {
   shownArea: string;
   /** The greatest token the area records elsewhere than in its counter (see `stagedToken`). */
   floor: number;
-  /** Further records, asked only when the area has no counter at all (the area's history). */
-  recordedElsewhere?: () => Promise<number>;
+  /**
+   * Further records, asked only when the area has no counter at all (what its destroys kept, its
+   * history). `fresh`: read past what a network client cached, for the number a token is settled on.
+   */
+  recordedElsewhere?: (fresh: boolean) => Promise<number>;
 }
 
 /** The proposal a holder builds into its lock: one above everything it can see. */
 export async function proposeToken(ctx: FenceContext): Promise<number> {
   const look = await lookAtCounter(ctx.io, ctx.area, ctx.shownArea);
   let base = Math.max(look.value ?? 0, ctx.floor);
-  if (look.kind === 'absent' && ctx.recordedElsewhere !== undefined) base = Math.max(base, await ctx.recordedElsewhere());
+  if (look.kind === 'absent' && ctx.recordedElsewhere !== undefined) base = Math.max(base, await ctx.recordedElsewhere(false));
   return base + 1;
 }
 
@@ -185,9 +188,10 @@ export async function settleToken(ctx: FenceContext, work: string, proposal: num
         await io.rename(area.at(FENCE_FILE), area.at(`${work}/${CARRIER_PREFIX}${carrier}`));
       } else {
         // No counter at all. Decided on a look the server answered: a listing a client cached may
-        // miss a counter made meanwhile by another host.
+        // miss a counter made meanwhile by another host, and the token kept by a destroy through
+        // another host (the count starts above it).
         if (!io.sync && looks === 0) continue;
-        carrier = Math.max(ctx.floor, (await ctx.recordedElsewhere?.()) ?? 0);
+        carrier = Math.max(ctx.floor, (await ctx.recordedElsewhere?.(!io.sync)) ?? 0);
         await io.writeNewFile(area.at(`${work}/${CARRIER_PREFIX}${carrier}`), '', 0o644);
       }
     } catch (err) {

@@ -8,7 +8,9 @@
  * its history): an empty file whose NAME is the token, as in the counter (fence.ts), so that the
  * number is never taken from a file's bytes. Created `O_EXCL|O_NOFOLLOW` with one link, its
  * directory flushed before the destroy goes on. Read, as a hint that only raises the count, only
- * where an area has no counter at all; names below the newest are dropped by the next writer.
+ * where an area has no counter at all, past a network client's cache when the token is settled
+ * (a destroy through another host may have written it since this client looked); names below the
+ * newest are dropped by the next writer.
  */
 import * as fs from 'fs';
 import * as path from 'path';
@@ -16,7 +18,8 @@ import { createRecord, openBelow, openDir, openOrMakeBelow, type Dir } from '../
 import { openMeta } from '../fs/meta';
 import { StagingError, errnoCode, errnoHint } from '../base/errors';
 import { FLOOR_DIR, META_DIR, historyDirOf } from '../base/protocol';
-import { parseCount } from './fence';
+import { PROBE_PREFIX, parseCount } from './fence';
+import { randomHex } from '../base/crypto';
 
 /** Where the records of `tag` are, below the static directory, for messages. */
 function shownFloorDir(staticDir: string, tag: string): string {
@@ -70,14 +73,41 @@ export async function recordFloor(staticDir: string, realStaticDir: string, tag:
   }
 }
 
-/** The greatest token recorded for `tag` by destroys (0: none, or the records cannot be read). */
-export async function floorOf(realStaticDir: string, tag: string): Promise<number> {
+/**
+ * Makes and removes a directory in `dir`: a network client then drops what it cached of the
+ * directory (its listing, names it saw missing), so the next look is answered by the server.
+ * Best effort: where it cannot write there, the look may be the client's.
+ */
+async function dropCached(dir: Dir): Promise<void> {
+  const probe = dir.at(`${PROBE_PREFIX}${process.pid}.${randomHex(4)}`);
+  await fs.promises.mkdir(probe).then(
+    () => fs.promises.rmdir(probe).catch(() => undefined),
+    () => undefined,
+  );
+}
+
+/**
+ * The greatest token recorded for `tag` by destroys (0: none, or the records cannot be read).
+ * `fresh`: past a network client's caches, for the number a token is settled on; a destroy through
+ * another host wrote it since this client last looked.
+ */
+export async function floorOf(realStaticDir: string, tag: string, fresh = false): Promise<number> {
   const opened: Dir[] = [];
   try {
     opened.push(await openDir(realStaticDir, true));
-    for (const name of [META_DIR, FLOOR_DIR, ...historyDirOf(tag)]) opened.push(await openBelow(opened.at(-1)!, name));
+    for (const name of [META_DIR, FLOOR_DIR, ...historyDirOf(tag)]) {
+      const parent = opened.at(-1)!;
+      const below = await openBelow(parent, name).catch(async (err: unknown) => {
+        if (!fresh || errnoCode(err) !== 'ENOENT') throw err;
+        await dropCached(parent);
+        return openBelow(parent, name);
+      });
+      opened.push(below);
+    }
+    const dir = opened.at(-1)!;
+    if (fresh) await dropCached(dir);
     let max = 0;
-    for (const name of await fs.promises.readdir(opened.at(-1)!.at('.'))) max = Math.max(max, parseCount(name) ?? 0);
+    for (const name of await fs.promises.readdir(dir.at('.'))) max = Math.max(max, parseCount(name) ?? 0);
     return max;
   } catch {
     return 0;

@@ -5,6 +5,9 @@
  * - Holders on the two clients in turn, each right after the other: no token is handed out twice,
  *   and they grow in the order the holders locked. (Reading the counter, as earlier builds did,
  *   gives one client's cached value twice.)
+ * - An area destroyed through one client and made again through the other, with no history to
+ *   help: the token its destroy kept outside it is read past the other client's cache, and the
+ *   count goes on. (A cached listing of those records gave the same token twice.)
  * - A holder force-released while its command still runs, and a successor on the other client:
  *   the successor's token is greater, never the same.
  * - A holder stopped (SIGSTOP) for longer than the stale threshold, taken over from the other client,
@@ -19,7 +22,7 @@ import { watchName } from '../../attack';
 import { runCli, startCli } from '../../commit';
 import { killAll, report, sleep, waitFor } from '../../helpers';
 import { startSshfs, whyNoSshfs, type SshfsExport } from '../../sshfs';
-import { COMMAND_FILE, FENCE_FILE, LOCK_NAME, OWNER_FILE, WORK_PREFIX } from '../../../src/core/base/protocol';
+import { COMMAND_FILE, FENCE_FILE, HISTORY_DIR, LOCK_NAME, META_DIR, OWNER_FILE, WORK_PREFIX } from '../../../src/core/base/protocol';
 
 /** The shortest thresholds the core allows: a stopped holder goes stale in 2 s. */
 const TIMING = ['--stale', '2', '--refresh', '1'];
@@ -79,6 +82,46 @@ describe('fencing and the lock across two hosts on one network filesystem (sshfs
     }
     report(`tokens in turn through the two clients: ${tokens.join(' ')}`);
     for (let i = 1; i < seen.length; i++) assert.ok(seen[i] > seen[i - 1], `tokens must grow in the order of locking: ${tokens.join(' ')}`);
+  });
+
+  it('an area destroyed through one client and made again through the other counts on, with no history, though that client cached what it read of the destroys', async () => {
+    const tag = 'remade/R1';
+    // The history is best effort (a full disk, a file in its place): the record each destroy keeps
+    // outside the area is then all the next holder can count on.
+    const historyDir = path.join(nfs!.exportDir, META_DIR, HISTORY_DIR);
+    fs.mkdirSync(path.dirname(historyDir), { recursive: true });
+    const kept = fs.existsSync(historyDir);
+    if (kept) fs.renameSync(historyDir, `${historyDir}.kept`);
+    fs.writeFileSync(historyDir, 'planted');
+    const tokens: string[] = [];
+    const seen: number[] = [];
+    const destroyThrough = async (client: 'A' | 'B'): Promise<void> => {
+      const r = await runCli(['destroy', tag], { staticDir: dirOf(client), hostname: hostOf(client) });
+      assert.equal(r.code, 0, `destroy through client ${client}: ${r.stderr}`);
+      tokens.push(`${client}:destroy`);
+    };
+    const lockThrough = async (client: 'A' | 'B'): Promise<void> => {
+      const t = await tokenThrough(client, tag);
+      tokens.push(`${client}:${t}`);
+      seen.push(t);
+    };
+    // B first finds no record of a destroy at all, and may keep that it found none.
+    await lockThrough('B');
+    for (let round = 0; round < 3; round++) {
+      // B makes the area again, reading (and so caching) the token the destroys kept; A then
+      // holds it, destroys it, and B makes it again while its cache still holds the older record.
+      await lockThrough('A');
+      await destroyThrough('A');
+      await lockThrough('B');
+      await lockThrough('A');
+      await destroyThrough('A');
+      await lockThrough('B');
+      await destroyThrough('B');
+    }
+    fs.rmSync(historyDir);
+    if (kept) fs.renameSync(`${historyDir}.kept`, historyDir);
+    report(`tokens of an area destroyed and made again through the two clients, with no history: ${tokens.join(' ')}`);
+    for (let i = 1; i < seen.length; i++) assert.ok(seen[i] > seen[i - 1], `tokens must grow across destroys: ${tokens.join(' ')}`);
   });
 
   it('a holder force-released while its command runs: its successor on the other client gets a greater token', async () => {
