@@ -18,14 +18,15 @@ let pausing: Promise<void> | undefined;
 
 /**
  * Undefined while the current slice lasts; once it is over, a promise that resolves after the
- * event loop had its turn (timers and I/O included). Shared by all sliced work in the process:
+ * event loop had its turn (timers and I/O included). `sliceMs`: shorter for work that feeds other
+ * threads, whose answers wait for the turn. Shared by all sliced work in the process:
  * ten listings at once then hold the loop for one slice at a time, not for one slice each.
  */
-export function pause(): Promise<void> | undefined {
+export function pause(sliceMs = SLICE_MS): Promise<void> | undefined {
   if (pausing !== undefined) return pausing;
   const t = now();
   sliceStart ??= t;
-  if (t - sliceStart < SLICE_MS) return undefined;
+  if (t - sliceStart < sliceMs) return undefined;
   pausing = new Promise<void>((resolve) =>
     setImmediate(() => {
       pausing = undefined;

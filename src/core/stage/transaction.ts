@@ -9,6 +9,7 @@ import * as path from 'path';
 import { StagingError, asStagingError, errnoCode, isStagingError } from '../base/errors';
 import type { Lease } from '../lock/lock';
 import { isInside } from '../fs/tags';
+import { pause } from '../base/slices';
 import { asyncIo } from '../fs/io';
 import { Budget, Copier, hashFile, type Written } from './copy';
 import { Journal, type Target } from './journal';
@@ -27,6 +28,11 @@ import { DEFAULT_MAX_BYTES, type IncomingEntry, type Manifest, type ManifestEntr
  * a build are reached (and hashed beside the small ones) before all its small files are copied.
  */
 const PARALLEL = 4096;
+/**
+ * How long the walk may hold the event loop: the copying workers have a few small files queued
+ * each, and their answers (and the next files) wait for the loop's turn.
+ */
+const FEED_SLICE_MS = 2;
 
 const ignore = (): void => undefined;
 
@@ -142,6 +148,11 @@ export class Transaction {
           throw failure.err;
         }
         this.check();
+        // A walk on a local disk and the books of each entry run without ever waiting for the
+        // event loop: without a turn now and then, the copying workers' answers would wait for
+        // the end of the walk, and the workers with them.
+        const turn = pause(FEED_SLICE_MS);
+        if (turn !== undefined) await turn;
         if (entry.type === 'file' && entry.localPath !== undefined) {
           // Plain local files need nothing from the source once named: copy many at once.
           while (inflight.size >= PARALLEL) await new Promise<void>((resolve) => (room = resolve));
