@@ -40,8 +40,8 @@ export const CARRIER_PREFIX = 'fence.';
 /** The greatest token handed out: above it, the next could not be told from it. */
 export const MAX_TOKEN = Number.MAX_SAFE_INTEGER - 1;
 
-/** Made and removed at once in a directory, on a network filesystem, to drop a client's cached listing of it. */
-export const PROBE_PREFIX = 'probe.';
+/** Made and removed at once in the counter, on a network filesystem, to drop a client's cached listing of it. */
+const PROBE_PREFIX = 'probe.';
 
 /** How often a holder looks again when the counter moves under it; more means something is wrong. */
 const MAX_LOOKS = 20;

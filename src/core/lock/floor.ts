@@ -18,7 +18,7 @@ import { createRecord, openBelow, openDir, openOrMakeBelow, type Dir } from '../
 import { openMeta } from '../fs/meta';
 import { StagingError, errnoCode, errnoHint } from '../base/errors';
 import { FLOOR_DIR, META_DIR, historyDirOf } from '../base/protocol';
-import { PROBE_PREFIX, parseCount } from './fence';
+import { parseCount } from './fence';
 import { randomHex } from '../base/crypto';
 
 /** Where the records of `tag` are, below the static directory, for messages. */
@@ -79,7 +79,8 @@ export async function recordFloor(staticDir: string, realStaticDir: string, tag:
  * Best effort: where it cannot write there, the look may be the client's.
  */
 async function dropCached(dir: Dir): Promise<void> {
-  const probe = dir.at(`${PROBE_PREFIX}${process.pid}.${randomHex(4)}`);
+  // Named as the protocol's own: in the static directory itself, views and listings pass it by.
+  const probe = dir.at(`${META_DIR}.probe.${process.pid}.${randomHex(4)}`);
   await fs.promises.mkdir(probe).then(
     () => fs.promises.rmdir(probe).catch(() => undefined),
     () => undefined,
