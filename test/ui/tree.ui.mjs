@@ -89,10 +89,15 @@ export async function runUiCheck({ updateScreenshots = false, log = console.log,
     };
     /** One more check of what is on screen, counted like the rows above. */
     const check = async (what, probe) => {
-      const ok = await probe().catch(() => false);
+      let why = '';
+      const ok = await probe().catch((err) => {
+        why = String(err?.message ?? err).split('\n')[0];
+        return false;
+      });
       if (ok) passed++;
       else failed++;
       log(`    ${ok ? '✔' : '✘'} on screen: ${what}`);
+      if (why !== '') log(`      (${why})`);
     };
     // The question before a destructive action: a quick pick whose first row, Cancel, is the one
     // Enter chooses. Its title and rows as text, and the row that has the focus.
@@ -226,8 +231,10 @@ export async function runUiCheck({ updateScreenshots = false, log = console.log,
       let said = await page.locator('.monaco-editor-overlaymessage').first().innerText({ timeout: 10_000 }).catch(() => '');
       if (said === '') {
         // The keystroke can land before the editor has the focus (a notification closing over
-        // it): the editor is clicked and typed into once more, and must refuse that one.
-        await page.locator('.editor-instance .view-lines').first().click();
+        // it, and taking the click): the notifications are cleared, the editor is given the
+        // focus from the palette, typed into once more, and must refuse that one.
+        await palette('Notifications: Clear All Notifications');
+        await palette('View: Focus Active Editor Group');
         await page.keyboard.type('x');
         said = await page.locator('.monaco-editor-overlaymessage').first().innerText({ timeout: 10_000 }).catch(() => '');
       }
