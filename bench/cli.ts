@@ -38,7 +38,7 @@ const RUNNER = [
   '    _, status, ru = os.wait4(pid, 0)',
   '    wall = time.perf_counter() - t0',
   '    code = os.WEXITSTATUS(status) if os.WIFEXITED(status) else -os.WTERMSIG(status)',
-  '    print(json.dumps({"wall": wall, "cpu": ru.ru_utime + ru.ru_stime, "user": ru.ru_utime, "code": code, "bytes": n}), flush=True)',
+  '    print(json.dumps({"wall": wall, "cpu": ru.ru_utime + ru.ru_stime, "user": ru.ru_utime, "code": code, "bytes": n, "maxrssKiB": ru.ru_maxrss}), flush=True)',
 ].join('\n');
 
 export interface Sample {
@@ -47,6 +47,8 @@ export interface Sample {
   user: number;
   code: number;
   bytes: number;
+  /** The peak resident memory of the largest process it waited for (Linux: KiB). */
+  maxrssKiB?: number;
 }
 
 /**

@@ -2,7 +2,7 @@
  * Benchmarks of the lock core against bare baselines measured in the same process and run.
  * Prints figures; never asserts timings. See bench/README.md.
  *
- *   node out/bench/index.js [--no-race] [--no-stage] [--no-sources] [--no-verify] [--no-history] [--no-handoff] [--no-cli] [--no-manifest] [--quick]
+ *   node out/bench/index.js [--no-race] [--no-stage] [--no-sources] [--no-verify] [--no-history] [--no-handoff] [--no-cli] [--no-manifest] [--no-du] [--quick]
  */
 import { spawn, type ChildProcess } from 'child_process';
 import * as fs from 'fs';
@@ -25,6 +25,7 @@ import { benchList } from './list';
 import { benchManifest } from './manifest';
 import { benchStage } from './stage';
 import { benchSources } from './sources';
+import { benchDu } from './du';
 import { benchVerify } from './verify';
 import { benchPolling } from './watch';
 import { benchHistory } from './history';
@@ -36,6 +37,7 @@ const QUICK = argv.has('--quick');
 const RACE = !argv.has('--no-race');
 const STAGE = !argv.has('--no-stage');
 const SOURCES = !argv.has('--no-sources');
+const DU = !argv.has('--no-du');
 const VERIFY = !argv.has('--no-verify');
 const HISTORY = !argv.has('--no-history');
 const HANDOFF = !argv.has('--no-handoff');
@@ -391,6 +393,7 @@ async function main(): Promise<void> {
     await benchRace(root, rows);
     if (STAGE) await benchStage(root, rows, QUICK, line);
     if (SOURCES) await benchSources(root, rows, QUICK, line, path.resolve(__dirname, '..', '..', 'dist', 'cli.js'));
+    if (DU) await benchDu(root, rows, QUICK, line, path.resolve(__dirname, '..', '..', 'dist', 'cli.js'));
     if (VERIFY) await benchVerify(root, rows, QUICK, line);
     if (MANIFEST) await benchManifest(root, rows, QUICK, line);
     if (HANDOFF) await benchHandoff(root, rows, QUICK, line, path.resolve(__dirname, '..', '..', 'dist', 'cli.js'));
