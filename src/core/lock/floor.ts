@@ -16,10 +16,10 @@ import * as fs from 'fs';
 import * as path from 'path';
 import { createRecord, openBelow, openDir, openOrMakeBelow, type Dir } from '../fs/anchored';
 import { openMeta } from '../fs/meta';
+import { dropCachedListing } from '../fs/fresh';
 import { StagingError, errnoCode, errnoHint } from '../base/errors';
 import { FLOOR_DIR, META_DIR, historyDirOf } from '../base/protocol';
 import { parseCount } from './fence';
-import { randomHex } from '../base/crypto';
 
 /** Where the records of `tag` are, below the static directory, for messages. */
 function shownFloorDir(staticDir: string, tag: string): string {
@@ -74,20 +74,6 @@ export async function recordFloor(staticDir: string, realStaticDir: string, tag:
 }
 
 /**
- * Makes and removes a directory in `dir`: a network client then drops what it cached of the
- * directory (its listing, names it saw missing), so the next look is answered by the server.
- * Best effort: where it cannot write there, the look may be the client's.
- */
-async function dropCached(dir: Dir): Promise<void> {
-  // Named as the protocol's own: in the static directory itself, views and listings pass it by.
-  const probe = dir.at(`${META_DIR}.probe.${process.pid}.${randomHex(4)}`);
-  await fs.promises.mkdir(probe).then(
-    () => fs.promises.rmdir(probe).catch(() => undefined),
-    () => undefined,
-  );
-}
-
-/**
  * The greatest token recorded for `tag` by destroys (0: none, or the records cannot be read).
  * `fresh`: past a network client's caches, for the number a token is settled on; a destroy through
  * another host wrote it since this client last looked.
@@ -100,13 +86,13 @@ export async function floorOf(realStaticDir: string, tag: string, fresh = false)
       const parent = opened.at(-1)!;
       const below = await openBelow(parent, name).catch(async (err: unknown) => {
         if (!fresh || errnoCode(err) !== 'ENOENT') throw err;
-        await dropCached(parent);
+        await dropCachedListing(parent.at('.'));
         return openBelow(parent, name);
       });
       opened.push(below);
     }
     const dir = opened.at(-1)!;
-    if (fresh) await dropCached(dir);
+    if (fresh) await dropCachedListing(dir.at('.'));
     let max = 0;
     for (const name of await fs.promises.readdir(dir.at('.'))) max = Math.max(max, parseCount(name) ?? 0);
     return max;

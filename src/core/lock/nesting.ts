@@ -10,7 +10,8 @@
  * paused, and a lock left in place keeps its work directory, through which that holder could still
  * write when it resumes. Whoever takes a lock after that checks in turn and meets this one. Only
  * looking (the checks before taking, a destroy's count of what is inside) a stale lock blocks
- * nothing.
+ * nothing. On a network filesystem each directory is looked at past the client's cache
+ * (fs/fresh.ts): the other's lock may have been made through another host moments before.
  */
 import * as fs from 'fs';
 import * as path from 'path';
@@ -18,6 +19,7 @@ import { openBelow, openDir, type Dir } from '../fs/anchored';
 import { readEntries } from '../build/browse';
 import { callsFor } from '../fs/calls';
 import { fsPath } from '../base/rawNames';
+import { dropCachedListing } from '../fs/fresh';
 import { asStagingError, errnoCode } from '../base/errors';
 import { asyncIo, type Io } from '../fs/io';
 import { hasBuildMark } from './inspect';
@@ -86,6 +88,9 @@ export async function findHeldAbove(
   let dir = area.staticDir;
   for (const segment of area.segments.slice(0, -1)) {
     dir = path.join(dir, segment);
+    // A client that cached the folder without a lock (NFS keeps names it found missing) would
+    // not see one another host placed since.
+    if (!io.sync) await dropCachedListing(fsPath(dir));
     const info = await inTheWay(area.staticDir, dir, timing, nowFsMs, io, takeOver);
     if (info !== undefined) return info;
   }
@@ -124,7 +129,11 @@ export async function findHeldInside(
     try {
       // The area's own listing may come from the caller, who just read it.
       if (current === dir && listing !== undefined) entries = listing;
-      else entries = await allEntries(current, io);
+      else {
+        // A client's cached listing would miss a build another host made and locked since.
+        if (!io.sync) await dropCachedListing(fsPath(current));
+        entries = await allEntries(current, io);
+      }
     } catch {
       continue;
     }

@@ -124,6 +124,30 @@ describe('fencing and the lock across two hosts on one network filesystem (sshfs
     for (let i = 1; i < seen.length; i++) assert.ok(seen[i] > seen[i - 1], `tokens must grow across destroys: ${tokens.join(' ')}`);
   });
 
+  it('a folder locked through one client while a build inside it is held through the other, made since that client listed the folder: refused', async () => {
+    const outcomes: string[] = [];
+    for (let trial = 0; trial < 3; trial++) {
+      const board = `nest${trial}`;
+      const tag = `${board}/release/R121`;
+      fs.mkdirSync(path.join(nfs!.exportDir, board, 'release', 'R120'), { recursive: true });
+      // A view on client B lists the folders now and then: its client keeps those listings.
+      fs.readdirSync(path.join(dirOf('B'), board));
+      fs.readdirSync(path.join(dirOf('B'), board, 'release'));
+      const marker = path.join(nfs!.exportDir, `nested-${trial}`);
+      const holder = startCli(['lock', tag, ...TIMING, '--', 'sh', '-c', `touch '${marker}'; exec sleep 30 </dev/null >/dev/null 2>&1`], { staticDir: dirOf('A'), hostname: hostOf('A') });
+      await waitFor(() => (fs.existsSync(marker) ? true : undefined), 30_000, 'the holder on client A to run its command');
+      // The whole board, through client B, while its client still has the folder as it listed it.
+      const folder = await runCli(['lock', board, ...TIMING, '--', 'true'], { staticDir: dirOf('B'), hostname: hostOf('B') });
+      outcomes.push(`${board}: exit ${folder.code}`);
+      spawnSync('pkill', ['-f', `touch '${marker}'`]);
+      holder.child.kill('SIGKILL');
+      await holder.done;
+      assert.equal(folder.code, 3, `locking ${board} through client B while ${tag} is held through client A must be refused: ${folder.stderr}`);
+      assert.match(folder.stderr, /R121/, 'the refusal names the build held inside');
+    }
+    report(`a folder locked while a build made and held inside it through the other client: ${outcomes.join(', ')}`);
+  });
+
   it('a holder force-released while its command runs: its successor on the other client gets a greater token', async () => {
     for (let trial = 0; trial < 3; trial++) {
       const tag = `forced/R${trial}`;
