@@ -5,6 +5,7 @@
 import * as fs from 'fs';
 import * as path from 'path';
 import { fsClockSkew } from './fs/clock';
+import { freshStat } from './fs/fresh';
 import { formatDuration, naturalOrder, printable } from './base/format';
 import { asStagingError, isStagingError } from './base/errors';
 import { inspect } from './lock/inspect';
@@ -110,7 +111,7 @@ export async function prune(staticDir: string, options: PruneOptions = {}): Prom
     ...(options.subpath !== undefined ? { subpath: options.subpath } : {}),
     ...(options.concurrency !== undefined ? { concurrency: options.concurrency } : {}),
   });
-  const { staticDir: root, realStaticDir } = await resolveStaticDir(staticDir);
+  const { staticDir: root, realStaticDir, io } = await resolveStaticDir(staticDir);
   const nowFs = Date.now() + (await fsClockSkew(realStaticDir));
 
   // Most recently used first; ties by tag so the choice does not depend on the walk's order.
@@ -162,7 +163,9 @@ export async function prune(staticDir: string, options: PruneOptions = {}): Prom
         skip(candidate, heldBecause(now.state, now));
         continue;
       }
-      const stamp = await fs.promises.lstat(path.join(candidate.dir, TIMESTAMP_FILE)).catch(() => undefined);
+      // On a network filesystem, from the server: another host may have staged to it since this
+      // client cached it.
+      const stamp = io.sync ? await fs.promises.lstat(path.join(candidate.dir, TIMESTAMP_FILE)).catch(() => undefined) : await freshStat(candidate.dir, TIMESTAMP_FILE, realStaticDir);
       if (stamp !== undefined && stamp.mtimeMs > candidate.lastUsedMs) {
         skip(candidate, 'it was staged to again while pruning');
         continue;

@@ -19,7 +19,7 @@ import { openBelow, openDir, type Dir } from '../fs/anchored';
 import { readEntries } from '../build/browse';
 import { callsFor } from '../fs/calls';
 import { fsPath } from '../base/rawNames';
-import { dropCachedListing } from '../fs/fresh';
+import { dropCachedListingInside } from '../fs/fresh';
 import { asStagingError, errnoCode } from '../base/errors';
 import { asyncIo, type Io } from '../fs/io';
 import { hasBuildMark } from './inspect';
@@ -84,13 +84,14 @@ export async function findHeldAbove(
   nowFsMs = Date.now(),
   io: Io = asyncIo,
   takeOver?: TakeOverStale,
+  freshInside?: string,
 ): Promise<LockInfo | undefined> {
   let dir = area.staticDir;
   for (const segment of area.segments.slice(0, -1)) {
     dir = path.join(dir, segment);
     // A client that cached the folder without a lock (NFS keeps names it found missing) would
     // not see one another host placed since.
-    if (!io.sync) await dropCachedListing(fsPath(dir));
+    if (freshInside !== undefined) await dropCachedListingInside(fsPath(dir), freshInside);
     const info = await inTheWay(area.staticDir, dir, timing, nowFsMs, io, takeOver);
     if (info !== undefined) return info;
   }
@@ -121,6 +122,7 @@ export async function findHeldInside(
   io: Io = asyncIo,
   listing?: readonly fs.Dirent[],
   takeOver?: TakeOverStale,
+  freshInside?: string,
 ): Promise<LockInfo | undefined> {
   const stack = [dir];
   while (stack.length > 0) {
@@ -131,7 +133,7 @@ export async function findHeldInside(
       if (current === dir && listing !== undefined) entries = listing;
       else {
         // A client's cached listing would miss a build another host made and locked since.
-        if (!io.sync) await dropCachedListing(fsPath(current));
+        if (freshInside !== undefined) await dropCachedListingInside(fsPath(current), freshInside);
         entries = await allEntries(current, io);
       }
     } catch {
@@ -155,15 +157,17 @@ export async function findHeldInside(
  * is taken, with `takeOver` for the stale locks met on the way.
  */
 export async function findNestingConflict(
-  area: Pick<Area, 'staticDir' | 'segments' | 'dir' | 'io'>,
+  area: Pick<Area, 'staticDir' | 'realStaticDir' | 'segments' | 'dir' | 'io'>,
   timing: Timing,
   nowFsMs: number,
   listing?: readonly fs.Dirent[],
   takeOver?: TakeOverStale,
 ): Promise<NestingConflict | undefined> {
-  const above = await findHeldAbove(area, timing, nowFsMs, area.io, takeOver);
+  // On a network filesystem every directory is looked at past the client's cache, never outside.
+  const freshInside = area.io.sync ? undefined : area.realStaticDir;
+  const above = await findHeldAbove(area, timing, nowFsMs, area.io, takeOver, freshInside);
   if (above !== undefined) return { info: above, relation: 'above' };
-  const inside = await findHeldInside(area.dir, timing, nowFsMs, area.io, listing, takeOver);
+  const inside = await findHeldInside(area.dir, timing, nowFsMs, area.io, listing, takeOver, freshInside);
   return inside === undefined ? undefined : { info: inside, relation: 'inside' };
 }
 

@@ -8,6 +8,10 @@
  * - An area destroyed through one client and made again through the other, with no history to
  *   help: the token its destroy kept outside it is read past the other client's cache, and the
  *   count goes on. (A cached listing of those records gave the same token twice.)
+ * - A folder locked through one client while a build inside it, made since that client listed the
+ *   folder, is held through the other: refused (the walk for locks inside read a cached listing).
+ * - prune through one client right after a build was staged to through the other: that build is
+ *   kept (its last use was read from the client's cache, and the newest build was removed).
  * - A holder force-released while its command still runs, and a successor on the other client:
  *   the successor's token is greater, never the same.
  * - A holder stopped (SIGSTOP) for longer than the stale threshold, taken over from the other client,
@@ -22,7 +26,7 @@ import { watchName } from '../../attack';
 import { runCli, startCli } from '../../commit';
 import { killAll, report, sleep, waitFor } from '../../helpers';
 import { startSshfs, whyNoSshfs, type SshfsExport } from '../../sshfs';
-import { COMMAND_FILE, FENCE_FILE, HISTORY_DIR, LOCK_NAME, META_DIR, OWNER_FILE, WORK_PREFIX } from '../../../src/core/base/protocol';
+import { COMMAND_FILE, FENCE_FILE, HISTORY_DIR, LOCK_NAME, META_DIR, OWNER_FILE, TIMESTAMP_FILE, WORK_PREFIX } from '../../../src/core/base/protocol';
 
 /** The shortest thresholds the core allows: a stopped holder goes stale in 2 s. */
 const TIMING = ['--stale', '2', '--refresh', '1'];
@@ -146,6 +150,31 @@ describe('fencing and the lock across two hosts on one network filesystem (sshfs
       assert.match(folder.stderr, /R121/, 'the refusal names the build held inside');
     }
     report(`a folder locked while a build made and held inside it through the other client: ${outcomes.join(', ')}`);
+  });
+
+  it('prune through one client keeps a build staged to through the other since that client looked at it', async () => {
+    const src = path.join(nfs!.exportDir, '..', 'prune-source');
+    fs.mkdirSync(src, { recursive: true });
+    fs.writeFileSync(path.join(src, 'image.bin'), 'the build');
+    const builds = ['R1', 'R2', 'R3'];
+    for (const [i, b] of builds.entries()) {
+      const staged = await runCli(['stage', `pruned/${b}`, src], { staticDir: dirOf('A'), hostname: hostOf('A') });
+      assert.equal(staged.code, 0, staged.stderr);
+      // R1 the least recently used, R3 the most.
+      const when = new Date(Date.now() - (3 - i) * 3_600_000);
+      fs.utimesSync(path.join(nfs!.exportDir, 'pruned', b, TIMESTAMP_FILE), when, when);
+    }
+    // Client B looks at the folder (a view, a du): its client keeps what it saw.
+    const du = await runCli(['du', 'pruned'], { staticDir: dirOf('B'), hostname: hostOf('B') });
+    assert.equal(du.code, 0, du.stderr);
+    // R1 is used again through client A (staged to: its staged.timestamp moves to now).
+    const now = new Date();
+    fs.utimesSync(path.join(dirOf('A'), 'pruned', 'R1', TIMESTAMP_FILE), now, now);
+    const pruned = await runCli(['prune', 'pruned', '--keep', '1'], { staticDir: dirOf('B'), hostname: hostOf('B') });
+    report(`prune --keep 1 through client B after R1 was used through client A: exit ${pruned.code}; left ${fs.readdirSync(path.join(nfs!.exportDir, 'pruned')).sort().join(', ')}`);
+    assert.ok(fs.existsSync(path.join(nfs!.exportDir, 'pruned', 'R1')), `R1, used moments before through the other client, was pruned: ${pruned.stdout}${pruned.stderr}`);
+    assert.match(pruned.stdout, /R1.*staged to again while pruning/);
+    assert.ok(!fs.existsSync(path.join(nfs!.exportDir, 'pruned', 'R2')), 'R2, the least recently used of the rest, was kept');
   });
 
   it('a holder force-released while its command runs: its successor on the other client gets a greater token', async () => {
