@@ -33,6 +33,10 @@ export async function makeDuFixture(staticDir: string, areas: number): Promise<v
   const content = Buffer.alloc(1_000, 'x');
   const sha256 = crypto.createHash('sha256').update(content).digest('hex');
   const when = new Date('2026-11-01T00:00:00Z');
+  const manifest = await manifestBytes({
+    version: 1,
+    artifacts: { 'image.bin': { name: 'image.bin', type: 'file', size: content.length, sha256, source: '/builds/image.bin', stagedAt: when.toISOString(), fence: 1 } },
+  });
   for (let b = 0; b < BOARDS; b++) {
     const board = path.join(staticDir, `board${String(b).padStart(3, '0')}-release`);
     fs.mkdirSync(board, { recursive: true });
@@ -40,10 +44,6 @@ export async function makeDuFixture(staticDir: string, areas: number): Promise<v
       const dir = path.join(board, `R${100 + (i % 50)}-${10_000 + i}.0.0`);
       fs.mkdirSync(dir);
       fs.writeFileSync(path.join(dir, 'image.bin'), content);
-      const manifest = await manifestBytes({
-        version: 1,
-        artifacts: { 'image.bin': { name: 'image.bin', type: 'file', size: content.length, sha256, source: '/builds/image.bin', stagedAt: when.toISOString(), fence: 1 } },
-      });
       fs.writeFileSync(path.join(dir, MANIFEST_FILE), manifest);
       fs.writeFileSync(path.join(dir, TIMESTAMP_FILE), '1');
       // Last use spread over a month, so that `prune --keep` has an order to sort.

@@ -13,18 +13,20 @@ import { isWithin } from './anchored';
 
 /**
  * Makes and removes a directory in `dir` (a path, its bytes, or a descriptor's
- * `/proc/self/fd/<n>`), so that the next look at it is answered by the file server. Named as the
- * protocol's own, so that listings and views pass it by (and one left by a killed process too).
- * Best effort: where it cannot write there, the next look may still be the client's.
+ * `/proc/self/fd/<n>`), so that the next look at it is answered by the file server. `name`: the
+ * probe's own, by default named as the protocol's (listings and views pass it by, and one left by
+ * a killed process too); a record that clears its own litter names its probes its way. Best
+ * effort: where it cannot write there, the next look may still be the client's (false).
  */
-export async function dropCachedListing(dir: string | Buffer): Promise<void> {
+export async function dropCachedListing(dir: string | Buffer, name = `${META_DIR}.probe.${process.pid}.${randomHex(4)}`): Promise<boolean> {
   // A name that is not UTF-8 is given as its bytes (base/rawNames.ts).
-  const name = `/${META_DIR}.probe.${process.pid}.${randomHex(4)}`;
-  const probe = typeof dir === 'string' ? `${dir}${name}` : Buffer.concat([dir, Buffer.from(name)]);
-  await fs.promises.mkdir(probe).then(
-    () => fs.promises.rmdir(probe).catch(() => undefined),
-    () => undefined,
+  const probe = typeof dir === 'string' ? `${dir}/${name}` : Buffer.concat([dir, Buffer.from(`/${name}`)]);
+  const made = await fs.promises.mkdir(probe).then(
+    () => true,
+    () => false,
   );
+  if (made) await fs.promises.rmdir(probe).catch(() => undefined);
+  return made;
 }
 
 /**

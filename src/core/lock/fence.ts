@@ -33,6 +33,7 @@ import { StagingError, asStagingError, errnoCode } from '../base/errors';
 import type { Io } from '../fs/io';
 import { FENCE_FILE, TIMESTAMP_FILE } from '../base/protocol';
 import { step } from '../base/steps';
+import { dropCachedListing } from '../fs/fresh';
 
 /** Inside a work directory: the counter in flight, `fence.<n>`, between consuming and publishing. */
 export const CARRIER_PREFIX = 'fence.';
@@ -96,13 +97,7 @@ export async function lookAtCounter(io: Io, area: Dir, shownArea: string, fresh 
   if (st.isSymbolicLink()) return { kind: 'legacy', value: await readLegacy(io, p, shown, true), names: [] };
   if (st.isFile()) return { kind: 'legacy', value: await readLegacy(io, p, shown, false), names: [] };
   if (!st.isDirectory()) throw counterError(shown, 'is neither a directory nor a number this tool wrote');
-  if (fresh && !io.sync) {
-    const probe = `${p}/${PROBE_PREFIX}${process.pid}.${randomHex(4)}`;
-    await io.mkdir(probe).then(
-      () => io.rmdir(probe).catch(() => undefined),
-      () => undefined,
-    );
-  }
+  if (fresh && !io.sync) await dropCachedListing(p, `${PROBE_PREFIX}${process.pid}.${randomHex(4)}`);
   let entries: string[];
   try {
     entries = await io.readdir(p);

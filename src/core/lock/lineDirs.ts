@@ -9,6 +9,7 @@ import { isWithin, openBelow, openDir, whereIs, type Dir } from '../fs/anchored'
 import { callsFor } from '../fs/calls';
 import { errnoCode } from '../base/errors';
 import { sideName } from '../base/holder';
+import { dropCachedListing as dropListing } from '../fs/fresh';
 import { asyncIo, cachesAttributes, ioFor, isLocalDevice, type Io } from '../fs/io';
 import { META_DIR, areaKey, QUEUE_DIR, QUEUE_PROBE_PREFIX } from '../base/protocol';
 import { resolveArea, type Area } from '../fs/tags';
@@ -140,12 +141,7 @@ export function readdir(io: Io, dir: Dir): Promise<string[]> {
  * entry drops this client's cached listing of the queue, so the next read sees other hosts' tickets.
  */
 export async function dropCachedListing(q: QueueDirs): Promise<void> {
-  if (!q.caching) return;
-  const probe = q.dir.at(sideName(QUEUE_PROBE_PREFIX));
-  await fs.promises.mkdir(probe).then(
-    () => fs.promises.rmdir(probe),
-    () => undefined,
-  ).catch(() => undefined);
+  if (q.caching) await dropListing(q.dir.at('.'), sideName(QUEUE_PROBE_PREFIX));
 }
 
 /**
