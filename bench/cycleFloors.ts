@@ -2,11 +2,12 @@
  * a') The lock cycle's own cost against its floor and against the locks it is compared with:
  * `acquire` + `release` of one tag (in this process, as part a) against the same system calls
  * replayed by a small C program with nothing between them (`bench/floor/cycle.c`, built here with
- * `cc` where there is one: the floor of this protocol), the Python devserver's lock
- * (`lockfile.FileLock(...).acquire(timeout=0)` and `release()`, python3-lockfile) and bare
- * proper-lockfile. Each figure is microseconds per cycle over a batch of cycles; the four run in
- * alternating rounds, and the medians of the rounds are compared. The other processes' start-up
- * is not in their figures (they time their own loops).
+ * `cc` where there is one: the floor of this protocol), the same calls made through Node's
+ * synchronous `fs` (`bench/floor/cycleNode.ts`: the floor of any Node program making them), the
+ * Python devserver's lock (`lockfile.FileLock(...).acquire(timeout=0)` and `release()`,
+ * python3-lockfile) and bare proper-lockfile. Each figure is microseconds per cycle over a batch of
+ * cycles; the five run in alternating rounds, and the medians of the rounds are compared. The
+ * other processes' start-up is not in their figures (they time their own loops).
  */
 import { spawnSync } from 'child_process';
 import * as fs from 'fs';
@@ -15,6 +16,7 @@ import { performance } from 'perf_hooks';
 import * as lockfile from 'proper-lockfile';
 import { acquire } from '../src/core/lock/lock';
 import { runAlone } from './alone';
+import { nodeReplayer } from './floor/cycleNode';
 import { median, type Row } from './stats';
 
 const PYTHON_LOCK = [
@@ -35,13 +37,15 @@ interface Floor {
 }
 
 export async function benchCycleFloors(root: string, rows: Row[], quick: boolean, line: (s?: string) => void, fsName: string): Promise<void> {
-  line(`a') the lock cycle against its own system calls replayed in C, the Python devserver's lock and bare proper-lockfile (µs per cycle, ${fsName})`);
+  line(`a') the lock cycle against its own system calls replayed in C and from Node, the Python devserver's lock and bare proper-lockfile (µs per cycle, ${fsName})`);
   const dir = path.join(root, 'floors');
   const staticDir = path.join(dir, 'static');
   fs.mkdirSync(path.join(staticDir, 'ours'), { recursive: true });
   fs.mkdirSync(path.join(staticDir, 'bare'));
   fs.mkdirSync(path.join(staticDir, 'python'));
   fs.mkdirSync(path.join(staticDir, 'c'));
+  fs.mkdirSync(path.join(staticDir, 'node'));
+  const replayInNode = nodeReplayer(path.join(staticDir, 'node'));
   const binary = path.join(dir, 'cycle');
   const source = path.resolve(__dirname, '..', '..', 'bench', 'floor', 'cycle.c');
   const built = spawnSync('cc', ['-O2', '-o', binary, source], { stdio: 'ignore' }).status === 0;
@@ -60,6 +64,7 @@ export async function benchCycleFloors(root: string, rows: Row[], quick: boolean
         return ((performance.now() - t0) * 1000) / n;
       },
     },
+    { name: 'its calls from Node', run: async (n) => replayInNode(n) },
     { name: 'its calls in C', run: async (n) => (built ? child([binary, path.join(staticDir, 'c'), String(n)]) : undefined) },
     { name: 'Python devserver lock', run: async (n) => (python ? child(['/usr/bin/python3', '-c', PYTHON_LOCK, path.join(staticDir, 'python', 'devserver'), String(n)]) : undefined) },
     {
@@ -87,13 +92,13 @@ export async function benchCycleFloors(root: string, rows: Row[], quick: boolean
   for (const f of floors) {
     const s = samples.get(f.name)!;
     if (s.length === 0) {
-      line(`   ${f.name.padEnd(22)} not measured here (${f.name.includes('C') ? 'no cc' : 'no /usr/bin/python3 with lockfile'})`);
+      line(`   ${f.name.padEnd(22)} not measured here (${f.name.endsWith(' C') ? 'no cc' : 'no /usr/bin/python3 with lockfile'})`);
       continue;
     }
     const m = median(s);
     line(`   ${f.name.padEnd(22)} ${m.toFixed(0).padStart(6)} µs${f.name === 'ours' ? '' : `   ours ${(ours / m).toFixed(2)}×`}   (${s.length} rounds of ${n})`);
     if (f.name === 'ours') continue;
-    const isFloor = f.name === 'its calls in C';
+    const isFloor = f.name.startsWith('its calls');
     const row: Row = { name: `lock cycle vs ${f.name}, ${fsName}`, unit: 'µs', median: ours / 1000, p95: Math.max(...samples.get('ours')!) / 1000, baseline: f.name, baselineMedian: m / 1000, aim: isFloor ? '≤ 1.20×' : '(context)' };
     if (isFloor) row.met = ours / m <= 1.2;
     rows.push(row);

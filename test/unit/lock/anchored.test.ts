@@ -6,6 +6,8 @@ import { strict as assert } from 'assert';
 import { spawnSync } from 'child_process';
 import * as fs from 'fs';
 import * as path from 'path';
+import { mountIdOf } from '../../../src/core/fs/anchored/mounts';
+import { openDir, removeTree } from '../../../src/core/fs/anchored';
 import { destroy } from '../../../src/core/remove';
 import { cleanup, fingerprint, isRoot, report, tempDir } from '../../helpers';
 
@@ -40,6 +42,14 @@ describe('destroy through descriptors', function () {
     cleanup(root);
   });
 
+  /** Mounts the outside directory on `mountPoint` (root only), for afterEach to unmount. */
+  function bindOutsideOn(mountPoint: string): string {
+    const r = spawnSync('mount', ['--bind', outside, mountPoint], { encoding: 'utf8' });
+    assert.equal(r.status, 0, `mount --bind failed as root: ${r.stderr}`);
+    mounted = mountPoint;
+    return mountPoint;
+  }
+
   it('unlinks a link inside the area and leaves what it points to', async () => {
     fs.symlinkSync(outside, path.join(staticDir, 'b', 'R1', 'sub', 'to-outside'));
     const before = fingerprint(outside);
@@ -53,12 +63,50 @@ describe('destroy through descriptors', function () {
       report('skipped: a bind mount needs root');
       return this.skip();
     }
-    const mountPoint = path.join(staticDir, 'b', 'R1', 'sub');
-    const r = spawnSync('mount', ['--bind', outside, mountPoint], { encoding: 'utf8' });
-    assert.equal(r.status, 0, `mount --bind failed as root: ${r.stderr}`);
-    mounted = mountPoint;
+    const mountPoint = bindOutsideOn(path.join(staticDir, 'b', 'R1', 'sub'));
     const before = fingerprint(outside);
     await assert.rejects(destroy(staticDir, 'b/R1'), (err: Error) => err.message.includes(`another filesystem is mounted at ${mountPoint}`));
     assert.equal(fingerprint(outside), before, 'nothing in the mounted directory was touched');
+  });
+
+  it('refuses to empty a directory that is itself a mount point of the same filesystem, and leaves it whole', async function () {
+    if (!isRoot) {
+      report('skipped: a bind mount needs root');
+      return this.skip();
+    }
+    // The same filesystem: the device number cannot tell; only the mount can.
+    const mountPoint = bindOutsideOn(path.join(staticDir, 'b', 'R1', 'sub'));
+    assert.equal(fs.statSync(mountPoint).dev, fs.statSync(path.dirname(mountPoint)).dev, 'the bind mount kept the device number');
+    const before = fingerprint(outside);
+    for (const sync of [true, false]) {
+      const parent = await openDir(path.dirname(mountPoint));
+      try {
+        await assert.rejects(removeTree(parent, 'sub', { sync }), /another filesystem is mounted there/);
+      } finally {
+        parent.close();
+      }
+      assert.equal(fingerprint(outside), before, 'nothing in the mounted directory was touched');
+    }
+  });
+
+  it("tells a descriptor's mount by the kernel's id: another across a bind mount, the same within one", async function () {
+    const a = fs.openSync(path.join(staticDir, 'b'), 'r');
+    const b = fs.openSync(path.join(staticDir, 'b', 'R1'), 'r');
+    try {
+      const id = mountIdOf(a);
+      assert.equal(typeof id, 'number');
+      assert.equal(mountIdOf(b), id);
+      if (!isRoot) return;
+      const mountPoint = bindOutsideOn(path.join(staticDir, 'b', 'R1', 'sub'));
+      const c = fs.openSync(mountPoint, 'r');
+      try {
+        assert.notEqual(mountIdOf(c), id);
+      } finally {
+        fs.closeSync(c);
+      }
+    } finally {
+      fs.closeSync(a);
+      fs.closeSync(b);
+    }
   });
 });

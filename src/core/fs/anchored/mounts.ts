@@ -1,12 +1,39 @@
 /**
- * The mount points of this process, which tell a bind mount that a device number alone does not.
+ * Whether an open directory lies on another mount than the one it was opened from: what tells a
+ * bind mount, whose device number is its parent's, from a plain directory.
  */
 import * as fs from 'fs';
+import { type Dir, whereIs } from './dir';
+
+const fdinfo = Buffer.alloc(512);
 
 /**
- * Where filesystems are mounted, as the kernel lists them for this process. A bind mount of a
- * directory of the same filesystem has the same device number as its parent, so the device alone
- * does not tell a mount point; this list does (paths as `whereIs` gives them).
+ * The kernel's id of the mount an open descriptor is on (`mnt_id` in `/proc/self/fdinfo`, Linux
+ * 3.15 and later); undefined where the kernel does not say. Read through the descriptor itself, so
+ * it is the mount of what was opened, not of whatever a path leads to now.
+ */
+export function mountIdOf(fd: number): number | undefined {
+  let info: number;
+  try {
+    info = fs.openSync(`/proc/self/fdinfo/${fd}`, 'r');
+  } catch {
+    return undefined;
+  }
+  try {
+    const n = fs.readSync(info, fdinfo, 0, fdinfo.length, 0);
+    const m = /(?:^|\n)mnt_id:\s*(\d+)/.exec(fdinfo.toString('latin1', 0, n));
+    return m === null ? undefined : Number(m[1]);
+  } catch {
+    return undefined;
+  } finally {
+    fs.closeSync(info);
+  }
+}
+
+/**
+ * Where filesystems are mounted, as the kernel lists them for this process (paths as `whereIs`
+ * gives them). A bind mount of a directory of the same filesystem has the same device number as
+ * its parent, so the device alone does not tell a mount point; this list does.
  */
 export function mountPoints(): Set<string> {
   let text: string;
@@ -24,4 +51,22 @@ export function mountPoints(): Set<string> {
       .filter((p): p is string => p !== undefined && p !== '')
       .map(unescape),
   );
+}
+
+/**
+ * Tells, for directories opened below `top`, whether each is on another mount than `top`: by the
+ * mount ids of the descriptors where the kernel gives them (a few bytes read per directory), else
+ * by the system's mount table, read once. The table costs more the more mounts a machine has, and
+ * a release asks this of every lock it takes apart.
+ */
+export function mountBoundary(top: Dir): (dir: Dir) => boolean {
+  let topId: number | undefined | null = null;
+  let table: Set<string> | undefined;
+  return (dir) => {
+    if (dir.dev !== top.dev) return true;
+    if (topId === null) topId = mountIdOf(top.fd);
+    const id = topId === undefined ? undefined : mountIdOf(dir.fd);
+    if (id !== undefined) return id !== topId;
+    return (table ??= mountPoints()).has(whereIs(dir));
+  };
 }

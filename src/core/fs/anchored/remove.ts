@@ -6,16 +6,13 @@ import * as fs from 'fs';
 import { StagingError, errnoCode } from '../../base/errors';
 import { META_DIR } from '../../base/protocol';
 import { type Calls, callsFor } from '../calls';
-import { type Dir, checkName, openBelow, whereIs } from './dir';
-import { mountPoints } from './mounts';
+import { type Dir, checkName, openBelow } from './dir';
+import { mountBoundary } from './mounts';
 
 const ifThere = (err: unknown): undefined => {
   if (errnoCode(err) === 'ENOENT') return undefined;
   throw err;
 };
-
-/** The mount points a removal must not cross into, or how to read them when it needs them. */
-type Mounts = ReadonlySet<string> | (() => ReadonlySet<string>);
 
 /** How deep a removal keeps directories open; what lies deeper is moved up to the top of the tree first. */
 const REMOVE_DEPTH = 64;
@@ -26,7 +23,7 @@ const REMOVE_DEPTH = 64;
  * how deep a tree is), and keeps at most `REMOVE_DEPTH` directories open: a directory found deeper is renamed, through the descriptors, to the top of the tree being
  * removed (the same filesystem, inside the same tree), and removed from there.
  */
-async function removal(parent: Dir, name: string, mountsOf: Mounts, calls: Calls, keep?: (names: readonly string[]) => boolean): Promise<void> {
+async function removal(parent: Dir, name: string, calls: Calls, keep?: (names: readonly string[]) => boolean): Promise<void> {
   // ENOENT from these means done already: the entry went meanwhile.
   const lstatIf = (p: string): Promise<fs.Stats | undefined> => calls.lstat(p).catch(ifThere);
   const unlinkIf = (p: string): Promise<void> => calls.unlink(p).catch(ifThere);
@@ -46,15 +43,15 @@ async function removal(parent: Dir, name: string, mountsOf: Mounts, calls: Calls
     const code = errnoCode(err);
     if (code === 'ENOENT') return;
     // Swapped for a link or a file since the lstat: remove that entry itself, never what it leads to.
-    if (code === 'ELOOP' || code === 'ENOTDIR') await removal(parent, name, mountsOf, calls, keep);
+    if (code === 'ELOOP' || code === 'ENOTDIR') await removal(parent, name, calls, keep);
     else throw err;
     return;
   }
-  // The system's mount table, read once and only when there is something inside to remove: an
-  // empty directory is removed by one rmdir, which never crosses into a mount (EBUSY).
-  let mounts: ReadonlySet<string> | undefined = typeof mountsOf === 'function' ? undefined : mountsOf;
+  // Asked only where there is something inside to remove: an empty directory is removed by one
+  // rmdir, which never crosses into a mount (EBUSY).
+  const crossesMount = mountBoundary(parent);
   const elsewhere = (dir: Dir): StagingError | undefined =>
-    dir.dev !== parent.dev || (mounts ??= (mountsOf as () => ReadonlySet<string>)()).has(whereIs(dir))
+    crossesMount(dir)
       ? new StagingError('EIO', `Did not remove ${dir.shown}: another filesystem is mounted there. Unmount it, then try again.`, { path: dir.shown })
       : undefined;
   // Boxed, so that whatever was thrown (even `undefined`) is told apart from nothing thrown.
@@ -66,10 +63,7 @@ async function removal(parent: Dir, name: string, mountsOf: Mounts, calls: Calls
     const entries = await calls.readdir(root.at('.'));
     // Judged on the directory the removal goes on through, so a directory renamed to this name
     // meanwhile is never what was judged and then removed.
-    if (keep?.(entries) === true) {
-      root.close();
-      return;
-    }
+    if (keep?.(entries) === true) return;
     if (entries.length > 0) {
       const mounted = elsewhere(root);
       if (mounted !== undefined) throw mounted;
@@ -142,6 +136,8 @@ async function removal(parent: Dir, name: string, mountsOf: Mounts, calls: Calls
     }
   } finally {
     for (const level of levels) level.dir.close();
+    // Also when it was refused before the walk began: an open descriptor keeps a mount busy.
+    root.close();
   }
   if (first !== undefined) throw first.err;
   await rmdirIf(at);
@@ -150,8 +146,6 @@ async function removal(parent: Dir, name: string, mountsOf: Mounts, calls: Calls
 export interface RemoveOptions {
   /** Synchronous calls (a local filesystem, see io.ts). */
   sync?: boolean;
-  /** The mount points not to cross into (default: the system's, read when needed). */
-  mounts?: Mounts;
   /** Looks at the top directory's entries once it is opened: true keeps the whole tree, untouched. */
   keep?: (names: readonly string[]) => boolean;
 }
@@ -164,5 +158,5 @@ export interface RemoveOptions {
  * `REMOVE_DEPTH` directories are open at once, and the stack does not grow with it.
  */
 export function removeTree(parent: Dir, name: string, options: RemoveOptions = {}): Promise<void> {
-  return removal(parent, name, options.mounts ?? mountPoints, callsFor(options.sync === true), options.keep);
+  return removal(parent, name, callsFor(options.sync === true), options.keep);
 }
