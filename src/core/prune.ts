@@ -6,7 +6,7 @@ import * as fs from 'fs';
 import * as path from 'path';
 import { fsClockSkew } from './fs/clock';
 import { freshStat } from './fs/fresh';
-import { formatDuration, naturalOrder, printable } from './base/format';
+import { formatDuration, printable } from './base/format';
 import { asStagingError, isStagingError } from './base/errors';
 import { inspect } from './lock/inspect';
 import type { HistoryOptions } from './log/history';
@@ -114,8 +114,9 @@ export async function prune(staticDir: string, options: PruneOptions = {}): Prom
   const { staticDir: root, realStaticDir, io } = await resolveStaticDir(staticDir);
   const nowFs = Date.now() + (await fsClockSkew(realStaticDir));
 
-  // Most recently used first; ties by tag so the choice does not depend on the walk's order.
-  const ranked = [...areas].sort((a, b) => b.lastUsedMs - a.lastUsedMs || naturalOrder.compare(a.tag, b.tag));
+  // Most recently used first; ties by tag so the choice does not depend on the walk's order. The
+  // areas come in tag order and the sort is stable, so the ties keep it.
+  const ranked = [...areas].sort((a, b) => b.lastUsedMs - a.lastUsedMs);
   const selected: PruneCandidate[] = [];
   ranked.forEach((area, rank) => {
     const rules: PruneRule[] = [];

@@ -226,5 +226,11 @@ const LEGACY_UNTHREADED = /^[^/]+\.(?:\d{16,}|\d{1,7}-\d{12,})$/;
  * extension does not show them as artifacts.
  */
 export function isBookkeeping(name: string): boolean {
-  return isProtocolName(name) || name === TIMESTAMP_FILE || LEGACY_THREADED.test(name) || LEGACY_UNTHREADED.test(name);
+  return isProtocolName(name) || name === TIMESTAMP_FILE || (endsInDigit(name) && (LEGACY_THREADED.test(name) || LEGACY_UNTHREADED.test(name)));
+}
+
+/** Both unique-file names end in a digit: most names are told apart without the patterns, which a walk of every build asks of each entry at its top. */
+function endsInDigit(name: string): boolean {
+  const last = name.charCodeAt(name.length - 1);
+  return last >= 48 && last <= 57;
 }

@@ -198,6 +198,17 @@ describe('usage and prune', () => {
       );
     });
 
+    it('ranks builds last used at the same instant by tag, in natural order', async () => {
+      // Made in an order that is neither the tags' nor their natural order.
+      for (const tag of ['eve/R10', 'arc/R2', 'eve/R9', 'arc/R10', 'eve/R1-b']) area(tag, 0);
+      const r = await prune(staticDir, { keep: 2, dryRun: true });
+      // Kept: arc/R2 and arc/R10, first in that order; the rest go least recently used first.
+      assert.deepEqual(
+        r.removed.map((c) => c.tag),
+        ['eve/R5', 'eve/R4', 'eve/R3', 'eve/R2', 'eve/R1', 'eve/R10', 'eve/R9', 'eve/R1-b'],
+      );
+    });
+
     it('olderThan removes what was last used before the limit; with keep, either rule selects', async () => {
       const older = await prune(staticDir, { olderThan: 3.5 * DAY });
       assert.deepEqual(
