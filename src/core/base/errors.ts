@@ -1,3 +1,4 @@
+import * as os from 'os';
 import type { LockInfo } from './types';
 
 /**
@@ -152,11 +153,24 @@ export function isStagingError(err: unknown, code?: ErrorCode): err is StagingEr
   return err instanceof StagingError && (code === undefined || err.code === code);
 }
 
-/** Node's errno code of a filesystem error, if it is one. */
+/**
+ * Node's errno code of a filesystem error, if it is one. Node names an errno its I/O library does
+ * not know "Unknown system error -N": ESTALE among them, what an NFS client answers for a file or
+ * directory another client removed. Such a code is named from the system's table instead, so that
+ * it is told apart like any other.
+ */
 export function errnoCode(err: unknown): string | undefined {
-  return typeof err === 'object' && err !== null && typeof (err as { code?: unknown }).code === 'string'
-    ? (err as { code: string }).code
-    : undefined;
+  if (typeof err !== 'object' || err === null) return undefined;
+  const { code, errno } = err as { code?: unknown; errno?: unknown };
+  if (typeof code !== 'string') return undefined;
+  if (typeof errno === 'number' && code.startsWith('Unknown system error')) return systemErrnoName(-errno) ?? code;
+  return code;
+}
+
+/** The system's name for errno number `n` (ESTALE for 116 on Linux), if it has one. */
+export function systemErrnoName(n: number): string | undefined {
+  for (const [name, value] of Object.entries(os.constants.errno)) if (value === n) return name;
+  return undefined;
 }
 
 /**
@@ -177,5 +191,7 @@ export function errnoHint(errno: string | undefined): string {
       ? ' The filesystem is full; free some space.'
       : errno === 'EROFS'
         ? ' The filesystem is read-only.'
-        : '';
+        : errno === 'ESTALE'
+          ? ' Another host removed or replaced it while this one was using it (a stale network file handle); try again.'
+          : '';
 }

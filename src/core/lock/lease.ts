@@ -4,9 +4,8 @@
  * leases this process holds, by lock path, as the devserver's ReleaseLock found them.
  */
 import { EventEmitter } from 'events';
-import * as os from 'os';
 import type { Dir } from '../fs/anchored';
-import { StagingError, asStagingError, errnoCode } from '../base/errors';
+import { StagingError, asStagingError, errnoCode, systemErrnoName } from '../base/errors';
 import { lookAtCounter } from './fence';
 import { recordFloor } from './floor';
 import { HistorySegment, actorOf, recordHistory, type HistoryOptions, type NewHistoryEvent } from '../log/history';
@@ -314,7 +313,7 @@ export const UNREACHED_ERRNOS: ReadonlySet<string> = new Set(['EIO', 'ENOTCONN',
  */
 function lossCause(cause: unknown): string {
   const err = cause as { errno?: unknown; message?: unknown } | undefined;
-  const errno = typeof err?.errno === 'number' ? Object.entries(os.constants.errno).find(([, n]) => n === -(err.errno as number))?.[0] : undefined;
+  const errno = typeof err?.errno === 'number' ? systemErrnoName(-err.errno) : undefined;
   if (errno !== undefined && UNREACHED_ERRNOS.has(errno)) return 'it could not be refreshed, because the static directory could not be reached';
   // proper-lockfile's words for a lock whose mtime is no longer the one it set.
   if (typeof err?.message === 'string' && err.message.startsWith('Unable to update lock within the stale threshold')) return 'another process changed it';

@@ -2,14 +2,18 @@
  * A lost lock said in words: a holder in its own process whose lock another process force-releases,
  * takes over (the holder stopped past the threshold), destroys with its build, or removes by hand,
  * learns who did it and when from the history (`explainLoss`), and what it reports never names the
- * errno or the path through a descriptor its heartbeat met. `lock -- COMMAND` says the same.
+ * errno or the path through a descriptor its heartbeat met. `lock -- COMMAND` says the same. An
+ * errno Node has no name for (NFS's ESTALE) is told by the system's name.
  */
 import { strict as assert } from 'assert';
 import { spawn, type ChildProcess } from 'child_process';
 import * as fs from 'fs';
 import * as os from 'os';
 import * as path from 'path';
+import * as util from 'util';
 import { inspect, type LockLoss } from '../../../src/core';
+import { asStagingError, errnoCode } from '../../../src/core/base/errors';
+import { UNREACHED_ERRNOS } from '../../../src/core/lock/lease';
 import { CLI, cleanup, exitOf, expectMessage, killAll, startWorker, stderrOf, tempDir, track, waitFor, type Msg } from '../../helpers';
 
 const TAG = 'eve/R1';
@@ -123,5 +127,19 @@ describe('a lost lock said in words', function () {
     const said = stderrOf(holderCli);
     assert.match(said, new RegExp(`Lost the lock on .*: it was force-released by ${who} \\(pid ${fr.pid}\\) at .*\\. Stopped sleep \\(pid \\d+\\)\\.`));
     assert.doesNotMatch(said, LEAKS);
+  });
+});
+
+describe('an errno that Node does not name', () => {
+  it("NFS's ESTALE is told by its name, so a lost lock there reads as a static directory not reached", () => {
+    const n = os.constants.errno.ESTALE;
+    // Node hands such an error over with the code it makes for an errno its I/O library lacks.
+    const code = util.getSystemErrorName(-n);
+    assert.match(code, /^Unknown system error/, 'this Node names ESTALE itself: the mapping is not needed here');
+    const err = Object.assign(new Error(`${code}: ${code}, open '/proc/self/fd/21/devserver.lock'`), { code, errno: -n, syscall: 'open' });
+    assert.equal(errnoCode(err), 'ESTALE');
+    assert.ok(UNREACHED_ERRNOS.has(errnoCode(err)!));
+    assert.match(asStagingError(err, 'read', '/static/eve/R1').message, /another host removed or replaced it .* try again/i);
+    assert.equal(errnoCode(Object.assign(new Error('x'), { code: 'ENOENT', errno: -2 })), 'ENOENT');
   });
 });
