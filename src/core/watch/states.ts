@@ -120,7 +120,8 @@ export class LockStates implements Disposable {
     const key = keyOf(staticDir, tag);
     let r = this.records.get(key);
     if (r?.children === undefined) {
-      await this.serial(key, () => this.relist(staticDir, tag, false));
+      // Asked again while the first listing runs (the scan's, then the view's): listed once.
+      await this.serial(key, () => (this.records.get(key)?.children === undefined ? this.relist(staticDir, tag, false) : Promise.resolve()));
       r = this.records.get(key);
     }
     return (r?.children ?? []).map((t) => this.records.get(keyOf(staticDir, t))).filter((c): c is AreaRecord => c !== undefined);

@@ -366,6 +366,19 @@ for (const [where, watcher] of WATCHERS) {
       assert.deepEqual(states.totals(() => false), { builds: 1, held: 0, stale: 0, legacy: 0, mine: 0 });
     });
 
+    it('a folder the view asks for while the scan lists it is listed once', async () => {
+      for (let i = 0; i < 500; i++) build(staticDir, `eve/R${i}`);
+      states = new LockStates(timing, quiet, { watcher });
+      states.scan([staticDir]);
+      // Asked for twice before its first listing ends, as the scan asks for it too.
+      const [a, b] = await Promise.all([states.children(staticDir, 'eve'), states.children(staticDir, 'eve')]);
+      await states.settled();
+      assert.equal(a.length, 500);
+      assert.deepEqual(b, a);
+      // The static directory and eve, each once.
+      assert.equal(states.work.listings, 2);
+    });
+
     it('a folder of 5,000 builds: every one known once, in natural order, and a folder\'s builds found without a pass over all', async () => {
       for (let i = 0; i < 5_000; i++) build(staticDir, `big/R${i % 50}-${i}.0.0`, i % 2 === 0 ? 'staged.timestamp' : '.devserver-staging.manifest.json');
       build(staticDir, 'small/R1');
