@@ -104,6 +104,9 @@ export class LockStates implements Disposable {
   scan(staticDirs: readonly string[]): void {
     this.roots = staticDirs;
     this.poll.classify(staticDirs);
+    // Each root is watched before it is listed: where the watches are kept in another thread,
+    // that thread starts now, while the root is looked at.
+    if (staticDirs.length > 0) this.watcher.prepare();
     for (const d of staticDirs) {
       if (!this.records.has(keyOf(d, ''))) this.store.put({ staticDir: d, tag: '', kind: 'root', lock: undefined, judgedAt: Date.now() });
       void this.children(d, '').catch(() => undefined);

@@ -86,6 +86,11 @@ export class ThreadWatcher<T> implements Watcher<T> {
     return new Promise((resolve) => this.syncs.set(id, resolve));
   }
 
+  /** Starts the worker: its start then overlaps what the model does before its first watch. */
+  prepare(): void {
+    if (!this.disposed && this.here === undefined) this.start();
+  }
+
   dispose(): void {
     this.disposed = true;
     this.data.clear();

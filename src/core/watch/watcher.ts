@@ -25,6 +25,8 @@ export interface Watcher<T> extends Disposable {
   unwatchAll(): void;
   /** Resolves once every watch asked for so far is in place: a change made after it is seen. */
   ready(): Promise<void>;
+  /** Gets ready to watch before the first watch is asked for (a thread starts meanwhile). */
+  prepare(): void;
 }
 
 /**
@@ -96,6 +98,10 @@ export class DirectoryWatcher<T> implements Watcher<T> {
   ready(): Promise<void> {
     // fs.watch has added the inotify watch before it returns.
     return Promise.resolve();
+  }
+
+  prepare(): void {
+    // Nothing to start: the watches are made in this thread.
   }
 
   unwatchAll(): void {

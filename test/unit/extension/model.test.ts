@@ -539,14 +539,40 @@ describe('watches kept in a worker thread', function () {
     }
   });
 
-  it('keeps no process alive: one that watches and returns exits by itself', async () => {
+  it('keeps no process alive: one that starts the thread early, watches and returns exits by itself', async () => {
     const script = `const { ThreadWatcher } = require(${JSON.stringify(path.resolve(__dirname, '../../../src/core/watch/threadWatcher'))});
       const w = new ThreadWatcher(() => {}, (d, e) => { console.error(String(e)); process.exitCode = 3; });
+      w.prepare();
       w.watch(${JSON.stringify(dir)}, 'x');
       w.ready().then(() => console.log('ready'));`;
     const r = await run(process.execPath, ['-e', script], { timeout: 20_000 });
     assert.equal(r.stdout.trim(), 'ready', r.stderr);
     assert.equal(r.code, 0, r.stderr);
+    // Started and never asked for anything.
+    const idle = `const { ThreadWatcher } = require(${JSON.stringify(path.resolve(__dirname, '../../../src/core/watch/threadWatcher'))});
+      new ThreadWatcher(() => {}, () => { process.exitCode = 3; }).prepare();`;
+    const i = await run(process.execPath, ['-e', idle], { timeout: 20_000 });
+    assert.equal(i.code, 0, i.stderr);
+  });
+
+  it('the model starts its thread when it is given a static directory, before it looks at it', async () => {
+    // In a process of its own: the threads the kernel lists before scan() and as it returns, one
+    // more (the watches' thread) before anything is read.
+    const script = `const { LockStates } = require(${JSON.stringify(path.resolve(__dirname, '../../../src/core/watch/states'))});
+      const { threadWatcher } = require(${JSON.stringify(path.resolve(__dirname, '../../../src/core/watch/threadWatcher'))});
+      const fs = require('fs');
+      const threads = () => fs.readdirSync('/proc/self/task').length;
+      // libuv's pool of threads, started by the first call that needs it, is counted in both.
+      fs.stat('/', () => {});
+      const states = new LockStates({ staleMs: 4000, refreshMs: 1000 }, { warn: () => {} }, { watcher: threadWatcher });
+      const before = threads();
+      states.scan([${JSON.stringify(dir)}]);
+      const after = threads();
+      states.settled().then(() => { console.log(before + ' ' + after); states.dispose(); });`;
+    const r = await run(process.execPath, ['-e', script], { timeout: 20_000 });
+    assert.equal(r.code, 0, r.stderr);
+    const [before, after] = r.stdout.trim().split(' ').map(Number);
+    assert.equal(after, before + 1, r.stdout);
   });
 });
 
