@@ -35,6 +35,20 @@ function watch(staticDir: string, args: string[] = []): { child: ChildProcess; l
   return { child, lines };
 }
 
+/** The model of `staticDir`, its watches made by `watcher`, once its scan and what `taking` does have ended. */
+async function scannedWith(staticDir: string, watcher: WatcherFactory, taking: () => Promise<void> | undefined): Promise<LockStates> {
+  const states = new LockStates({ staleMs: 600_000, refreshMs: 300_000 }, { warn: () => undefined }, { watcher });
+  try {
+    states.scan([staticDir]);
+    await states.settled();
+    await taking();
+    return states;
+  } catch (err) {
+    states.dispose();
+    throw err;
+  }
+}
+
 const seen = (lines: readonly Line[], tag: string): string[] => lines.filter((l) => l.tag === tag).map((l) => (l.event === 'gone' ? 'gone' : `${l.event}:${l.state}`));
 
 describe('devserver-stage watch', function () {
@@ -176,20 +190,77 @@ describe('devserver-stage watch', function () {
       };
       return w;
     };
-    const states = new LockStates({ staleMs: 600_000, refreshMs: 300_000 }, { warn: () => undefined }, { watcher });
+    let states: LockStates | undefined;
     try {
-      states.scan([staticDir]);
-      await states.settled();
-      await taking;
+      states = await scannedWith(staticDir, watcher, () => taking);
+      const model = states;
       assert.ok(lease !== undefined, 'the lock was taken during the listing');
-      assert.equal(states.record(staticDir, 'big')?.children?.length, builds, 'the folder was listed whole');
+      assert.equal(model.record(staticDir, 'big')?.children?.length, builds, 'the folder was listed whole');
       // No heartbeat comes within the wait: only the event of the lock taken can tell.
-      await waitFor(() => (states.entry(staticDir, first)?.state === 'held' ? true : undefined), 5_000, `${first} shown held`);
+      await waitFor(() => (model.entry(staticDir, first)?.state === 'held' ? true : undefined), 5_000, `${first} shown held`);
       // Judged free by the listing, then judged again on the lock's event: not judged held by the listing itself.
       assert.ok(states.work.inspections > 0, 'the lock was taken after the listing judged the build');
     } finally {
       await lease?.release();
-      states.dispose();
+      states?.dispose();
+    }
+  });
+
+  it("judges no build of a folder's first listing before its watch is in place, where watches are made in another thread", async function () {
+    this.timeout(60_000);
+    stagedBuilds(path.join(staticDir, 'big'), 1_000);
+    const big = path.join(staticDir, 'big') + path.sep;
+    // Watches as another thread makes them: asked for now, in place only when ready() resolves.
+    // The lock is taken on a build of the folder while its watch is not made yet: a build judged
+    // before ready() resolved would be judged free, and no event would tell.
+    let target: string | undefined;
+    let lease: Lease | undefined;
+    let taking: Promise<void> | undefined;
+    let takenUnwatched = false;
+    const watcher: WatcherFactory = (onEvent, onError) => {
+      const w = inThreadWatcher(onEvent, onError);
+      const watch = w.watch.bind(w);
+      let asked: [string, Parameters<typeof watch>[1]][] = [];
+      const made = new Set<string>();
+      w.watch = (dir, data) => {
+        if (!dir.startsWith(big) || made.has(dir)) return watch(dir, data);
+        asked.push([dir, data]);
+        return true;
+      };
+      const ready = w.ready.bind(w);
+      w.ready = async () => {
+        const batch = asked;
+        asked = [];
+        if (batch.length > 0 && taking === undefined) {
+          target = path.relative(staticDir, batch[batch.length - 1][0]);
+          taking = (async () => {
+            // A few turns of the loop first: time for a judgement that does not wait to happen.
+            for (let i = 0; i < 4; i++) await new Promise((r) => setImmediate(r));
+            lease = await acquire(staticDir, target, { createOnce: false, staleMs: 600_000, refreshMs: 300_000 });
+            takenUnwatched = !made.has(batch[batch.length - 1][0]);
+          })();
+          await taking;
+        }
+        for (const [dir, data] of batch) {
+          made.add(dir);
+          watch(dir, data);
+        }
+        await ready();
+      };
+      return w;
+    };
+    let states: LockStates | undefined;
+    try {
+      states = await scannedWith(staticDir, watcher, () => taking);
+      assert.ok(lease !== undefined && target !== undefined, 'the lock was taken during the listing');
+      assert.ok(takenUnwatched, 'the lock was taken before its build was watched');
+      assert.equal(states.record(staticDir, 'big')?.children?.length, 1_000, 'the folder was listed whole');
+      // No heartbeat comes, and no event: only the listing's own judgement can have seen the lock.
+      assert.equal(states.entry(staticDir, target)?.state, 'held', `${target} judged held by the listing`);
+      assert.equal(states.work.inspections, 0, 'judged by the listing, not again on an event');
+    } finally {
+      await lease?.release();
+      states?.dispose();
     }
   });
 
