@@ -55,9 +55,10 @@ export const TIMESTAMP_FILE = 'staged.timestamp';
 export const STAGING_MARKS: readonly string[] = [MANIFEST_FILE, TIMESTAMP_FILE];
 /**
  * What makes a directory a build rather than a folder of builds, besides its lock: a staging's
- * marks or a lock target. Most common first.
+ * marks or a lock target. Most common first: every staging leaves `staged.timestamp`, the Python
+ * devserver's and ours, and only ours a manifest.
  */
-export const BUILD_MARKS: readonly string[] = [...STAGING_MARKS, LOCK_TARGET];
+export const BUILD_MARKS: readonly string[] = [TIMESTAMP_FILE, MANIFEST_FILE, LOCK_TARGET];
 
 /** Partial files that stagers of earlier versions wrote in the area itself (now: in the work directory). */
 export const PART_PREFIX = '.devserver-staging.part.';
