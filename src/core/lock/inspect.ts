@@ -18,9 +18,9 @@ import type { ListEntry, LockInfo, Timing } from '../base/types';
 
 
 /**
- * Whether a directory without a lock was staged: a manifest, a `staged.timestamp` (the Python
- * devserver's mark) or a lock target. Looked for one at a time, most common first, so that a
- * staged build costs one lstat more and only a folder costs all three.
+ * Whether a directory without a lock was staged: a `staged.timestamp` (every staging's mark, the
+ * Python devserver's too), a manifest or a lock target. Looked for one at a time, most common
+ * first, so that a staged build costs one lstat more and only a folder costs all three.
  */
 export async function hasBuildMark(dir: string, io: Io = asyncIo): Promise<boolean> {
   for (const name of BUILD_MARKS) {
