@@ -7,7 +7,8 @@ import * as path from 'path';
 import { openDir, openDirIfThere, openPath, readRecordBytes, type Dir } from './fs/anchored';
 import { callsFor } from './fs/calls';
 import { fsClockSkew } from './fs/clock';
-import { printable, sortNaturally } from './base/format';
+import { printable } from './base/format';
+import { sortNatural } from './base/natural';
 import { StagingError, asStagingError, errnoCode, isStagingError } from './base/errors';
 import { asyncIo, ioFor, type Io } from './fs/io';
 import { readEntriesInSlices } from './build/browse';
@@ -313,7 +314,7 @@ export async function usage(staticDir: string, options: UsageOptions = {}): Prom
   } finally {
     for (const left of pending) left.opened?.close();
   }
-  return sortNaturally(found, (a) => a.tag);
+  return sortNatural(found, (a) => a.tag);
 }
 
 /**

@@ -3,7 +3,7 @@
  * milliseconds to make, on every command line run that sorts): its answer must be the collator's.
  */
 import { strict as assert } from 'assert';
-import { naturalOrder, sortNaturally } from '../../../src/core/base/format';
+import { naturalOrder } from '../../../src/core/base/format';
 
 const collator = new Intl.Collator('en', { numeric: true, sensitivity: 'variant' });
 const sign = (n: number): number => Math.sign(n) || 0;
@@ -66,18 +66,6 @@ describe('naturalOrder', () => {
     for (const [a, b] of cases) {
       assert.equal(sign(naturalOrder.compare(a, b)), sign(collator.compare(a, b)), `${JSON.stringify(a)} vs ${JSON.stringify(b)}`);
       assert.equal(sign(naturalOrder.compare(b, a)), sign(collator.compare(b, a)), `${JSON.stringify(b)} vs ${JSON.stringify(a)}`);
-    }
-  });
-
-  it("sortNaturally orders items by their names as the collator does, plain or not", () => {
-    const plain = randomNames(2_000, 'R0123456789.-_/abAB', 12, 4242);
-    const mixed = [...plain.slice(0, 500), 'é/R1', 'eve/R\u0661', 'x' + '1'.repeat(250), 'ab\u0001c'];
-    for (const names of [plain, mixed]) {
-      const items = names.map((name, i) => ({ name, i }));
-      const sorted = sortNaturally([...items], (x) => x.name).map((x) => x.name);
-      // Stable, as the collator's sort is: names that tie keep their order.
-      const want = [...items].sort((a, b) => collator.compare(a.name, b.name) || a.i - b.i).map((x) => x.name);
-      assert.deepEqual(sorted, want);
     }
   });
 });
