@@ -137,7 +137,14 @@ export function ioForTreeBelow(io: Io, realRoot: string): Io {
 
 function mountedBelow(realRoot: string): boolean {
   const inside = realRoot.endsWith('/') ? realRoot : `${realRoot}/`;
-  for (const m of mountPoints()) if (m.startsWith(inside)) return true;
+  let points: Set<string>;
+  try {
+    points = mountPoints();
+  } catch {
+    // Not known: the calls that cannot hold the event loop on a server that does not answer.
+    return true;
+  }
+  for (const m of points) if (m.startsWith(inside)) return true;
   return false;
 }
 

@@ -109,4 +109,27 @@ describe('destroy through descriptors', function () {
       fs.closeSync(b);
     }
   });
+
+  it('with no descriptor left to read a mount with, says it cannot tell rather than "not a mount"', () => {
+    // In a process of its own whose descriptors are then used up: the removal's check must throw.
+    const script = `
+      const fs = require('fs');
+      const { mountBoundary } = require(${JSON.stringify(require.resolve('../../../src/core/fs/anchored/mounts'))});
+      const { openDir } = require(${JSON.stringify(require.resolve('../../../src/core/fs/anchored/dir'))});
+      (async () => {
+        const top = await openDir(process.argv[1], true, true);
+        const dir = await openDir(process.argv[2], false, true);
+        const crosses = mountBoundary(top);
+        const held = [];
+        try { for (;;) held.push(fs.openSync('/dev/null', 'r')); } catch (err) { if (err.code !== 'EMFILE') throw err; }
+        let answer;
+        try { answer = String(crosses(dir)); } catch (err) { answer = 'threw ' + err.code; }
+        console.log(JSON.stringify({ held: held.length, answer }));
+      })();`;
+    const r = spawnSync('prlimit', ['--nofile=64:64', process.execPath, '-e', script, path.join(staticDir, 'b'), path.join(staticDir, 'b', 'R1')], { encoding: 'utf8' });
+    assert.equal(r.status, 0, r.stderr);
+    const out = JSON.parse(r.stdout) as { held: number; answer: string };
+    assert.ok(out.held > 0, 'the descriptors were used up');
+    assert.equal(out.answer, 'threw EMFILE');
+  });
 });

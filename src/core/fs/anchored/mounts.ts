@@ -3,28 +3,30 @@
  * bind mount, whose device number is its parent's, from a plain directory.
  */
 import * as fs from 'fs';
+import { errnoCode } from '../../base/errors';
 import { type Dir, whereIs } from './dir';
 
 const fdinfo = Buffer.alloc(512);
 
 /**
  * The kernel's id of the mount an open descriptor is on (`mnt_id` in `/proc/self/fdinfo`, Linux
- * 3.15 and later); undefined where the kernel does not say. Read through the descriptor itself, so
- * it is the mount of what was opened, not of whatever a path leads to now.
+ * 3.15 and later); undefined where the kernel does not say (no such file, no such line). Read
+ * through the descriptor itself, so it is the mount of what was opened, not of whatever a path
+ * leads to now. Any other failure (no descriptor left to read it with) throws: a removal that
+ * cannot tell must not go on as if nothing were mounted.
  */
 export function mountIdOf(fd: number): number | undefined {
   let info: number;
   try {
     info = fs.openSync(`/proc/self/fdinfo/${fd}`, 'r');
-  } catch {
-    return undefined;
+  } catch (err) {
+    if (errnoCode(err) === 'ENOENT') return undefined;
+    throw err;
   }
   try {
     const n = fs.readSync(info, fdinfo, 0, fdinfo.length, 0);
     const m = /(?:^|\n)mnt_id:\s*(\d+)/.exec(fdinfo.toString('latin1', 0, n));
     return m === null ? undefined : Number(m[1]);
-  } catch {
-    return undefined;
   } finally {
     fs.closeSync(info);
   }
@@ -39,8 +41,10 @@ export function mountPoints(): Set<string> {
   let text: string;
   try {
     text = fs.readFileSync('/proc/self/mountinfo', 'utf8');
-  } catch {
-    return new Set();
+  } catch (err) {
+    // No table on this system: nothing to tell by. One that could not be read is not an empty one.
+    if (errnoCode(err) === 'ENOENT') return new Set();
+    throw err;
   }
   // Field 5 is the mount point, with spaces, tabs, newlines and backslashes escaped in octal.
   const unescape = (p: string): string => p.replace(/\\([0-7]{3})/g, (_m, o: string) => String.fromCharCode(parseInt(o, 8)));

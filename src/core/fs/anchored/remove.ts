@@ -119,7 +119,14 @@ async function removal(parent: Dir, name: string, calls: Calls, keep?: (names: r
           await unlinkIf(level.dir.at(entry));
           continue;
         }
-        const inside = elsewhere(child);
+        let inside: StagingError | undefined;
+        try {
+          inside = elsewhere(child);
+        } catch (err) {
+          // Could not tell (no descriptor left to read its mount with): not entered, and not kept open.
+          child.close();
+          throw err;
+        }
         if (inside !== undefined) {
           child.close();
           throw inside;
