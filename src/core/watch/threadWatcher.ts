@@ -114,14 +114,22 @@ export class ThreadWatcher<T> implements Watcher<T> {
 
   private send(): void {
     const batch = this.batch;
-    if (batch === undefined || this.disposed) return;
+    if (batch === undefined || this.disposed || this.here !== undefined) return;
     this.batch = undefined;
-    this.start().postMessage(batch);
+    this.start()?.postMessage(batch);
   }
 
-  private start(): Thread<ToWatches> {
+  /** The worker, started if need be; undefined when it cannot start (the watches are then made here). */
+  private start(): Thread<ToWatches> | undefined {
     if (this.worker !== undefined) return this.worker;
-    const worker = startThread<ToWatches, FromWatches>(this.script, (m) => this.receive(m));
+    let worker: Thread<ToWatches>;
+    try {
+      worker = startThread<ToWatches, FromWatches>(this.script, (m) => this.receive(m));
+    } catch (err) {
+      // No thread to be had (the system's limit on threads, say): as when one stops.
+      this.watchHere(err);
+      return undefined;
+    }
     worker.on('error', (err) => this.fail(worker, err));
     worker.on('exit', (code) => this.fail(worker, new Error(`the watcher thread exited with code ${code}`)));
     // The watches keep nothing alive: neither the extension host nor another process waits for
@@ -155,6 +163,11 @@ export class ThreadWatcher<T> implements Watcher<T> {
     if (this.worker !== worker || this.disposed) return;
     this.worker = undefined;
     void worker.terminate();
+    this.watchHere(err);
+  }
+
+  /** The watches made in this thread from now on, those asked for so far made again here. */
+  private watchHere(err: unknown): void {
     const stopped = new Error(`The watcher thread stopped (${err instanceof Error ? err.message : String(err)}); watching in this thread instead.`);
     this.onError(this.script, Object.assign(stopped, { code: WATCH_THREAD_STOPPED }));
     const here = new DirectoryWatcher<T>(this.onEvent, this.onError);
