@@ -329,7 +329,9 @@ export class LockStates implements Disposable {
       // A folder that went takes the watches made for its children along (a reset drops them all).
       unwatchable: (t) => !this.disposed && this.generation === generation && !this.records.has(keyOf(staticDir, t)),
     });
-    if (fresh === undefined) return;
+    // Checked again: a reset between the listing's end and this turn would otherwise have the
+    // old listing recorded as the new generation's, which is then never listed.
+    if (fresh === undefined || gone()) return;
     let self = this.records.get(key);
     if (self === undefined) {
       self = { staticDir, tag, kind: tag === '' ? 'root' : 'folder', lock: undefined, judgedAt: listedAt };
