@@ -45,7 +45,7 @@ export { findBuildAbove } from './lock/nesting';
 export { parseTag, isInside } from './fs/tags';
 export { openFileBelow } from './fs/readBelow';
 export { relativeInside } from './fs/anchored';
-export { StagingError, isStagingError } from './base/errors';
+export { StagingError, errnoCode, isStagingError } from './base/errors';
 export type { ErrorCode, ErrorReason, NextStep } from './base/errors';
 export { isOnThisMachine, isHolderAlive } from './base/holder';
 export { BUILD_MARKS, clampTiming, isProtocolName, isBookkeeping, DEFAULT_TIMING, LOCK_NAME, LOCK_TARGET, OWNER_FILE, META_DIR, AUDIT_LOG, HISTORY_DIR } from './base/protocol';

@@ -302,8 +302,12 @@ export class Lease extends EventEmitter<LeaseEvents> {
   }
 }
 
-/** Errors of a heartbeat that mean the static directory could not be reached, not that the lock went. */
-export const UNREACHED_ERRNOS: ReadonlySet<string> = new Set(['EIO', 'ENOTCONN', 'ESTALE', 'ETIMEDOUT', 'EHOSTDOWN', 'EHOSTUNREACH', 'ENETDOWN', 'ENETUNREACH', 'ECONNABORTED', 'ECONNRESET', 'EACCES', 'EPERM']);
+/**
+ * Errors of a heartbeat that mean the static directory could not be reached, not that the lock
+ * went. Not ESTALE: an NFS client answers that for what another host removed or replaced, which is
+ * how a lock goes.
+ */
+export const UNREACHED_ERRNOS: ReadonlySet<string> = new Set(['EIO', 'ENOTCONN', 'ETIMEDOUT', 'EHOSTDOWN', 'EHOSTUNREACH', 'ENETDOWN', 'ENETUNREACH', 'ECONNABORTED', 'ECONNRESET', 'EACCES', 'EPERM']);
 
 /**
  * Why a lease was lost, in words, from what its heartbeat or release met: never the errno or the

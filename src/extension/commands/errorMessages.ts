@@ -6,7 +6,7 @@
 import * as os from 'os';
 import * as path from 'path';
 import * as vscode from 'vscode';
-import { MANIFEST_FILE, isStagingError, type ErrorCode, type NextStep, type StagingError } from '../../core';
+import { MANIFEST_FILE, errnoCode, isStagingError, type ErrorCode, type NextStep, type StagingError } from '../../core';
 import { errorMessage } from '../errors';
 import { clipboardText } from '../shown';
 import { holderOf, locate, sinceOf } from './targets';
@@ -19,11 +19,6 @@ export interface ErrorAction {
 
 /** A button that runs one of the extension's commands (or VS Code's). */
 const run = (title: string, command: string, ...args: unknown[]): ErrorAction => ({ title, run: () => vscode.commands.executeCommand(command, ...args) });
-
-function errnoCodeOf(err: unknown): string | undefined {
-  const code = typeof err === 'object' && err !== null ? (err as { code?: unknown }).code : undefined;
-  return typeof code === 'string' ? code : undefined;
-}
 
 export interface ShownError {
   message: string;
@@ -168,7 +163,7 @@ const BY_CODE: Partial<Record<ErrorCode, Describe>> = {
     const at = where(err.path);
     const build = at?.tag ?? err.path;
     if (build === undefined) return undefined;
-    const errno = errnoCodeOf(err.cause);
+    const errno = errnoCode(err.cause);
     const full = errno === 'ENOSPC' || errno === 'EDQUOT';
     return {
       message:
@@ -180,7 +175,7 @@ const BY_CODE: Partial<Record<ErrorCode, Describe>> = {
     };
   },
   EIO(err, where) {
-    return fsError(errnoCodeOf(err.cause), err.path, '', where);
+    return fsError(errnoCode(err.cause), err.path, '', where);
   },
 };
 
@@ -192,6 +187,6 @@ export function describeError(err: unknown, staticDirs: readonly string[]): Show
     if (shown !== undefined) return shown;
     return { message: errorMessage(err), actions: stepActions(err, where) };
   }
-  const errno = errnoCodeOf(err);
+  const errno = errnoCode(err);
   return fsError(errno, (err as NodeJS.ErrnoException | undefined)?.path, errorMessage(err), where) ?? { message: errorMessage(err), actions: [] };
 }
