@@ -516,53 +516,35 @@ describe('watches kept in a worker thread', function () {
     );
   });
 
-  it('the model, when no thread can even be made, watches in its own thread: its scan and activation do not fail', async () => {
-    fs.mkdirSync(path.join(dir, 'eve', 'R1'), { recursive: true });
-    fs.writeFileSync(path.join(dir, 'eve', 'R1', 'staged.timestamp'), '');
-    const warned: string[] = [];
+  for (const [what, scriptIn] of [
+    ['its worker cannot start', (d: string): string => path.join(d, 'no-such-worker.js')],
     // Not a path Node accepts for a worker: the Worker constructor itself throws, as it does when
-    // the system has no thread left to give.
-    const unmade: WatcherFactory = (onEvent, onError) => new ThreadWatcher(onEvent, onError, 'no-such-worker.js');
-    const states = new LockStates(timing, { warn: (m: string) => void warned.push(m) }, { watcher: unmade });
-    try {
-      states.scan([dir]);
-      await waitFor(() => (states.record(dir, 'eve/R1') !== undefined ? true : undefined), 5_000, 'the scan');
-      await states.settled();
-      const lease = await acquire(dir, 'eve/R1', { ...timing, createOnce: false });
+    // the system has no thread left to give (its scan, inside activate(), must not throw).
+    ['no thread can even be made', (): string => 'no-such-worker.js'],
+  ] as const) {
+    it(`the model, when ${what}, warns that it watches in its own thread and goes on following locks`, async () => {
+      fs.mkdirSync(path.join(dir, 'eve', 'R1'), { recursive: true });
+      fs.writeFileSync(path.join(dir, 'eve', 'R1', 'staged.timestamp'), '');
+      const warned: string[] = [];
+      const broken: WatcherFactory = (onEvent, onError) => new ThreadWatcher(onEvent, onError, scriptIn(dir));
+      const states = new LockStates(timing, { warn: (m: string) => void warned.push(m) }, { watcher: broken });
       try {
-        await waitFor(() => (states.record(dir, 'eve/R1')?.lock?.state === 'held' ? true : undefined), 5_000, 'the lock seen');
+        states.scan([dir]);
+        await waitFor(() => (states.record(dir, 'eve/R1') !== undefined ? true : undefined), 5_000, 'the scan');
+        await states.settled();
+        const lease = await acquire(dir, 'eve/R1', { ...timing, createOnce: false });
+        try {
+          await waitFor(() => (states.record(dir, 'eve/R1')?.lock?.state === 'held' ? true : undefined), 5_000, 'the lock seen');
+        } finally {
+          await lease.release();
+        }
+        assert.equal(warned.length, 1, warned.join('\n'));
+        assert.match(warned[0], /^The watcher thread stopped \(.*\); watching in this thread instead\.$/);
       } finally {
-        await lease.release();
+        states.dispose();
       }
-      assert.equal(warned.length, 1, warned.join('\n'));
-      assert.match(warned[0], /^The watcher thread stopped \(.*\); watching in this thread instead\.$/);
-    } finally {
-      states.dispose();
-    }
-  });
-
-  it("the model, when its worker cannot start, warns that it watches in its own thread and goes on following locks", async () => {
-    fs.mkdirSync(path.join(dir, 'eve', 'R1'), { recursive: true });
-    fs.writeFileSync(path.join(dir, 'eve', 'R1', 'staged.timestamp'), '');
-    const warned: string[] = [];
-    const broken: WatcherFactory = (onEvent, onError) => new ThreadWatcher(onEvent, onError, path.join(dir, 'no-such-worker.js'));
-    const states = new LockStates(timing, { warn: (m: string) => void warned.push(m) }, { watcher: broken });
-    try {
-      states.scan([dir]);
-      await waitFor(() => (states.record(dir, 'eve/R1') !== undefined ? true : undefined), 5_000, 'the scan');
-      await states.settled();
-      const lease = await acquire(dir, 'eve/R1', { ...timing, createOnce: false });
-      try {
-        await waitFor(() => (states.record(dir, 'eve/R1')?.lock?.state === 'held' ? true : undefined), 5_000, 'the lock seen');
-      } finally {
-        await lease.release();
-      }
-      assert.equal(warned.length, 1, warned.join('\n'));
-      assert.match(warned[0], /^The watcher thread stopped \(.*\); watching in this thread instead\.$/);
-    } finally {
-      states.dispose();
-    }
-  });
+    });
+  }
 
   it('keeps no process alive: one that starts the thread early, watches and returns exits by itself', async () => {
     const script = `const { ThreadWatcher } = require(${JSON.stringify(path.resolve(__dirname, '../../../src/core/watch/threadWatcher'))});
