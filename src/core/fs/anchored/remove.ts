@@ -119,17 +119,13 @@ async function removal(parent: Dir, name: string, calls: Calls, keep?: (names: r
           await unlinkIf(level.dir.at(entry));
           continue;
         }
-        let inside: StagingError | undefined;
         try {
-          inside = elsewhere(child);
+          const inside = elsewhere(child);
+          if (inside !== undefined) throw inside;
         } catch (err) {
-          // Could not tell (no descriptor left to read its mount with): not entered, and not kept open.
+          // Another mount, or no way to tell (no descriptor left to read it with): not entered, not kept open.
           child.close();
           throw err;
-        }
-        if (inside !== undefined) {
-          child.close();
-          throw inside;
         }
         try {
           levels.push({ dir: child, name: entry, entries: await calls.readdir(child.at('.')), next: 0 });
