@@ -12,7 +12,7 @@ import { flushHistory } from '../../../src/core/log/history';
 import { stage } from '../../../src/core/stage/stage';
 import { HISTORY_DIR, META_DIR } from '../../../src/core/base/protocol';
 import { python } from '../../fixtures';
-import { CLI, cleanup, isRoot, rejectsWith, report, run, snapshot, tempDir } from '../../helpers';
+import { CLI, cleanup, isRoot, rejectsWith, report, run, snapshot, tempDir, waitFor } from '../../helpers';
 
 const MiB = 1024 ** 2;
 
@@ -116,6 +116,7 @@ describe('staging keeps a safety margin of free space', () => {
           `const fs = require('fs'); let writes = 0, full = 0; const buf = Buffer.alloc(1 << 20, 1);
            const stop = () => { process.stdout.write(JSON.stringify({ writes, full })); process.exit(0); };
            process.on('SIGTERM', stop);
+           process.stdout.write('ready\\n');
            (function loop() { try { fs.writeFileSync(process.argv[1] + '/f', buf); fs.unlinkSync(process.argv[1] + '/f'); writes++; } catch (e) { if (e.code === 'ENOSPC') full++; else throw e; } setImmediate(loop); })();`,
           other,
         ],
@@ -125,10 +126,12 @@ describe('staging keeps a safety margin of free space', () => {
       coUser.stdout.on('data', (d: Buffer) => (coOut += d.toString()));
       const coDone = new Promise<void>((resolve) => coUser.once('close', () => resolve()));
       try {
+        // Once it writes (its SIGTERM handler is in place): a tool that ends sooner would otherwise kill it silent.
+        await waitFor(() => (coOut.startsWith('ready\n') || coUser.exitCode !== null ? true : undefined), 30_000, 'the co-user to start');
         const r = await run(process.execPath, [CLI, ...args], { env: { ...process.env, DEVSERVER_STATIC_DIR: staticDir } });
         coUser.kill('SIGTERM');
         await coDone;
-        const co = JSON.parse(coOut) as { writes: number; full: number };
+        const co = JSON.parse(coOut.slice('ready\n'.length)) as { writes: number; full: number };
         return { code: r.code, stderr: r.stderr, minFree, coUserWrites: co.writes, coUserFull: co.full };
       } finally {
         clearInterval(sampler);
